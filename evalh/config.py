@@ -1,0 +1,293 @@
+"""evalh.toml → validated settings.
+
+The contract users rely on::
+
+    [suites.gate]
+    dataset = "datasets/gate.jsonl"        # JSONL, one case a line; JSON array also accepted
+    target  = "examples.citecheck:check"   # module:function, or a table with `kind = ...`
+    regime  = "deterministic"              # or "stochastic"
+    scorers = [{ type = "exact" }]
+
+Every table is validated with `extra="forbid"`: an unknown key is an error naming the file
+and the key. Paths are relative to the directory holding the config file (the project root).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evalh import registry
+from evalh.errors import ConfigError
+from evalh.scorers.base import ScorerConfig
+from evalh.targets.base import TargetConfig
+
+CONFIG_FILENAME = "evalh.toml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    SNAPSHOT: ClassVar[frozenset[str]] = frozenset()
+
+
+class Thresholds(_Strict):
+    """Allowances for stochastic suites; a change inside its allowance is `flat`."""
+
+    SNAPSHOT = frozenset(
+        {"pass_rate_drop", "mean_score_drop", "cost_increase_pct", "latency_p50_increase_pct"}
+    )
+
+    pass_rate_drop: float = Field(0.05, ge=0, le=1)
+    mean_score_drop: float = Field(0.02, ge=0, le=1)
+    cost_increase_pct: float = Field(25.0, ge=0)
+    latency_p50_increase_pct: float = Field(50.0, ge=0)
+
+
+class Price(_Strict):
+    """USD per million tokens."""
+
+    SNAPSHOT = frozenset({"input", "output"})
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+class ArmConfig(_Strict):
+    """A variant of the suite's target within one run (other prompt, other model)."""
+
+    SNAPSHOT = frozenset({"name", "target"})
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    target: TargetConfig
+
+
+class SuiteConfig(_Strict):
+    SNAPSHOT = frozenset(
+        {
+            "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
+            "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
+            "cache_repeats", "splits",
+        }
+    )
+
+    name: str = ""
+    dataset: str
+    target: TargetConfig
+    regime: Literal["deterministic", "stochastic"] = "deterministic"
+    scorers: list[ScorerConfig] = Field(default_factory=list)
+    arms: list[ArmConfig] = Field(default_factory=list)
+    baseline_arm: str | None = None
+    """The arm others are judged against; defaults to the first arm."""
+    repeats: int = Field(1, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+    concurrency: int | None = Field(None, ge=1)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    tier: int = 0
+    """Suites run cheapest first: lower tiers first, then by name."""
+    description: str | None = None
+    requires_env: list[str] = Field(default_factory=list)
+    """Environment variables the suite needs besides its target's (names only)."""
+    cache_repeats: bool = False
+    """When true, repeats share one cached reply instead of one per attempt."""
+    splits: list[str] | None = None
+    """Run only cases of these splits (all when unset)."""
+
+    def arm_targets(self) -> list[tuple[str, TargetConfig]]:
+        if not self.arms:
+            return [("default", self.target)]
+        return [(a.name, a.target) for a in self.arms]
+
+    def env_needed(self) -> list[str]:
+        names = list(self.requires_env)
+        for _, t in self.arm_targets():
+            names.extend(t.requires_env())
+        return sorted(set(names))
+
+    def missing_env(self) -> list[str]:
+        return [n for n in self.env_needed() if not os.environ.get(n)]
+
+
+class Settings(_Strict):
+    """The optional `[evalh]` table: defaults for every suite."""
+
+    SNAPSHOT = frozenset({"concurrency", "timeout_s", "seed", "max_cost_usd", "max_tokens"})
+
+    runs_dir: str | None = None
+    concurrency: int = Field(8, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    seed: int | None = None
+    max_cost_usd: float | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=0)
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    SNAPSHOT: ClassVar[frozenset[str]] = frozenset({"settings", "prices", "suites"})
+
+    path: Path
+    root: Path
+    settings: Settings = Field(default_factory=Settings)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    suites: dict[str, SuiteConfig] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Top-level tables other modules own (for example `[judges]`), validated there."""
+
+    @field_validator("suites")
+    @classmethod
+    def _names(cls, v: dict[str, SuiteConfig]) -> dict[str, SuiteConfig]:
+        for name, suite in v.items():
+            suite.name = name
+        return v
+
+    def resolve(self, relpath: str) -> Path:
+        p = Path(relpath)
+        return p if p.is_absolute() else self.root / p
+
+    def suites_in_order(self) -> list[SuiteConfig]:
+        return sorted(self.suites.values(), key=lambda s: (s.tier, s.name))
+
+    def suite(self, name: str) -> SuiteConfig:
+        if name not in self.suites:
+            known = ", ".join(sorted(self.suites)) or "none"
+            raise ConfigError(f"{self.path}: unknown suite {name!r} (known: {known})")
+        return self.suites[name]
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out
+
+
+def _fail(path: Path, where: str, exc: ValidationError) -> ConfigError:
+    err = exc.errors()[0]
+    loc = _loc([where, *err["loc"]] if where else err["loc"])
+    extra = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return ConfigError(f"{path}: {loc}: {err['msg']}{extra}")
+
+
+def _target(path: Path, where: str, raw: Any) -> TargetConfig:
+    if isinstance(raw, str):
+        raw = {"kind": "python", "callable": raw}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: {where}: expected 'module:function' or a table with `kind`")
+    kind = raw.get("kind")
+    if kind not in registry.TARGET_KINDS:
+        known = ", ".join(sorted(registry.TARGET_KINDS))
+        raise ConfigError(f"{path}: {where}.kind: unknown target kind {kind!r} (known: {known})")
+    model = registry.target_module(kind).CONFIGS[kind]
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise _fail(path, where, exc) from None
+
+
+def _scorer(path: Path, where: str, raw: Any) -> ScorerConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: {where}: expected a table with `type`")
+    type_ = raw.get("type")
+    if type_ not in registry.SCORER_TYPES:
+        known = ", ".join(sorted(registry.SCORER_TYPES))
+        raise ConfigError(f"{path}: {where}.type: unknown scorer type {type_!r} (known: {known})")
+    model = registry.scorer_module(type_).CONFIGS[type_]
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise _fail(path, where, exc) from None
+
+
+def _suite(path: Path, name: str, raw: Any) -> SuiteConfig:
+    where = f"suites.{name}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: {where}: expected a table")
+    raw = dict(raw)
+    if "target" not in raw:
+        raise ConfigError(f"{path}: {where}.target: missing")
+    raw["target"] = _target(path, f"{where}.target", raw["target"])
+    raw["scorers"] = [
+        _scorer(path, f"{where}.scorers[{i}]", s) for i, s in enumerate(raw.get("scorers", []))
+    ]
+    arms = []
+    for i, a in enumerate(raw.get("arms", [])):
+        if not isinstance(a, dict) or "target" not in a:
+            raise ConfigError(f"{path}: {where}.arms[{i}]: expected a table with `name` and `target`")
+        a = dict(a)
+        a["target"] = _target(path, f"{where}.arms[{i}].target", a["target"])
+        arms.append(a)
+    raw["arms"] = arms
+    try:
+        suite = SuiteConfig.model_validate({**raw, "name": name})
+    except ValidationError as exc:
+        raise _fail(path, where, exc) from None
+    names = [a.name for a in suite.arms]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{path}: {where}.arms: arm names must be unique")
+    if suite.baseline_arm and suite.baseline_arm not in (names or ["default"]):
+        raise ConfigError(f"{path}: {where}.baseline_arm: no arm named {suite.baseline_arm!r}")
+    return suite
+
+
+def find_config(start: Path | None = None) -> Path:
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / CONFIG_FILENAME).is_file():
+            return d / CONFIG_FILENAME
+    raise ConfigError(f"no {CONFIG_FILENAME} found in {here} or its parents (use --config PATH)")
+
+
+def load_config(path: Path | str | None = None, *, check_datasets: bool = True) -> Config:
+    """Read and validate evalh.toml. Raises ConfigError with a one-line message."""
+    cfg_path = Path(path) if path is not None else find_config()
+    if not cfg_path.is_file():
+        raise ConfigError(f"{cfg_path}: config file not found")
+    try:
+        raw = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{cfg_path}: invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{cfg_path}: cannot read: {exc}") from None
+    known = {"evalh", "prices", "suites"}
+    extra = {k: v for k, v in raw.items() if k not in known}
+    for key in extra:
+        if key not in registry.TOP_LEVEL_TABLES:
+            raise ConfigError(f"{cfg_path}: {key}: unknown top-level table")
+    suites_raw = raw.get("suites", {})
+    if not isinstance(suites_raw, dict):
+        raise ConfigError(f"{cfg_path}: suites: expected a table of suites")
+    suites = {name: _suite(cfg_path, name, s) for name, s in suites_raw.items()}
+    try:
+        settings = Settings.model_validate(raw.get("evalh", {}))
+    except ValidationError as exc:
+        raise _fail(cfg_path, "evalh", exc) from None
+    prices: dict[str, Price] = {}
+    for model, p in (raw.get("prices") or {}).items():
+        try:
+            prices[model] = Price.model_validate(p)
+        except ValidationError as exc:
+            raise _fail(cfg_path, f"prices.{model}", exc) from None
+    config = Config(
+        path=cfg_path,
+        root=cfg_path.resolve().parent,
+        settings=settings,
+        prices=prices,
+        suites=suites,
+        extra=extra,
+    )
+    if check_datasets:
+        for suite in suites.values():
+            if not config.resolve(suite.dataset).is_file():
+                raise ConfigError(
+                    f"{cfg_path}: suites.{suite.name}.dataset: file not found: {suite.dataset}"
+                )
+    return config

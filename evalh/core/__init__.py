@@ -1,0 +1,1 @@
+"""The core: runner, compare, stats. Never imports typer or rich."""

@@ -1,0 +1,57 @@
+"""Shared services a run hands to its targets and scorers: prices, budget, cache, limits.
+
+One `RunServices` per run. Targets and judges reach providers through it, so budgets,
+the response cache and rate limits apply to every call the run makes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalh.config import Price
+
+
+@dataclass
+class Budget:
+    """Cost and token budget for one run. When reached, no new case starts."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    cost_usd: float = 0.0
+    tokens: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def charge(self, *, cost_usd: float | None, tokens_in: int | None, tokens_out: int | None) -> None:
+        with self._lock:
+            self.cost_usd += cost_usd or 0.0
+            self.tokens += (tokens_in or 0) + (tokens_out or 0)
+
+    def exhausted(self) -> str | None:
+        """The reason the budget is spent, or None."""
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            return f"cost budget reached: ${self.cost_usd:.4f} of ${self.max_cost_usd:.4f}"
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return f"token budget reached: {self.tokens} of {self.max_tokens} tokens"
+        return None
+
+
+@dataclass
+class RunServices:
+    root: Path
+    prices: dict[str, Price] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
+    cache: Any = None
+    """A response cache (evalh.cache.ResponseCache) or None when disabled."""
+    limits: dict[str, Any] = field(default_factory=dict)
+    """Per-provider limiters, created on first use; their settled values go in the run."""
+    allow_self_judge: bool = False
+
+    def cost_of(self, model: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
+        """Cost from the price table; unknown model → None, never 0."""
+        if model is None or model not in self.prices or tokens_in is None or tokens_out is None:
+            return None
+        p = self.prices[model]
+        return (tokens_in * p.input + tokens_out * p.output) / 1_000_000

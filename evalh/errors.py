@@ -1,0 +1,52 @@
+"""Domain errors. The core raises these with text a user can act on; the CLI prints one
+line to stderr and exits with the error's code (2 for bad input, unless stated)."""
+
+from __future__ import annotations
+
+
+class EvalhError(Exception):
+    """Base of every error evalh reports to a user. `exit_code` is what the CLI returns."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else self.__class__.__name__
+
+
+class ConfigError(EvalhError):
+    """evalh.toml is missing, malformed, or names something that does not exist."""
+
+
+class DatasetError(EvalhError):
+    """A dataset line is malformed, a case id is duplicated, a group crosses splits."""
+
+
+class RunNotFound(EvalhError):
+    """No run document with that id or path."""
+
+
+class InvalidRunId(EvalhError):
+    """A run id that could escape the runs directory or is not of evalh's form."""
+
+
+class RunDocumentError(EvalhError):
+    """A run document that cannot be read or does not validate."""
+
+
+class MissingCredentials(EvalhError):
+    """A live suite was asked to run without the key it needs."""
+
+
+class TargetError(Exception):
+    """Raised by a target when the system under test failed in a way worth naming
+    (bad reply, upstream failure). The runner records it as an `errored` result."""
+
+
+class BudgetExceeded(Exception):
+    """Raised inside the runner when a cost or token budget is reached."""

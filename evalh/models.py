@@ -1,0 +1,224 @@
+"""Versioned pydantic models of everything evalh persists.
+
+The run document (`evalh.run/1`) is complete on its own: a reader needs nothing else to
+know what ran, on what, with which settings, and what came out. Every field here is part
+of that contract; add fields with defaults, never repurpose one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+RUN_SCHEMA = "evalh.run/1"
+
+CaseStatus = Literal["passed", "failed", "errored", "judge_error", "skipped"]
+"""`errored`: the target raised, timed out or returned garbage. `judge_error`: the product
+answered but a judge could not (counted apart, never a failure of the product)."""
+
+RunStatus = Literal["running", "complete", "partial", "failed"]
+Regime = Literal["deterministic", "stochastic"]
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, no insignificant whitespace, UTF-8."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
+def sha256_of(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class CaseMetadata(BaseModel):
+    """Known metadata keys; anything else the dataset carries is kept as is."""
+
+    model_config = ConfigDict(extra="allow")
+
+    split: str | None = None
+    """Dataset split (for example `dev`, `test`, `heldout`)."""
+    group: str | None = None
+    """Cases of one group are related (same source document); a group never crosses splits."""
+    stratum: str | None = None
+    """Reporting stratum; strata are reported apart."""
+    tags: list[str] = Field(default_factory=list)
+
+
+class Case(BaseModel):
+    """One labelled input."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    input: Any
+    expected: Any = None
+    metadata: CaseMetadata = Field(default_factory=CaseMetadata)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the case's canonical JSON (id, input, expected, metadata)."""
+        return sha256_of(
+            {
+                "id": self.id,
+                "input": self.input,
+                "expected": self.expected,
+                "metadata": self.metadata.model_dump(mode="json"),
+            }
+        )
+
+
+class Score(_Model):
+    """What one scorer said about one output."""
+
+    scorer: str
+    """Scorer name as configured (its `name`, or its type)."""
+    value: float | None = None
+    """0–1, or null when the scorer abstained or failed."""
+    passed: bool | None = None
+    """True/False, or null for an abstention (an abstention is never a pass)."""
+    rationale: str | None = None
+    abstained: bool = False
+    error: str | None = None
+    """Set when the scorer itself failed (for judges: `judge_error`)."""
+    verdict: str | None = None
+    """A named verdict where the scorer has a vocabulary (for example `supported`)."""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Scorer-specific detail (per-paragraph verdicts, per-judge votes, flags)."""
+    judge_model: str | None = None
+    rubric_sha256: str | None = None
+
+
+class ErrorInfo(_Model):
+    type: str
+    message: str
+
+
+class Usage(_Model):
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+
+
+class CaseResult(_Model):
+    """One (case, arm, attempt) outcome. The uniform row every suite reduces to."""
+
+    case_id: str
+    case_digest: str | None = None
+    arm: str = "default"
+    attempt: int = 0
+    """Repeat index, 0-based."""
+    status: CaseStatus
+    score: float | None = None
+    """Mean of the scorers' values that are not null; null when none gave one."""
+    scores: list[Score] = Field(default_factory=list)
+    input: Any = None
+    expected: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    output_sha256: str | None = None
+    trace: list[dict[str, Any]] | None = None
+    """Tool calls the target reported, in order."""
+    latency_ms: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+    """Served from the response cache: no cost, latency kept out of latency figures."""
+    truncated: bool = False
+    error: ErrorInfo | None = None
+    started_at: str | None = None
+
+
+class Aggregate(_Model):
+    """Counts with their denominators. A rate over zero is null, never 0 or 1."""
+
+    n: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    judge_error: int = 0
+    skipped: int = 0
+    pass_rate: float | None = None
+    """passed / (passed + failed): errored and judge_error are counted apart."""
+    pass_rate_denominator: int = 0
+    error_rate: float | None = None
+    mean_score: float | None = None
+    mean_score_denominator: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+    cost_unknown: int = 0
+    """Results whose cost is unknown (unpriced model): never counted as 0."""
+    latency_ms_p50: float | None = None
+    latency_ms_p95: float | None = None
+    cached: int = 0
+
+
+class DatasetInfo(_Model):
+    path: str
+    sha256: str
+    cases: int
+
+
+class SuiteResult(_Model):
+    regime: Regime = "deterministic"
+    target: dict[str, Any] = Field(default_factory=dict)
+    """Safe description of the target (kind, model, callable) — never keys or headers."""
+    dataset: DatasetInfo
+    aggregate: Aggregate = Field(default_factory=Aggregate)
+    arms: dict[str, Aggregate] = Field(default_factory=dict)
+    """Per-arm aggregates; always has at least the `default` arm or the named arms."""
+    baseline_arm: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Suite-level facts (judge calibration, consistency_under_order_swap, …)."""
+    cases: list[CaseResult] = Field(default_factory=list)
+
+
+class GitInfo(_Model):
+    sha: str | None = None
+    dirty: bool | None = None
+    branch: str | None = None
+
+
+class EnvironmentInfo(_Model):
+    evalh: str
+    python: str
+    platform: str
+
+
+class DerivedFrom(_Model):
+    run_id: str
+    how: Literal["rejudge", "resume"]
+
+
+class Run(_Model):
+    """One invocation of evalh: the whole document written to `eval_runs/<run_id>.json`."""
+
+    schema_: str = Field(default=RUN_SCHEMA, alias="schema")
+    run_id: str
+    label: str | None = None
+    status: RunStatus = "running"
+    status_reason: str | None = None
+    """Why a run is `partial` or `failed` (budget reached, interrupted, …)."""
+    started_at: str
+    finished_at: str | None = None
+    git: GitInfo = Field(default_factory=GitInfo)
+    environment: EnvironmentInfo
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The resolved, allowlisted config snapshot. Secrets never."""
+    seed: int | None = None
+    derived_from: DerivedFrom | None = None
+    limits: dict[str, Any] = Field(default_factory=dict)
+    """Concurrency and rate limits the runner settled on."""
+    suites: dict[str, SuiteResult] = Field(default_factory=dict)
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+    def to_json_bytes(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2)

@@ -1,0 +1,47 @@
+"""Registries of target kinds and scorer types.
+
+Built-ins are registered the way a plugin would be: a kind or type name mapped to the
+module that defines its `Config` model and its `build` factory. Modules are imported only
+when a config names them, and provider SDKs only inside `build`, so `evalh --help` stays
+fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+TARGET_KINDS: dict[str, str] = {
+    "python": "evalh.targets.python_callable",
+}
+
+SCORER_TYPES: dict[str, str] = {
+    "exact": "evalh.scorers.match",
+    "contains": "evalh.scorers.match",
+    "regex": "evalh.scorers.match",
+    "json_equal": "evalh.scorers.structured",
+    "numeric": "evalh.scorers.structured",
+    "json_schema": "evalh.scorers.structured",
+    "literal_quote": "evalh.scorers.literal",
+    "literal_absence": "evalh.scorers.literal",
+    "custom": "evalh.scorers.custom",
+}
+
+TOP_LEVEL_TABLES: set[str] = set()
+"""Top-level tables of evalh.toml owned by optional modules (validated by them)."""
+
+
+def register_target(kind: str, module: str) -> None:
+    TARGET_KINDS[kind] = module
+
+
+def register_scorer(type_: str, module: str) -> None:
+    SCORER_TYPES[type_] = module
+
+
+def target_module(kind: str) -> ModuleType:
+    return importlib.import_module(TARGET_KINDS[kind])
+
+
+def scorer_module(type_: str) -> ModuleType:
+    return importlib.import_module(SCORER_TYPES[type_])
