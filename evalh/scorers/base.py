@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from evalh.models import Case, Score
+
 if TYPE_CHECKING:
     from evalh.core.services import RunServices
-    from evalh.models import Case, Score
     from evalh.targets.base import TargetOutput
 
 
@@ -44,3 +45,36 @@ class Scorer(Protocol):
     kind: ClassVar[Literal["deterministic", "judge"]]
 
     async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score: ...
+
+
+class DeterministicScorer:
+    """Base of the deterministic scorers: a sync `check` wrapped as the async `score`."""
+
+    kind: ClassVar[Literal["deterministic"]] = "deterministic"
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    def _score(self, **kw: Any) -> Score:
+        return Score(scorer=self.config.display_name, **kw)
+
+    def _operands(self, case: Case, output: Any) -> tuple[Any, Any] | Score:
+        """(output[field], expected[expected_field]), or a failing Score naming what is missing."""
+        from evalh.scorers._util import _MISSING, pick
+
+        actual = pick(output, self.config.field)
+        if actual is _MISSING:
+            return self._score(value=0.0, passed=False, rationale=f"output has no field {self.config.field!r}")
+        expected = pick(case.expected, self.config.expected_field)
+        if expected is _MISSING:
+            return self._score(
+                value=0.0, passed=False,
+                rationale=f"case expected has no field {self.config.expected_field!r}",
+            )
+        return actual, expected
+
+    async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
+        return self.check(case, output)
+
+    def check(self, case: Case, output: Any) -> Score:  # pragma: no cover - abstract
+        raise NotImplementedError

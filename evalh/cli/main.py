@@ -1,0 +1,36 @@
+"""`evalh`: did this change make the product better, worse, or just noisier?
+
+Run labelled cases against your product, score them, keep every run as a JSON document in
+eval_runs/, and compare runs with verdicts CI can gate on. Start with `evalh run --suite gate`.
+
+Exit codes: 0 success; 1 a deterministic case failed or a regression was found; 2 bad
+usage or bad input; 3 inconclusive (only with --fail-on-inconclusive).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from evalh.cli import run_cmd, runs_cmd, validate_cmd
+
+app = typer.Typer(
+    name="evalh",
+    help=__doc__,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+
+app.command("run")(run_cmd.run)
+app.command("validate")(validate_cmd.validate)
+app.command("runs")(runs_cmd.runs)
+app.command("show")(runs_cmd.show)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

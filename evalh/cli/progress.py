@@ -1,0 +1,72 @@
+"""A rich progress bar fed by the runner's observer hooks (stderr, respects --quiet)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalh.core.plan import RunPlan, SuitePlan
+    from evalh.models import CaseResult, Run
+
+
+class ProgressObserver:
+    """done/total, errored, tokens and cost so far, ETA — one bar per suite."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._progress: Any = None
+        self._task: Any = None
+        self.errored = 0
+        self.tokens = 0
+        self.cost = 0.0
+
+    def on_start(self, plan: RunPlan) -> None:
+        if not self.enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        from evalh.console import err
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("errored {task.fields[errored]}"),
+            TextColumn("tokens {task.fields[tokens]}"),
+            TextColumn("${task.fields[cost]:.4f}"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=err(),
+            transient=False,
+        )
+        self._progress.start()
+
+    def on_suite(self, suite: SuitePlan, todo: int) -> None:
+        if self._progress is None:
+            return
+        self._task = self._progress.add_task(
+            suite.name, total=todo, errored=0, tokens=0, cost=0.0
+        )
+
+    def on_result(self, suite: SuitePlan, result: CaseResult) -> None:
+        if result.status == "errored":
+            self.errored += 1
+        self.tokens += (result.tokens_in or 0) + (result.tokens_out or 0)
+        self.cost += result.cost_usd or 0.0
+        if self._progress is not None and self._task is not None:
+            self._progress.update(
+                self._task, advance=1, errored=self.errored, tokens=self.tokens, cost=self.cost
+            )
+
+    def on_finish(self, run: Run) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

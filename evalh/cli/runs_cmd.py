@@ -1,0 +1,86 @@
+"""`evalh runs` and `evalh show`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from evalh.cli.errors import translate_errors
+from evalh.cli.options import ConfigOpt, JsonOpt, RunsDirOpt
+
+
+def _store(runs_dir, config):  # type: ignore[no-untyped-def]
+    from evalh.config import find_config, load_config
+    from evalh.errors import ConfigError
+    from evalh.store import RunStore, resolve_runs_dir
+
+    try:
+        cfg = load_config(config if config is not None else find_config(), check_datasets=False)
+        return RunStore(resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir))
+    except ConfigError:
+        if config is not None:
+            raise
+        return RunStore(resolve_runs_dir(runs_dir))
+
+
+@translate_errors
+def runs(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show the newest N runs.")] = 20,
+    runs_dir: RunsDirOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List runs, newest last: id, label, status, git sha, and per-suite pass rates."""
+    import orjson
+    from rich.table import Table
+    from rich.text import Text
+
+    from evalh.baseline import read_baseline
+    from evalh.console import out
+
+    store = _store(runs_dir, config)
+    runs_ = list(store.iter_runs())[-limit:]
+    baseline = read_baseline(store.runs_dir.resolve().parent)
+    rows = [
+        {
+            "run_id": r.run_id, "label": r.label, "status": r.status, "started_at": r.started_at,
+            "git_sha": r.git.sha, "dirty": r.git.dirty, "baseline": r.run_id == baseline,
+            "suites": {n: s.aggregate.pass_rate for n, s in r.suites.items()},
+        }
+        for r in runs_
+    ]
+    if json_out:
+        out().file.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    table = Table(title=Text(f"runs in {store.runs_dir}"), title_justify="left")
+    for col in ("run id", "label", "status", "git", "suites (pass rate)"):
+        table.add_column(col)
+    for row in rows:
+        sha = (row["git_sha"] or "–")[:8] + ("*" if row["dirty"] else "")
+        rates = "  ".join(f"{n} {'n/a' if v is None else f'{v:.0%}'}" for n, v in row["suites"].items())
+        rid = row["run_id"] + (" (BASELINE)" if row["baseline"] else "")
+        table.add_row(Text(rid), Text(row["label"] or ""), Text(row["status"]), Text(sha), Text(rates))
+    out().print(table)
+
+
+@translate_errors
+def show(
+    run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
+    runs_dir: RunsDirOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print one run: its results table and the cases that did not pass (--json: the whole document)."""
+    from evalh.cli.render_run import render_run
+    from evalh.console import out
+
+    run = _store(runs_dir, config).load(run_id)
+    if json_out:
+        out().file.write(run.to_json_bytes().decode() + "\n")
+        return
+    from rich.text import Text
+
+    git = run.git.sha[:10] + ("-dirty" if run.git.dirty else "") if run.git.sha else "not a git repo"
+    out().print(Text(f"{run.run_id}  {run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
+    render_run(run, out(), max_failures=1000)

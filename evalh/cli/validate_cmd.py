@@ -1,0 +1,42 @@
+"""`evalh validate`."""
+
+from __future__ import annotations
+
+import typer
+
+from evalh.cli.errors import translate_errors
+from evalh.cli.options import ConfigOpt, JsonOpt
+
+
+@translate_errors
+def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Check evalh.toml and every suite's dataset, target and scorers without running anything.
+
+    Exit 0 when everything is valid; 2 with one line naming the file and line or key otherwise.
+    """
+    from evalh.config import load_config
+    from evalh.console import out
+    from evalh.core.plan import build_suite_plan
+
+    cfg = load_config(config)
+    rows = []
+    for suite in cfg.suites_in_order():
+        missing = suite.missing_env()
+        plan = build_suite_plan(cfg, suite, with_targets=not missing)
+        rows.append({
+            "suite": suite.name, "regime": suite.regime, "cases": len(plan.cases),
+            "dataset_sha256": plan.dataset.sha256, "arms": [a.name for a in plan.arms],
+            "scorers": [s.config.display_name for s in plan.scorers], "needs_env": missing,
+        })
+    if json_out:
+        import orjson
+
+        out().file.write(orjson.dumps({"config": str(cfg.path), "suites": rows}, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    from rich.text import Text
+
+    for r in rows:
+        note = f"  (needs {', '.join(r['needs_env'])} to run)" if r["needs_env"] else ""
+        out().print(Text(f"ok  {r['suite']:<12} {r['regime']:<13} {r['cases']:>5} cases  "
+                         f"scorers: {', '.join(r['scorers']) or '–'}{note}"))
+    typer.echo(f"{cfg.path}: valid ({len(rows)} suites)", err=True)

@@ -1,0 +1,45 @@
+"""Who is running: the run and case a target call belongs to.
+
+While a target runs, `evalh.context.current()` returns the run id, suite, case id, arm and
+attempt, so the product's own logs can be joined back to the run. The same ids are in the
+environment as `EVALH_RUN_ID` and `EVALH_CASE_ID` (the latter is exact only at
+`--concurrency 1`, since the environment is shared by the whole process; the context
+variable is exact at any concurrency, including inside sync targets run in worker threads).
+HTTP targets receive them as the headers `X-Evalh-Run-Id` and `X-Evalh-Case-Id`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CaseContext:
+    run_id: str
+    suite: str
+    case_id: str
+    arm: str
+    attempt: int
+
+
+_current: ContextVar[CaseContext | None] = ContextVar("evalh_case", default=None)
+
+
+def current() -> CaseContext | None:
+    """The case being run in this context, or None outside a run."""
+    return _current.get()
+
+
+@contextmanager
+def case_scope(ctx: CaseContext) -> Iterator[None]:
+    token = _current.set(ctx)
+    os.environ["EVALH_RUN_ID"] = ctx.run_id
+    os.environ["EVALH_CASE_ID"] = ctx.case_id
+    try:
+        yield
+    finally:
+        _current.reset(token)

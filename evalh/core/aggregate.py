@@ -1,0 +1,71 @@
+"""Aggregates over case results: counts with denominators, rates null over zero."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from evalh.models import Aggregate, CaseResult
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated percentile (numpy's default method); None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    if lo == hi:
+        return float(xs[lo])
+    return float(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo))
+
+
+def rate(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def aggregate(results: Iterable[CaseResult]) -> Aggregate:
+    """Counts, rates and economics for a set of results.
+
+    `pass_rate` is passed / (passed + failed): errored and judge_error results are counted
+    apart and never enter it. Cached replies cost nothing and stay out of latency figures.
+    Cost is null when no result has a known cost; results with tokens but no price are
+    counted in `cost_unknown`, never as 0.
+    """
+    agg = Aggregate()
+    scores: list[float] = []
+    latencies: list[float] = []
+    cost: float | None = None
+    for r in results:
+        agg.n += 1
+        if r.status == "passed":
+            agg.passed += 1
+        elif r.status == "failed":
+            agg.failed += 1
+        elif r.status == "errored":
+            agg.errored += 1
+        elif r.status == "judge_error":
+            agg.judge_error += 1
+        else:
+            agg.skipped += 1
+        if r.status in ("passed", "failed") and r.score is not None:
+            scores.append(r.score)
+        agg.tokens_in += r.tokens_in or 0
+        agg.tokens_out += r.tokens_out or 0
+        if r.cached:
+            agg.cached += 1
+        elif r.latency_ms is not None and r.status != "skipped":
+            latencies.append(r.latency_ms)
+        if r.cost_usd is not None:
+            cost = (cost or 0.0) + r.cost_usd
+        elif not r.cached and (r.tokens_in is not None or r.tokens_out is not None):
+            agg.cost_unknown += 1
+    agg.pass_rate_denominator = agg.passed + agg.failed
+    agg.pass_rate = rate(agg.passed, agg.pass_rate_denominator)
+    agg.error_rate = rate(agg.errored, agg.n - agg.skipped)
+    agg.mean_score_denominator = len(scores)
+    agg.mean_score = sum(scores) / len(scores) if scores else None
+    agg.cost_usd = cost
+    agg.latency_ms_p50 = percentile(latencies, 50)
+    agg.latency_ms_p95 = percentile(latencies, 95)
+    return agg

@@ -1,0 +1,168 @@
+"""Plans: what the runner will execute. Every front door (run, resume, rejudge, sweep) builds
+a `RunPlan` and hands it to the one runner core.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalh.config import Config, SuiteConfig
+from evalh.datasets import Dataset, load_dataset
+from evalh.errors import ConfigError, MissingCredentials
+from evalh.imports import ImportFailure, ensure_on_path
+from evalh.models import Case, CaseResult, DerivedFrom
+from evalh.snapshot import snapshot
+
+if TYPE_CHECKING:
+    from evalh.core.services import RunServices
+    from evalh.scorers.base import Scorer
+    from evalh.targets.base import Target
+
+
+@dataclass
+class ArmPlan:
+    name: str
+    target: Target | None
+    """None when outputs come from a stored run (rejudge) instead of a live target."""
+
+
+@dataclass
+class SuitePlan:
+    config: SuiteConfig
+    dataset: Dataset
+    dataset_display: str
+    cases: list[Case]
+    arms: list[ArmPlan]
+    scorers: list[Scorer]
+    repeats: int
+    timeout_s: float
+    concurrency: int
+    stored: dict[tuple[str, str, int], CaseResult] | None = None
+    """For rejudge: stored results whose outputs are scored again, keyed (case, arm, attempt)."""
+    rescore: Callable[[CaseResult], bool] | None = None
+    """For rejudge: which stored results to score again (others are carried over)."""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def total(self) -> int:
+        return len(self.cases) * len(self.arms) * self.repeats
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    root: Path
+    suites: list[SuitePlan]
+    config_snapshot: dict[str, Any]
+    seed: int
+    services: RunServices
+    label: str | None = None
+    derived_from: DerivedFrom | None = None
+    done: list[tuple[str, CaseResult]] = field(default_factory=list)
+    """Results already finished (resume): their triples are not run again."""
+    before_suite: Callable[[SuitePlan], Awaitable[None]] | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(s.total for s in self.suites)
+
+
+def config_snapshot(config: Config, seed: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    snap = snapshot(config)
+    snap["seed"] = seed
+    snap.update(extra or {})
+    return snap
+
+
+def select_suites(config: Config, names: list[str] | None) -> tuple[list[SuiteConfig], list[tuple[str, list[str]]]]:
+    """The suites to run, cheapest first, and those skipped for want of credentials.
+
+    Suites named explicitly must be runnable: a missing key is an error (exit 2). With no
+    names, every suite that can run runs, and the others are returned with what they need.
+    """
+    if names:
+        chosen = [config.suite(n) for n in names]
+        for suite in chosen:
+            missing = suite.missing_env()
+            if missing:
+                raise MissingCredentials(
+                    f"suite {suite.name!r} needs {', '.join(missing)}: set "
+                    f"{'it' if len(missing) == 1 else 'them'} in the environment"
+                )
+        return sorted(chosen, key=lambda s: (s.tier, s.name)), []
+    runnable, skipped = [], []
+    for suite in config.suites_in_order():
+        missing = suite.missing_env()
+        (skipped.append((suite.name, missing)) if missing else runnable.append(suite))
+    return runnable, skipped
+
+
+def load_suite_dataset(config: Config, suite: SuiteConfig) -> tuple[Dataset, str, list[Case]]:
+    path = config.resolve(suite.dataset)
+    dataset = load_dataset(path, display=suite.dataset)
+    cases = dataset.cases
+    if suite.splits is not None:
+        cases = [c for c in cases if c.metadata.split in suite.splits]
+    return dataset, suite.dataset, cases
+
+
+def build_suite_plan(
+    config: Config,
+    suite: SuiteConfig,
+    *,
+    repeats: int | None = None,
+    timeout_s: float | None = None,
+    concurrency: int | None = None,
+    with_targets: bool = True,
+) -> SuitePlan:
+    """Load the suite's dataset and build its targets and scorers (user code imported here)."""
+    from evalh.scorers import build_scorer
+    from evalh.targets import build_target
+
+    ensure_on_path(config.root)
+    dataset, shown, cases = load_suite_dataset(config, suite)
+    arms: list[ArmPlan] = []
+    for i, (arm_name, tcfg) in enumerate(suite.arm_targets()):
+        key = f"suites.{suite.name}." + (f"arms[{i}].target" if suite.arms else "target")
+        target = None
+        if with_targets:
+            try:
+                target = build_target(tcfg, config.root)
+            except (ImportFailure, ValueError, OSError) as exc:
+                raise ConfigError(f"{config.path}: {key}: {exc}") from None
+        arms.append(ArmPlan(arm_name, target))
+    if suite.baseline_arm:  # the baseline arm first, so reports read against it
+        arms.sort(key=lambda a: a.name != suite.baseline_arm)
+    scorers = []
+    for i, scfg in enumerate(suite.scorers):
+        try:
+            scorers.append(build_scorer(scfg, config.root))
+        except (ImportFailure, ValueError, OSError) as exc:
+            raise ConfigError(f"{config.path}: suites.{suite.name}.scorers[{i}]: {exc}") from None
+    return SuitePlan(
+        config=suite,
+        dataset=dataset,
+        dataset_display=shown,
+        cases=cases,
+        arms=arms,
+        scorers=scorers,
+        repeats=repeats or suite.repeats,
+        timeout_s=timeout_s or suite.timeout_s or config.settings.timeout_s,
+        concurrency=concurrency or suite.concurrency or config.settings.concurrency,
+    )
+
+
+def resolve_seed(seed: int | None, config: Config) -> int:
+    if seed is not None:
+        return seed
+    if config.settings.seed is not None:
+        return config.settings.seed
+    return random.SystemRandom().randrange(2**31)

@@ -1,0 +1,370 @@
+"""The one runner core: plan → call → score → save.
+
+Every command that executes cases comes through `execute`. Per suite (cheapest first) it
+expands (case, arm, attempt) triples, shuffles them with the run's seed, and runs them with
+a bounded number in flight. Sync targets run in a worker thread; each call has a timeout. A
+target that raises or times out gives an `errored` result with the exception's type and
+message: never a pass, never dropped. Each finished result is appended to the run's journal
+before anything else happens, and the run document is written atomically at the end — also
+when the run stops early (budget, interrupt), then as `partial` with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from evalh.context import CaseContext, case_scope
+from evalh.core.aggregate import aggregate
+from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
+from evalh.models import (
+    Case,
+    CaseResult,
+    DatasetInfo,
+    ErrorInfo,
+    Run,
+    Score,
+    SuiteResult,
+    sha256_of,
+)
+from evalh.provenance import environment_info, git_info
+from evalh.store import RunStore, now_iso
+from evalh.targets.base import CallContext, TargetOutput
+
+
+class Observer(Protocol):
+    """What the runner tells the outside world (the CLI draws a progress bar from it)."""
+
+    def on_start(self, plan: RunPlan) -> None: ...
+    def on_suite(self, suite: SuitePlan, todo: int) -> None: ...
+    def on_result(self, suite: SuitePlan, result: CaseResult) -> None: ...
+    def on_finish(self, run: Run) -> None: ...
+
+
+class NullObserver:
+    def on_start(self, plan: RunPlan) -> None: ...
+    def on_suite(self, suite: SuitePlan, todo: int) -> None: ...
+    def on_result(self, suite: SuitePlan, result: CaseResult) -> None: ...
+    def on_finish(self, run: Run) -> None: ...
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    case: Case
+    arm: ArmPlan
+    attempt: int
+
+
+def _error(exc: BaseException) -> ErrorInfo:
+    message = str(exc) or repr(exc)
+    return ErrorInfo(type=type(exc).__name__, message=message[:2000])
+
+
+def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[str, float | None]:
+    """Case status from its scores.
+
+    A deterministic scorer that crashed → `errored`; any verdict `passed=False` → `failed`;
+    a judge that failed → `judge_error` (not a failure of the product); every scorer
+    abstaining (or none configured) → `failed`: an abstention is never a pass.
+    """
+    values = [s.value for s in scores if s.value is not None and s.error is None]
+    score = sum(values) / len(values) if values else None
+    if any(s.error and s.scorer not in judge_names for s in scores):
+        return "errored", score
+    if any(s.passed is False for s in scores):
+        return "failed", score
+    if any(s.error and s.scorer in judge_names for s in scores):
+        return "judge_error", score
+    if any(s.passed is True for s in scores):
+        return "passed", score
+    return "failed", score
+
+
+class Runner:
+    def __init__(self, plan: RunPlan, store: RunStore, observer: Observer | None = None) -> None:
+        self.plan = plan
+        self.store = store
+        self.observer = observer or NullObserver()
+        self.results: dict[str, list[CaseResult]] = {s.name: [] for s in plan.suites}
+        for suite_name, result in plan.done:
+            self.results.setdefault(suite_name, []).append(result)
+        self.stop_reason: str | None = None
+        self.started_at = now_iso()
+        self.journal = store.journal(plan.run_id)
+
+    # ------------------------------------------------------------------ one item
+
+    async def _call(self, suite: SuitePlan, item: WorkItem) -> tuple[TargetOutput | None, ErrorInfo | None, float]:
+        services = self.plan.services
+        if suite.stored is not None:  # outputs come from a stored run (rejudge)
+            prior = suite.stored[(item.case.id, item.arm.name, item.attempt)]
+            return (
+                TargetOutput(
+                    output=prior.output, trace=prior.trace, tokens_in=prior.tokens_in,
+                    tokens_out=prior.tokens_out, cost_usd=prior.cost_usd, cached=prior.cached,
+                    truncated=prior.truncated,
+                ),
+                prior.error,
+                prior.latency_ms or 0.0,
+            )
+        assert item.arm.target is not None
+        ctx = CallContext(self.plan.run_id, suite.name, item.arm.name, item.attempt, services)
+        t0 = time.perf_counter()
+        try:
+            out = await asyncio.wait_for(item.arm.target.call(item.case, ctx), suite.timeout_s)
+        except TimeoutError:
+            err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {suite.timeout_s:g}s")
+            return None, err, (time.perf_counter() - t0) * 1000
+        except Exception as exc:  # the product under test failed: an errored case, not a crash
+            return None, _error(exc), (time.perf_counter() - t0) * 1000
+        return out, None, (time.perf_counter() - t0) * 1000
+
+    async def _score(self, suite: SuitePlan, item: WorkItem, out: TargetOutput) -> list[Score]:
+        from evalh.scorers.base import ScoreContext
+
+        subject = item.arm.target.config.model_id() if item.arm.target is not None else None
+        sctx = ScoreContext(
+            run_id=self.plan.run_id, suite=suite.name, arm=item.arm.name, attempt=item.attempt,
+            target_output=out, services=self.plan.services, subject_model=subject,
+        )
+        scores = []
+        for scorer in suite.scorers:
+            try:
+                scores.append(await scorer.score(item.case, out.output, sctx))
+            except Exception as exc:
+                err = _error(exc)
+                scores.append(
+                    Score(scorer=scorer.config.display_name, error=f"{err.type}: {err.message}")
+                )
+        return scores
+
+    async def run_item(self, suite: SuitePlan, item: WorkItem) -> CaseResult:
+        case = item.case
+        started = now_iso()
+        scope = CaseContext(self.plan.run_id, suite.name, case.id, item.arm.name, item.attempt)
+        with case_scope(scope):
+            out, err, latency = await self._call(suite, item)
+        base = dict(
+            case_id=case.id, case_digest=case.digest, arm=item.arm.name, attempt=item.attempt,
+            input=case.input, expected=case.expected,
+            metadata=case.metadata.model_dump(mode="json", exclude_none=True),
+            latency_ms=round(latency, 3), started_at=started,
+        )
+        if out is None or err is not None:
+            return CaseResult(status="errored", error=err, **base)
+        scores = await self._score(suite, item, out)
+        judge_names = {s.config.display_name for s in suite.scorers if s.kind == "judge"}
+        status, score = decide_status(scores, judge_names)
+        error = next(
+            (ErrorInfo(type="ScorerError", message=s.error) for s in scores
+             if s.error and s.scorer not in judge_names),
+            None,
+        )
+        cost = out.cost_usd
+        if cost is None and not out.cached:
+            cost = self.plan.services.cost_of(out.model, out.tokens_in, out.tokens_out)
+        result = CaseResult(
+            status=status, score=score, scores=scores, output=out.output,
+            output_sha256=sha256_of(out.output), trace=out.trace,
+            tokens_in=out.tokens_in, tokens_out=out.tokens_out,
+            cost_usd=0.0 if out.cached else cost, cached=out.cached, truncated=out.truncated,
+            error=error, **base,
+        )
+        if suite.stored is not None:
+            prior = suite.stored[(case.id, item.arm.name, item.attempt)]
+            result.latency_ms, result.started_at = prior.latency_ms, prior.started_at
+        return result
+
+    # ------------------------------------------------------------------ one suite
+
+    def _items(self, suite: SuitePlan, rng: random.Random) -> list[WorkItem]:
+        done = {(r.case_id, r.arm, r.attempt) for r in self.results.get(suite.name, [])}
+        items = [
+            WorkItem(case, arm, attempt)
+            for case in suite.cases
+            for arm in suite.arms
+            for attempt in range(suite.repeats)
+            if (case.id, arm.name, attempt) not in done
+        ]
+        rng.shuffle(items)
+        return items
+
+    def _carry_over(self, suite: SuitePlan, items: list[WorkItem]) -> list[WorkItem]:
+        """For rejudge: results not selected for rescoring are copied as they were."""
+        if suite.stored is None or suite.rescore is None:
+            return items
+        todo = []
+        for item in items:
+            prior = suite.stored[(item.case.id, item.arm.name, item.attempt)]
+            if suite.rescore(prior):
+                todo.append(item)
+            else:
+                self._record(suite, prior)
+        return todo
+
+    def _record(self, suite: SuitePlan, result: CaseResult) -> None:
+        self.journal.append(suite.name, result)
+        self.results[suite.name].append(result)
+        if not result.cached:
+            self.plan.services.budget.charge(
+                cost_usd=result.cost_usd, tokens_in=result.tokens_in, tokens_out=result.tokens_out
+            )
+        self.observer.on_result(suite, result)
+
+    async def run_suite(self, suite: SuitePlan, rng: random.Random) -> None:
+        if self.plan.before_suite is not None:
+            await self.plan.before_suite(suite)
+        items = self._carry_over(suite, self._items(suite, rng))
+        self.observer.on_suite(suite, len(items))
+        queue: asyncio.Queue[WorkItem] = asyncio.Queue()
+        for item in items:
+            queue.put_nowait(item)
+
+        async def worker() -> None:
+            while not self.stop_reason:
+                try:
+                    item = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                reason = self.plan.services.budget.exhausted()
+                if reason:
+                    self.stop_reason = reason
+                    return
+                self._record(suite, await self.run_item(suite, item))
+
+        workers = [asyncio.create_task(worker()) for _ in range(min(suite.concurrency, len(items)) or 1)]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+
+    # ------------------------------------------------------------------ the run
+
+    def build_run(self, status: str, reason: str | None) -> Run:
+        plan = self.plan
+        suites: dict[str, SuiteResult] = {}
+        for suite in plan.suites:
+            order = {c.id: i for i, c in enumerate(suite.cases)}
+            results = sorted(
+                self.results.get(suite.name, []),
+                key=lambda r: (order.get(r.case_id, 0), r.arm, r.attempt),
+            )
+            arms = {a.name: aggregate(r for r in results if r.arm == a.name) for a in suite.arms}
+            target = suite.config.arm_targets()[0][1]
+            suites[suite.name] = SuiteResult(
+                regime=suite.config.regime,
+                target=_snapshot_target(target),
+                dataset=DatasetInfo(
+                    path=suite.dataset_display, sha256=suite.dataset.sha256, cases=len(suite.cases)
+                ),
+                aggregate=aggregate(results),
+                arms=arms,
+                baseline_arm=suite.arms[0].name if suite.arms else None,
+                details=suite.details,
+                cases=results,
+            )
+        run = Run(
+            run_id=plan.run_id, label=plan.label, status=status,  # type: ignore[arg-type]
+            status_reason=reason, started_at=self.started_at, finished_at=now_iso(),
+            git=git_info(plan.root), environment=environment_info(), config=plan.config_snapshot,
+            seed=plan.seed, derived_from=plan.derived_from,
+            limits=_limits(plan.services.limits), suites=suites,
+        )
+        run.summary = summarize(run)
+        return run
+
+    async def execute(self) -> Run:
+        header = {
+            "run_id": self.plan.run_id, "label": self.plan.label, "seed": self.plan.seed,
+            "started_at": self.started_at, "config": self.plan.config_snapshot,
+            "suites": [s.name for s in self.plan.suites],
+            "derived_from": self.plan.derived_from.model_dump() if self.plan.derived_from else None,
+        }
+        self.journal.open(header)
+        self.observer.on_start(self.plan)
+        rng = random.Random(self.plan.seed)
+        status, reason = "complete", None
+        try:
+            for suite in self.plan.suites:
+                await self.run_suite(suite, rng)
+                if self.stop_reason:
+                    break
+            if self.stop_reason:
+                status, reason = "partial", self.stop_reason
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            status, reason = "partial", "interrupted"
+            raise
+        finally:
+            self.journal.close()
+            run = self.build_run(status, reason)
+            self.store.write(run)
+            if status == "complete":
+                self.journal.path.unlink(missing_ok=True)
+            await _close_targets(self.plan)
+            self.observer.on_finish(run)
+        return run
+
+
+def _snapshot_target(target: Any) -> dict[str, Any]:
+    from evalh.snapshot import snapshot
+
+    return snapshot(target)
+
+
+def _limits(limits: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, lim in limits.items():
+        describe: Callable[[], dict[str, Any]] | None = getattr(lim, "describe", None)
+        out[name] = describe() if describe else lim
+    return out
+
+
+async def _close_targets(plan: RunPlan) -> None:
+    for suite in plan.suites:
+        for arm in suite.arms:
+            if arm.target is not None:
+                # closing must never hide the run's own outcome
+                with contextlib.suppress(Exception):
+                    await arm.target.aclose()
+
+
+def summarize(run: Run) -> dict[str, Any]:
+    """Headline numbers. Per-suite figures, never one blended pass rate across suites."""
+    totals = {"cases": 0, "passed": 0, "failed": 0, "errored": 0, "judge_error": 0, "skipped": 0}
+    per_suite = {}
+    cost: float | None = None
+    tokens_in = tokens_out = 0
+    for name, s in run.suites.items():
+        a = s.aggregate
+        totals["cases"] += a.n
+        for k in ("passed", "failed", "errored", "judge_error", "skipped"):
+            totals[k] += getattr(a, k)
+        tokens_in += a.tokens_in
+        tokens_out += a.tokens_out
+        if a.cost_usd is not None:
+            cost = (cost or 0.0) + a.cost_usd
+        per_suite[name] = {
+            "regime": s.regime, "n": a.n, "passed": a.passed, "failed": a.failed,
+            "errored": a.errored, "judge_error": a.judge_error, "pass_rate": a.pass_rate,
+            "mean_score": a.mean_score,
+        }
+    gate_ok = all(
+        s.aggregate.failed == 0 and s.aggregate.errored == 0
+        for s in run.suites.values()
+        if s.regime == "deterministic"
+    )
+    return {
+        **totals, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost,
+        "deterministic_ok": gate_ok, "suites": per_suite,
+    }
+
+
+def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -> Run:
+    """Execute a plan to completion (or to its budget) and return the written run."""
+    return asyncio.run(Runner(plan, store, observer).execute())

@@ -1,0 +1,75 @@
+"""The `run` front door: options → a RunPlan → the runner → a run document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalh.config import Config
+from evalh.core.plan import RunPlan, build_suite_plan, config_snapshot, resolve_seed, select_suites
+from evalh.core.runner import Observer, run_plan
+from evalh.core.services import Budget, RunServices
+from evalh.models import Run
+from evalh.store import RunStore, new_run_id
+
+
+@dataclass
+class RunOptions:
+    suites: list[str] | None = None
+    label: str | None = None
+    seed: int | None = None
+    repeats: int | None = None
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    use_cache: bool = True
+    allow_self_judge: bool = False
+    extra_snapshot: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    plan: RunPlan
+    skipped: list[tuple[str, list[str]]]
+    """Suites not run for want of credentials, with the variables they need."""
+
+
+def make_services(config: Config, options: RunOptions, runs_dir: Path) -> RunServices:
+    services = RunServices(
+        root=config.root,
+        prices=dict(config.prices),
+        budget=Budget(
+            max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else config.settings.max_cost_usd,
+            max_tokens=options.max_tokens if options.max_tokens is not None else config.settings.max_tokens,
+        ),
+        allow_self_judge=options.allow_self_judge,
+    )
+    return services
+
+
+def prepare_run(config: Config, options: RunOptions, runs_dir: Path) -> Prepared:
+    """Validate and build everything before the first case runs (bad input → exit 2)."""
+    chosen, skipped = select_suites(config, options.suites)
+    seed = resolve_seed(options.seed, config)
+    suites = [
+        build_suite_plan(
+            config, s, repeats=options.repeats, timeout_s=options.timeout_s,
+            concurrency=options.concurrency,
+        )
+        for s in chosen
+    ]
+    services = make_services(config, options, runs_dir)
+    extra = dict(options.extra_snapshot)
+    if options.allow_self_judge:
+        extra["allow_self_judge"] = True
+    plan = RunPlan(
+        run_id=new_run_id(), root=config.root, suites=suites,
+        config_snapshot=config_snapshot(config, seed, extra), seed=seed,
+        services=services, label=options.label,
+    )
+    return Prepared(plan=plan, skipped=skipped)
+
+
+def execute(prepared: Prepared, store: RunStore, observer: Observer | None = None) -> Run:
+    return run_plan(prepared.plan, store, observer)

@@ -1,0 +1,345 @@
+"""Pure statistics for evalh: intervals, paired tests, sample sizes, agreement, pass@k.
+
+Standard library only (``math``, ``random``, ``statistics``); no I/O. Every function is
+deterministic: the bootstrap takes an explicit seed and draws from its own
+``random.Random``. Where a quantity is undefined (a rate over zero cases, an interval from
+fewer cases than the method needs) the function returns ``None`` instead of inventing 0 or 1.
+
+Sources (see ``docs/methodology.md``): Wilson (1927) for the binomial score interval;
+Newcombe (1998, method 10) for the interval of a paired difference of proportions;
+McNemar (1947) for the paired pass/fail test, with the mid-p variant (Fagerland, Lydersen
+& Laake 2013); Efron & Tibshirani (1993) for the percentile bootstrap; the delta method
+for a ratio of means (Cochran 1977, §6); the distribution-free order-statistic interval
+for a median (Conover 1999, §3.2); Cohen (1960) for kappa; Chen et al. (2021) for pass@k.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+Interval = tuple[float, float]
+
+
+def z_for(confidence: float) -> float:
+    """Two-sided standard-normal quantile for ``confidence`` (0.95 → 1.95996…)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """Arithmetic mean, or None for an empty sequence."""
+    return math.fsum(values) / len(values) if values else None
+
+
+def sample_variance(values: Sequence[float]) -> float | None:
+    """Unbiased sample variance (n − 1), or None with fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    m = math.fsum(values) / n
+    return math.fsum((v - m) ** 2 for v in values) / (n - 1)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0–100) with linear interpolation between order statistics
+    (Hyndman & Fan type 7, numpy's default). None for an empty sequence."""
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"q must be in [0, 100], got {q}")
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+# --------------------------------------------------------------------------- proportions
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
+    """Wilson (1927) score interval for a binomial proportion; None when ``n == 0``."""
+    if n <= 0:
+        return None
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, n], got {successes} of {n}")
+    z = z_for(confidence)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe_paired_interval(
+    both: int, base_only: int, cand_only: int, neither: int, confidence: float = 0.95
+) -> Interval | None:
+    """Interval for ``p_candidate − p_base`` of paired pass/fail outcomes.
+
+    Newcombe (1998) method 10: hybrid score interval built from the Wilson intervals of
+    both proportions and the phi correlation of the 2×2 table. ``both`` passed in both
+    runs, ``base_only`` passed only in the base, ``cand_only`` only in the candidate,
+    ``neither`` in neither. None when there are no pairs.
+    """
+    n = both + base_only + cand_only + neither
+    if n <= 0:
+        return None
+    p_c, p_b = (both + cand_only) / n, (both + base_only) / n
+    lc, uc = wilson_interval(both + cand_only, n, confidence)  # type: ignore[misc]
+    lb, ub = wilson_interval(both + base_only, n, confidence)  # type: ignore[misc]
+    den = (both + base_only) * (cand_only + neither) * (both + cand_only) * (base_only + neither)
+    phi = (both * neither - base_only * cand_only) / math.sqrt(den) if den > 0 else 0.0
+    theta = p_c - p_b
+    delta = math.sqrt(max(0.0, (p_c - lc) ** 2 - 2 * phi * (p_c - lc) * (ub - p_b) + (ub - p_b) ** 2))
+    eps = math.sqrt(max(0.0, (uc - p_c) ** 2 - 2 * phi * (uc - p_c) * (p_b - lb) + (p_b - lb) ** 2))
+    return max(-1.0, theta - delta), min(1.0, theta + eps)
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar (1947) exact test on the discordant pairs, two-sided."""
+
+    base_only: int
+    cand_only: int
+    p_exact: float
+    p_mid: float
+
+
+def _binom_half_cdf(m: int, n: int) -> tuple[float, float]:
+    """(P(X ≤ m), P(X = m)) for X ~ Binomial(n, 1/2), stable for large n."""
+    log_pm = math.lgamma(n + 1) - math.lgamma(m + 1) - math.lgamma(n - m + 1) - n * math.log(2)
+    pmf_m = math.exp(log_pm)
+    total, term = pmf_m, pmf_m
+    for k in range(m, 0, -1):
+        term *= k / (n - k + 1)
+        total += term
+        if term < total * 1e-17:
+            break
+    return min(1.0, total), pmf_m
+
+
+def mcnemar(base_only: int, cand_only: int) -> McNemar:
+    """Exact McNemar test and its mid-p variant for ``base_only`` vs ``cand_only`` flips."""
+    n = base_only + cand_only
+    if n == 0:
+        return McNemar(base_only, cand_only, 1.0, 1.0)
+    cdf, pmf = _binom_half_cdf(min(base_only, cand_only), n)
+    return McNemar(base_only, cand_only, min(1.0, 2 * cdf), min(1.0, 2 * (cdf - 0.5 * pmf)))
+
+
+# --------------------------------------------------------------------------- paired means
+
+
+def paired_bootstrap_mean_diff(
+    base: Sequence[float],
+    cand: Sequence[float],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Interval | None:
+    """Percentile bootstrap (Efron & Tibshirani 1993, ch. 13) of ``mean(cand − base)``.
+
+    Cases are the resampling unit: ``base[i]`` and ``cand[i]`` are one case's values (its
+    repeats already averaged), resampled together so the pairing is kept. Deterministic
+    for a given seed. None with fewer than two pairs.
+    """
+    n = len(base)
+    if n != len(cand):
+        raise ValueError("paired samples must have the same length")
+    if n < 2 or resamples < 1:
+        return None
+    diffs = [c - b for b, c in zip(base, cand, strict=True)]
+    rng = random.Random(seed)
+    draw = rng.choices
+    stats = sorted(math.fsum(draw(diffs, k=n)) / n for _ in range(resamples))
+    alpha = 1.0 - confidence
+    return _quantile_sorted(stats, alpha / 2), _quantile_sorted(stats, 1 - alpha / 2)
+
+
+def _quantile_sorted(xs: Sequence[float], p: float) -> float:
+    pos = (len(xs) - 1) * p
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def paired_normal_mean_diff(
+    base: Sequence[float], cand: Sequence[float], *, confidence: float = 0.95
+) -> Interval | None:
+    """Large-sample (CLT) interval of ``mean(cand − base)``: ``d̄ ± z·s_d/√n``.
+
+    The limit the paired bootstrap converges to; used when cases are many. None with
+    fewer than two pairs.
+    """
+    n = len(base)
+    if n != len(cand):
+        raise ValueError("paired samples must have the same length")
+    if n < 2:
+        return None
+    diffs = [c - b for b, c in zip(base, cand, strict=True)]
+    d = math.fsum(diffs) / n
+    half = z_for(confidence) * math.sqrt(sample_variance(diffs) or 0.0) / math.sqrt(n)
+    return d - half, d + half
+
+
+def ratio_of_means_change(
+    base: Sequence[float], cand: Sequence[float], *, confidence: float = 0.95
+) -> tuple[float, Interval | None] | None:
+    """Relative change ``mean(cand)/mean(base) − 1`` of paired values with a delta-method
+    interval (Cochran 1977, §6.3): ``Var(R) ≈ s²(y − R·x) / (n·x̄²)``.
+
+    None when there are no pairs or the base mean is not positive; the interval is None
+    with fewer than two pairs.
+    """
+    n = len(base)
+    if n != len(cand):
+        raise ValueError("paired samples must have the same length")
+    if n == 0:
+        return None
+    xbar, ybar = math.fsum(base) / n, math.fsum(cand) / n
+    if xbar <= 0:
+        return None
+    r = ybar / xbar
+    if n < 2:
+        return r - 1.0, None
+    resid = [y - r * x for x, y in zip(base, cand, strict=True)]
+    se = math.sqrt((sample_variance(resid) or 0.0) / n) / xbar
+    z = z_for(confidence)
+    return r - 1.0, (r - z * se - 1.0, r + z * se - 1.0)
+
+
+_MIN_MEDIAN_N = 6
+"""Below six values no order-statistic interval reaches 95 % coverage."""
+
+
+def _log_median_se(xs: Sequence[float], z: float) -> float | None:
+    n = len(xs)
+    if n < _MIN_MEDIAN_N:
+        return None
+    s = sorted(math.log(max(x, 1e-9)) for x in xs)
+    lo_rank = max(1, math.floor((n - z * math.sqrt(n)) / 2))
+    hi_rank = min(n, math.ceil(1 + (n + z * math.sqrt(n)) / 2))
+    return (s[hi_rank - 1] - s[lo_rank - 1]) / (2 * z)
+
+
+def median_ratio_change(
+    base: Sequence[float], cand: Sequence[float], *, confidence: float = 0.95
+) -> tuple[float, Interval | None] | None:
+    """Relative change of the median, ``median(cand)/median(base) − 1``.
+
+    Interval: each median's distribution-free order-statistic interval (Conover 1999)
+    read as a standard error on the log scale, combined as if independent. Ignoring the
+    (positive) pairing correlation makes the interval conservative (wider). None without
+    data or with a non-positive base median; the interval is None below six values a side.
+    """
+    if not base or not cand:
+        return None
+    mb, mc = percentile(base, 50), percentile(cand, 50)
+    if mb is None or mc is None or mb <= 0 or mc <= 0:
+        return None
+    change = mc / mb - 1.0
+    z = z_for(confidence)
+    sb, sc = _log_median_se(base, z), _log_median_se(cand, z)
+    if sb is None or sc is None:
+        return change, None
+    log_r, half = math.log(mc / mb), z * math.sqrt(sb * sb + sc * sc)
+    return change, (math.exp(log_r - half) - 1.0, math.exp(log_r + half) - 1.0)
+
+
+# --------------------------------------------------------------------------- sample size
+
+
+def cases_needed(
+    n: int,
+    half_width: float,
+    allowance: float,
+    *,
+    confidence: float = 0.95,
+    power: float = 0.8,
+    gap: float | None = None,
+) -> int | None:
+    """Cases that would settle an open verdict, from the current interval's half-width.
+
+    The standard error is read off the interval (``se = half_width / z``) and scaled as
+    ``1/√n``. First the design answer: the n at which a change equal to ``allowance``
+    is detected with probability ``power`` at the two-sided ``confidence`` level,
+    ``n·(se·(z_α/2 + z_β)/allowance)²``. If the current n already has that power (the
+    estimate sits close to the allowance), the plug-in answer with ``gap`` (distance of
+    the estimate from the nearer decision boundary) in place of the allowance. Always
+    more than ``n``; None when it cannot be computed (zero allowance or gap, no spread).
+    """
+    if n <= 0 or half_width <= 0 or allowance <= 0:
+        return None
+    z_a = z_for(confidence)
+    z_b = NormalDist().inv_cdf(power)
+    se = half_width / z_a
+    needed = math.ceil(n * (se * (z_a + z_b) / allowance) ** 2)
+    if needed <= n:
+        if gap is None or gap <= 0:
+            return None
+        needed = math.ceil(n * (se * (z_a + z_b) / gap) ** 2)
+    return max(needed, n + 1)
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def raw_agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """Share of items on which two raters gave the same label; None for no items."""
+    if len(a) != len(b):
+        raise ValueError("raters must label the same items")
+    if not a:
+        return None
+    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def cohens_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """Cohen's (1960) kappa, ``(p_o − p_e)/(1 − p_e)``, for two raters over the same items.
+
+    None for no items, or when chance agreement is 1 (both raters used one and the same
+    label throughout), where kappa is undefined.
+    """
+    p_o = raw_agreement(a, b)
+    if p_o is None:
+        return None
+    n = len(a)
+    ca, cb = Counter(a), Counter(b)
+    p_e = math.fsum(ca[k] * cb[k] for k in ca) / (n * n)
+    if p_e >= 1.0:
+        return None
+    return (p_o - p_e) / (1.0 - p_e)
+
+
+# --------------------------------------------------------------------------- pass@k
+
+
+def _check_nck(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n:
+        raise ValueError(f"correct samples must be in [0, n], got {c} of {n}")
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, n], got k={k} with n={n}")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021): ``1 − C(n−c, k)/C(n, k)``, the chance that at
+    least one of k samples drawn without replacement from n (c correct) is correct."""
+    _check_nck(n, c, k)
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k (Yao et al. 2024, τ-bench): ``C(c, k)/C(n, k)``, the chance that all
+    k samples drawn without replacement from n (c correct) are correct."""
+    _check_nck(n, c, k)
+    if c < k:
+        return 0.0
+    return math.prod((c - i) / (n - i) for i in range(k))

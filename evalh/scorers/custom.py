@@ -1,0 +1,62 @@
+"""A custom scorer given as `module:function`.
+
+The function receives `(case, output)` — or `(case, output, ctx)` if it takes three
+parameters — sync or async, and returns a `Score`, a bool, a number in 0–1, or a dict with
+`value`, `passed`, `rationale`. A bare number passes at `threshold` or above.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from pathlib import Path
+from typing import Any, Literal
+
+from evalh.imports import import_callable
+from evalh.models import Case, Score
+from evalh.scorers.base import ScoreContext, ScorerConfig
+
+
+class CustomConfig(ScorerConfig):
+    SNAPSHOT = frozenset({"type", "name", "function", "threshold"})
+    type: Literal["custom"]
+    function: str
+    threshold: float = 1.0
+
+
+CONFIGS: dict[str, type[ScorerConfig]] = {"custom": CustomConfig}
+
+
+class CustomScorer:
+    kind = "deterministic"
+
+    def __init__(self, config: CustomConfig) -> None:
+        self.config = config
+        self._fn = import_callable(config.function, what="scorer function")
+        self._takes_ctx = len(inspect.signature(self._fn).parameters) >= 3
+
+    async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
+        args = (case, output, ctx) if self._takes_ctx else (case, output)
+        if inspect.iscoroutinefunction(self._fn):
+            result = await self._fn(*args)
+        else:
+            result = await asyncio.to_thread(self._fn, *args)
+        return self._coerce(result)
+
+    def _coerce(self, result: Any) -> Score:
+        name = self.config.display_name
+        if isinstance(result, Score):
+            return result.model_copy(update={"scorer": name})
+        if isinstance(result, bool):
+            return Score(scorer=name, value=float(result), passed=result)
+        if isinstance(result, int | float):
+            value = float(result)
+            return Score(scorer=name, value=value, passed=value >= self.config.threshold)
+        if isinstance(result, dict):
+            return Score.model_validate({**result, "scorer": name})
+        raise TypeError(f"custom scorer {self.config.function} returned {type(result).__name__}")
+
+
+def build(config: ScorerConfig, root: Path | None = None) -> CustomScorer:
+    assert isinstance(config, CustomConfig)
+    return CustomScorer(config)

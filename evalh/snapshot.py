@@ -1,0 +1,78 @@
+"""The config snapshot written into a run document: safe by construction.
+
+Only fields a config model names in its `SNAPSHOT` allowlist are copied; everything else —
+keys, headers, tokens, anything added later without thought — stays out. URLs keep their
+host and path but lose credentials: user:password and secret-looking query parameters are
+replaced by a marker. As a last line of defence, `scrub_secrets` removes the values of
+secret-looking environment variables from any text about to be persisted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import orjson
+from pydantic import BaseModel
+
+REDACTED = "[REDACTED]"
+_SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|credential|auth|sig|session", re.I)
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+
+
+def redact_url(url: str) -> str:
+    """Drop credentials from a URL: userinfo and secret-looking query values."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, REDACTED if _SECRET_NAME.search(k) else v) for k, v in pairs], safe="[]"
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, BaseModel):
+        return snapshot(v)
+    if isinstance(v, dict):
+        return {str(k): _value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_value(x) for x in v]
+    if isinstance(v, str) and _URL.match(v):
+        return redact_url(v)
+    if isinstance(v, str | int | float | bool) or v is None:
+        return v
+    return str(v)
+
+
+def snapshot(model: BaseModel) -> dict[str, Any]:
+    """The allowlisted fields of a config model, recursively."""
+    allowed: frozenset[str] = getattr(type(model), "SNAPSHOT", frozenset())
+    return {name: _value(getattr(model, name)) for name in type(model).model_fields if name in allowed}
+
+
+def secret_env_values(min_len: int = 8) -> list[str]:
+    """Values of environment variables whose names look secret (API keys, tokens)."""
+    return sorted(
+        {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= min_len},
+        key=len,
+        reverse=True,
+    )
+
+
+def scrub_secrets(data: bytes, extra: list[str] | None = None) -> bytes:
+    """Replace every occurrence of a secret value (as it appears inside JSON) by the marker."""
+    for secret in [*(extra or []), *secret_env_values()]:
+        encoded = orjson.dumps(secret)[1:-1]
+        if encoded and encoded in data:
+            data = data.replace(encoded, REDACTED.encode())
+    return data

@@ -1,0 +1,65 @@
+"""A Python callable as the target: `module:function`, sync or async.
+
+evalh calls it with the case's `input` as the single argument (or with the whole `Case` when
+its first parameter is named `case`). It returns the output — any JSON-serializable value —
+or a `TargetOutput` to report a tool trace, tokens and cost as well. Sync functions run in a
+worker thread so they never block the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from pathlib import Path
+from typing import Any, Literal
+
+from evalh.imports import ensure_on_path, import_callable
+from evalh.models import Case
+from evalh.targets.base import CallContext, TargetConfig, TargetOutput
+
+
+class PythonTargetConfig(TargetConfig):
+    SNAPSHOT = frozenset({"kind", "callable"})
+    kind: Literal["python"] = "python"
+    callable: str
+    """`module:function`, importable from the project root."""
+
+
+CONFIGS: dict[str, type[TargetConfig]] = {"python": PythonTargetConfig}
+
+
+class PythonTarget:
+    def __init__(self, config: PythonTargetConfig, root: Path) -> None:
+        self.config = config
+        ensure_on_path(root)
+        self._fn = import_callable(config.callable)
+        params = list(inspect.signature(self._fn).parameters)
+        self._wants_case = bool(params) and params[0] == "case"
+        self._is_async = inspect.iscoroutinefunction(self._fn)
+
+    async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
+        arg = case if self._wants_case else case.input
+        if self._is_async:
+            result = await self._fn(arg)
+        else:
+            result = await asyncio.to_thread(self._fn, arg)
+        return result if isinstance(result, TargetOutput) else TargetOutput(output=_jsonable(result))
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    """Outputs are persisted as JSON: reject what orjson cannot serialize, naming the type."""
+    import orjson
+
+    try:
+        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError as exc:
+        raise TypeError(f"target returned a value that is not JSON-serializable: {exc}") from None
+    return value
+
+
+def build(config: TargetConfig, root: Path) -> PythonTarget:
+    assert isinstance(config, PythonTargetConfig)
+    return PythonTarget(config, root)
