@@ -1,0 +1,98 @@
+"""The provider interface shared by model targets and judges.
+
+A `ProviderClient` turns a `ChatRequest` into a `ChatResponse`. Implementations own the
+wire format; the shared machinery (retry with backoff honouring retry-after, adaptive
+in-flight limits, requests/tokens-per-minute limits, the content-addressed cache, budget
+charging) wraps them once. SDKs are imported inside the factories, never at module import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ProviderConfig(BaseModel):
+    """How to reach a model. `SNAPSHOT` lists what may be written into a run document:
+    never the key itself (only the *name* of the variable holding it), never headers."""
+
+    model_config = ConfigDict(extra="forbid")
+    SNAPSHOT: ClassVar[frozenset[str]] = frozenset(
+        {"provider", "model", "base_url", "api_key_env", "max_tokens", "temperature",
+         "timeout_s", "max_retries", "max_in_flight", "rpm", "tpm", "params"}
+    )
+
+    provider: Literal["anthropic", "openai"]
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key (default ANTHROPIC_API_KEY / OPENAI_API_KEY)."""
+    max_tokens: int = Field(1024, ge=1)
+    temperature: float | None = None
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    max_in_flight: int = Field(16, ge=1)
+    rpm: int | None = Field(None, ge=1)
+    """Requests per minute (optional)."""
+    tpm: int | None = Field(None, ge=1)
+    """Tokens per minute (optional)."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Other generation parameters passed through (top_p, stop, …); part of the cache key."""
+
+    def key_env(self) -> str:
+        return self.api_key_env or ("ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY")
+
+
+@dataclass
+class ChatRequest:
+    model: str
+    messages: list[dict[str, Any]]
+    """[{"role": "user"|"assistant", "content": str}, …]"""
+    system: str | None = None
+    max_tokens: int = 1024
+    temperature: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 0
+    """Repeat index; part of the cache key so repeats do not collapse onto one reply."""
+    cache_salt: str = ""
+    """Anything else that changes the meaning of the reply (for judges, the rubric digest)."""
+
+
+@dataclass
+class ChatResponse:
+    text: str
+    model: str
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    stop_reason: str | None = None
+    truncated: bool = False
+    """The reply stopped at max_tokens."""
+    tool_calls: list[dict[str, Any]] | None = None
+    cached: bool = False
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    """From the run's price table; None for an unpriced model, 0 when served from cache."""
+
+
+class ProviderClient(Protocol):
+    config: ProviderConfig
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """One reply, after retries. Raises `ProviderError` when it still fails."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class ProviderError(Exception):
+    """A provider call that failed after its retries (status, last error, attempts)."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+
+
+ProviderKind = Literal["anthropic", "openai"]
