@@ -216,9 +216,32 @@ class Runner:
             )
         self.observer.on_result(suite, result)
 
+    async def _prepare_scorers(self, suite: SuitePlan) -> None:
+        """Scorers with a `prepare(suite_plan, services) -> dict` hook run it before the
+        suite's first case (a judge calibrates there and may refuse itself by raising an
+        EvalhError); what it returns is kept in the suite's `details` under its name."""
+        for scorer in suite.scorers:
+            prepare = getattr(scorer, "prepare", None)
+            if prepare is not None:
+                info = await prepare(suite, self.plan.services)
+                if info:
+                    suite.details[scorer.config.display_name] = info
+
+    async def _finalize_scorers(self, suite: SuitePlan) -> None:
+        """Scorers with a `finalize(suite_plan, results, services) -> dict` hook see every
+        result of the suite once it is done (pairwise judging across arms, suite-level
+        figures such as consistency_under_order_swap)."""
+        for scorer in suite.scorers:
+            finalize = getattr(scorer, "finalize", None)
+            if finalize is not None:
+                info = await finalize(suite, self.results[suite.name], self.plan.services)
+                if info:
+                    suite.details.setdefault(scorer.config.display_name, {}).update(info)
+
     async def run_suite(self, suite: SuitePlan, rng: random.Random) -> None:
         if self.plan.before_suite is not None:
             await self.plan.before_suite(suite)
+        await self._prepare_scorers(suite)
         items = self._carry_over(suite, self._items(suite, rng))
         self.observer.on_suite(suite, len(items))
         queue: asyncio.Queue[WorkItem] = asyncio.Queue()
@@ -243,6 +266,8 @@ class Runner:
         finally:
             for w in workers:
                 w.cancel()
+        if not self.stop_reason:
+            await self._finalize_scorers(suite)
 
     # ------------------------------------------------------------------ the run
 

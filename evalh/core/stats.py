@@ -94,7 +94,10 @@ def newcombe_paired_interval(
     lc, uc = wilson_interval(both + cand_only, n, confidence)  # type: ignore[misc]
     lb, ub = wilson_interval(both + base_only, n, confidence)  # type: ignore[misc]
     den = (both + base_only) * (cand_only + neither) * (both + cand_only) * (base_only + neither)
-    phi = (both * neither - base_only * cand_only) / math.sqrt(den) if den > 0 else 0.0
+    # Newcombe's phi: ad − bc shrunk by n/2 towards zero when positive (0 inside [0, n/2]).
+    a_d = both * neither - base_only * cand_only
+    a_d = a_d - n / 2 if a_d > n / 2 else (a_d if a_d < 0 else 0.0)
+    phi = a_d / math.sqrt(den) if den > 0 else 0.0
     theta = p_c - p_b
     delta = math.sqrt(max(0.0, (p_c - lc) ** 2 - 2 * phi * (p_c - lc) * (ub - p_b) + (ub - p_b) ** 2))
     eps = math.sqrt(max(0.0, (uc - p_c) ** 2 - 2 * phi * (uc - p_c) * (p_b - lb) + (p_b - lb) ** 2))
