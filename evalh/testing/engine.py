@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,10 +106,11 @@ _FAULT_MESSAGES = {
 class Engine:
     """Script state, recorded requests and the queue of injected faults."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, max_recorded: int | None = None) -> None:
         self.state = ScriptState(script)
         self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
+        self._requests: deque[RecordedRequest] = deque(maxlen=max_recorded)
+        self._counts: Counter[str] = Counter()
         self._injected: deque[list[Any]] = deque()  # [fault, remaining, endpoint | None]
 
     def requests(self) -> list[RecordedRequest]:
@@ -118,7 +119,7 @@ class Engine:
 
     def count(self, path: str | None = None) -> int:
         with self._lock:
-            return sum(1 for r in self._requests if path is None or r.path == path)
+            return self._counts.total() if path is None else self._counts[path]
 
     def inject(self, fault: Fault, times: int, endpoint: Endpoint | None) -> None:
         if times < 1:
@@ -129,6 +130,7 @@ class Engine:
     def reset(self) -> None:
         with self._lock:
             self._requests.clear()
+            self._counts.clear()
             self._injected.clear()
         self.state.reset()
 
@@ -160,6 +162,7 @@ class Engine:
         except ValueError:
             body, bad_json = None, True
         with self._lock:
+            self._counts[path] += 1
             self._requests.append(
                 RecordedRequest("POST", path, endpoint, mask_headers(headers), body)
             )

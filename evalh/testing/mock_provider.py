@@ -84,7 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """Silent: library code does not print."""
 
     def handle(self) -> None:
@@ -92,6 +92,14 @@ class _Handler(BaseHTTPRequestHandler):
             super().handle()
 
     def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            chunks: list[bytes] = []
+            while size := int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16):
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(chunks)
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
@@ -139,7 +147,9 @@ class MockProvider:
 
     `script` is a `Script`, a dict / list of rules, a path to a JSON/TOML script, or None
     (every reply "ok"). `port=0` picks a free port. `latency_ms` is added to every reply
-    (and may be changed while running). Use as a context manager, or `start()`/`stop()`.
+    (and may be changed while running). `max_recorded` bounds `requests` to the latest N
+    (for long benchmarks); `count` always counts every request. Use as a context manager,
+    or `start()`/`stop()`.
     """
 
     def __init__(
@@ -149,11 +159,12 @@ class MockProvider:
         port: int = 0,
         host: str = "127.0.0.1",
         latency_ms: float = 0.0,
+        max_recorded: int | None = None,
     ) -> None:
         self.host = host
         self.latency_ms = latency_ms
         self._requested_port = port
-        self._engine = Engine(Script.coerce(script))
+        self._engine = Engine(Script.coerce(script), max_recorded)
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -212,11 +223,11 @@ class MockProvider:
     # control & introspection -------------------------------------------------------
     @property
     def requests(self) -> list[RecordedRequest]:
-        """A snapshot of the recorded requests, oldest first (keys masked)."""
+        """A snapshot of the recorded requests, oldest first (credentials masked)."""
         return self._engine.requests()
 
     def count(self, path: str | None = None) -> int:
-        """How many requests were recorded, optionally only those to `path`."""
+        """How many requests arrived (health/control excluded), optionally only to `path`."""
         return self._engine.count(path)
 
     def inject(
