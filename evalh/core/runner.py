@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from typing import Any, Protocol
 from evalh.context import CaseContext, case_scope
 from evalh.core.aggregate import aggregate
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
+from evalh.errors import EvalhError
 from evalh.models import (
     Case,
     CaseResult,
@@ -93,8 +96,13 @@ class Runner:
         self.results: dict[str, list[CaseResult]] = {s.name: [] for s in plan.suites}
         for suite_name, result in plan.done:
             self.results.setdefault(suite_name, []).append(result)
+            if not result.cached:  # a resumed run's budget counts what it already spent
+                plan.services.budget.charge(
+                    cost_usd=result.cost_usd, tokens_in=result.tokens_in,
+                    tokens_out=result.tokens_out,
+                )
         self.stop_reason: str | None = None
-        self.started_at = now_iso()
+        self.started_at = plan.started_at or now_iso()
         self.journal = store.journal(plan.run_id)
 
     # ------------------------------------------------------------------ one item
@@ -116,7 +124,9 @@ class Runner:
         ctx = CallContext(self.plan.run_id, suite.name, item.arm.name, item.attempt, services)
         t0 = time.perf_counter()
         try:
-            out = await asyncio.wait_for(item.arm.target.call(item.case, ctx), suite.timeout_s)
+            # asyncio.timeout, not wait_for: same semantics without a task per call
+            async with asyncio.timeout(suite.timeout_s):
+                out = await item.arm.target.call(item.case, ctx)
         except TimeoutError:
             err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {suite.timeout_s:g}s")
             return None, err, (time.perf_counter() - t0) * 1000
@@ -310,6 +320,8 @@ class Runner:
             "started_at": self.started_at, "config": self.plan.config_snapshot,
             "suites": [s.name for s in self.plan.suites],
             "derived_from": self.plan.derived_from.model_dump() if self.plan.derived_from else None,
+            "datasets": {s.name: s.dataset.sha256 for s in self.plan.suites},
+            "options": self.plan.options,
         }
         self.journal.open(header)
         self.observer.on_start(self.plan)
@@ -357,6 +369,10 @@ async def _close_targets(plan: RunPlan) -> None:
                 # closing must never hide the run's own outcome
                 with contextlib.suppress(Exception):
                     await arm.target.aclose()
+    if plan.services.providers:
+        from evalh.providers.registry import close_providers
+
+        await close_providers(plan.services)
 
 
 def summarize(run: Run) -> dict[str, Any]:

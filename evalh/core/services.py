@@ -48,6 +48,8 @@ class RunServices:
     limits: dict[str, Any] = field(default_factory=dict)
     """Per-provider limiters, created on first use; their settled values go in the run."""
     allow_self_judge: bool = False
+    providers: dict[str, Any] = field(default_factory=dict)
+    """Provider clients of this run (evalh.providers.get_provider), closed at its end."""
 
     def cost_of(self, model: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
         """Cost from the price table; unknown model → None, never 0."""

@@ -45,6 +45,16 @@ def make_services(config: Config, options: RunOptions, runs_dir: Path) -> RunSer
         ),
         allow_self_judge=options.allow_self_judge,
     )
+    from evalh.providers.prices import merged_prices
+
+    services.prices = merged_prices(services.prices)
+    if options.use_cache:
+        from evalh.providers.cache import ResponseCache, default_cache_dir
+
+        services.cache = ResponseCache(
+            default_cache_dir(config.root),
+            shared_repeats=[s.name for s in config.suites.values() if s.cache_repeats],
+        )
     return services
 
 

@@ -1,3 +1,32 @@
 """Model providers behind one interface: Anthropic (official SDK) and OpenAI-compatible
 servers (httpx). Model targets and judges both go through `ProviderClient.chat`, so retries,
-rate limits, the response cache and the run's budget apply to every model call."""
+rate limits, the response cache and the run's budget apply to every model call.
+
+    from evalh.providers import ChatRequest, get_provider
+
+    client = get_provider(provider_config, services)   # memoized per run
+    reply = await client.chat(ChatRequest(model=..., messages=[...]))
+
+SDKs are imported when a client is first made, never when this package is imported.
+"""
+
+from __future__ import annotations
+
+from evalh.providers.base import (
+    ChatRequest,
+    ChatResponse,
+    ProviderClient,
+    ProviderConfig,
+    ProviderError,
+)
+from evalh.providers.registry import close_providers, get_provider
+
+__all__ = [
+    "ChatRequest",
+    "ChatResponse",
+    "ProviderClient",
+    "ProviderConfig",
+    "ProviderError",
+    "close_providers",
+    "get_provider",
+]

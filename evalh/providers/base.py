@@ -21,7 +21,8 @@ class ProviderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset(
         {"provider", "model", "base_url", "api_key_env", "max_tokens", "temperature",
-         "timeout_s", "max_retries", "max_in_flight", "rpm", "tpm", "params"}
+         "timeout_s", "max_retries", "max_in_flight", "rpm", "tpm", "params",
+         "backoff_base_s", "backoff_max_s"}
     )
 
     provider: Literal["anthropic", "openai"]
@@ -40,6 +41,10 @@ class ProviderConfig(BaseModel):
     """Tokens per minute (optional)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Other generation parameters passed through (top_p, stop, …); part of the cache key."""
+    backoff_base_s: float = Field(0.5, ge=0)
+    """First retry waits up to this long (full jitter), doubling per attempt."""
+    backoff_max_s: float = Field(30.0, ge=0)
+    """Cap of one backoff wait (a server's `retry-after` is honoured even when longer)."""
 
     def key_env(self) -> str:
         return self.api_key_env or ("ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY")
@@ -58,6 +63,10 @@ class ChatRequest:
     """Repeat index; part of the cache key so repeats do not collapse onto one reply."""
     cache_salt: str = ""
     """Anything else that changes the meaning of the reply (for judges, the rubric digest)."""
+    billed_by_runner: bool = False
+    """True for calls made by a target: the runner charges the run's budget per result, so
+    the provider wrapper must not. False (judges, anything else): the wrapper charges the
+    reply's tokens and cost to `services.budget` itself."""
 
 
 @dataclass
@@ -89,10 +98,19 @@ class ProviderClient(Protocol):
 class ProviderError(Exception):
     """A provider call that failed after its retries (status, last error, attempts)."""
 
-    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        attempts: int = 1,
+        retryable: bool = True,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.attempts = attempts
+        self.retryable = retryable
+        """False when the failure was final at once (bad request, bad key), not exhausted retries."""
 
 
 ProviderKind = Literal["anthropic", "openai"]

@@ -1,0 +1,162 @@
+"""`get_provider`: the one way targets and judges reach a model.
+
+A run's providers live in `services.providers`, memoized by config, so every target and
+judge that names the same endpoint (provider + base URL) shares one HTTP client and one
+`EndpointLimits` (in `services.limits`, recorded in the run). `close_providers` closes them
+at the end of the run.
+
+Every call goes through `ManagedClient.chat`: response cache → retries under the
+endpoint's limits → cost from the price table → the budget. Budget rule: a request with
+`billed_by_runner=True` (model targets) is charged by the runner per result; any other
+request (judges) is charged here, once, when the reply arrives (never for cache hits).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+from evalh.models import sha256_of
+from evalh.providers.base import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from evalh.providers.prices import cost_usd
+from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_retries
+from evalh.snapshot import redact_url
+
+if TYPE_CHECKING:
+    from evalh.core.services import RunServices
+
+
+class Backend(Protocol):
+    provider: str
+    base_url: str
+
+    async def send(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _estimate_tokens(request: ChatRequest) -> int:
+    """Tokens a request may use, for tokens-per-minute limits: ~4 characters a token for
+    the prompt, plus the whole `max_tokens` (the provider reserves it the same way)."""
+    chars = len(request.system or "") + sum(len(str(m.get("content", ""))) for m in request.messages)
+    return chars // 4 + request.max_tokens
+
+
+class ManagedClient:
+    """A `ProviderClient`: one backend wrapped in cache, retries, limits, prices, budget."""
+
+    def __init__(self, config: ProviderConfig, backend: Backend, limits: EndpointLimits, services: RunServices) -> None:
+        self.config = config
+        self.backend = backend
+        self.limits = limits
+        self.services = services
+        self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
+
+    @property
+    def endpoint(self) -> str:
+        return self.limits.name
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        cache = self.services.cache
+        if cache is None:
+            return await self._call(request)
+        from evalh.providers.cache import cache_key
+
+        key = cache_key(self.backend.provider, self.backend.base_url, request)
+        return await cache.fetch(key, lambda: self._call(request))  # type: ignore[no-any-return]
+
+    async def _call(self, request: ChatRequest) -> ChatResponse:
+        t0 = time.perf_counter()
+        response = await call_with_retries(
+            lambda: self.backend.send(request),
+            policy=self.policy,
+            limits=self.limits,
+            what=f"{self.backend.provider} {request.model}",
+            tokens=_estimate_tokens(request),
+        )
+        response.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
+        response.cost_usd = cost_usd(
+            self.services.prices, response.model, response.tokens_in, response.tokens_out
+        )
+        if response.cost_usd is None and response.model != request.model:
+            response.cost_usd = cost_usd(
+                self.services.prices, request.model, response.tokens_in, response.tokens_out
+            )
+        if not request.billed_by_runner:
+            self.services.budget.charge(
+                cost_usd=response.cost_usd, tokens_in=response.tokens_in,
+                tokens_out=response.tokens_out,
+            )
+        return response
+
+    async def aclose(self) -> None:
+        """Closing is the run's job (`close_providers`): clients are shared."""
+
+
+def api_key_for(config: ProviderConfig) -> str:
+    """The key from the environment variable the config names; ProviderError if unset."""
+    name = config.key_env()
+    key = os.environ.get(name)
+    if not key:
+        raise ProviderError(f"{config.provider} {config.model}: set {name} in the environment",
+                            retryable=False)
+    return key
+
+
+def _make_backend(config: ProviderConfig) -> Backend:
+    key = api_key_for(config)
+    if config.provider == "anthropic":
+        from evalh.providers.anthropic import AnthropicBackend
+
+        return AnthropicBackend(config, key)
+    from evalh.providers.openai import OpenAIBackend
+
+    return OpenAIBackend(config, key)
+
+
+def _resolved_base_url(config: ProviderConfig) -> str:
+    if config.provider == "anthropic":
+        from evalh.providers.anthropic import resolve_base_url
+    else:
+        from evalh.providers.openai import resolve_base_url
+    return resolve_base_url(config)
+
+
+def limits_name(provider: str, base_url: str) -> str:
+    """`provider@base_url` with any credentials in the URL removed."""
+    return f"{provider}@{redact_url(base_url.rstrip('/'))}"
+
+
+def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient:
+    """The run's client for `config` (created on first use, then memoized in
+    `services.providers`). Raises `ProviderError` when the key variable is unset."""
+    providers: dict[str, Any] = services.providers
+    memo = "client:" + sha256_of(config.model_dump(mode="json"))
+    client = providers.get(memo)
+    if client is not None:
+        return client  # type: ignore[no-any-return]
+    base_url = _resolved_base_url(config)
+    name = limits_name(config.provider, base_url)
+    backend_memo = "backend:" + sha256_of(
+        [config.provider, base_url, config.key_env(), config.timeout_s]
+    )
+    backend = providers.get(backend_memo)
+    if backend is None:
+        backend = providers[backend_memo] = _make_backend(config)
+    limits = services.limits.get(name)
+    if limits is None:
+        limits = services.limits[name] = EndpointLimits(name, config.max_in_flight, config.rpm, config.tpm)
+    client = providers[memo] = ManagedClient(config, backend, limits, services)
+    return client
+
+
+async def close_providers(services: RunServices) -> None:
+    """Close every HTTP client the run opened (called once, at the end of the run)."""
+    providers: dict[str, Any] = getattr(services, "providers", {})
+    backends = [v for k, v in providers.items() if k.startswith("backend:")]
+    providers.clear()
+    for backend in backends:
+        with contextlib.suppress(Exception):  # closing must never hide the run's outcome
+            await backend.aclose()
