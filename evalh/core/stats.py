@@ -5,7 +5,8 @@ deterministic: the bootstrap takes an explicit seed and draws from its own
 ``random.Random``. Where a quantity is undefined (a rate over zero cases, an interval from
 fewer cases than the method needs) the function returns ``None`` instead of inventing 0 or 1.
 
-Sources (see ``docs/methodology.md``): Wilson (1927) for the binomial score interval;
+Percentiles are ``evalh.core.aggregate.percentile`` (one definition for aggregates and
+comparisons). Sources (see ``docs/methodology.md``): Wilson (1927) for the binomial score interval;
 Newcombe (1998, method 10) for the interval of a paired difference of proportions;
 McNemar (1947) for the paired pass/fail test, with the mid-p variant (Fagerland, Lydersen
 & Laake 2013); Efron & Tibshirani (1993) for the percentile bootstrap; the delta method
@@ -21,6 +22,8 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+
+from evalh.core.aggregate import percentile
 
 Interval = tuple[float, float]
 
@@ -46,20 +49,6 @@ def sample_variance(values: Sequence[float]) -> float | None:
     return math.fsum((v - m) ** 2 for v in values) / (n - 1)
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (0–100) with linear interpolation between order statistics
-    (Hyndman & Fan type 7, numpy's default). None for an empty sequence."""
-    if not 0.0 <= q <= 100.0:
-        raise ValueError(f"q must be in [0, 100], got {q}")
-    if not values:
-        return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 # --------------------------------------------------------------------------- proportions
 
 
@@ -74,7 +63,9 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def newcombe_paired_interval(
