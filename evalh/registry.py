@@ -25,6 +25,7 @@ SCORER_TYPES: dict[str, str] = {
     "literal_quote": "evalh.scorers.literal",
     "literal_absence": "evalh.scorers.literal",
     "custom": "evalh.scorers.custom",
+    "classification": "evalh.core.classify",
 }
 
 TOP_LEVEL_TABLES: set[str] = set()
