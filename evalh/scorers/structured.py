@@ -50,10 +50,20 @@ class JsonSchemaConfig(_Base):
         if (self.json_schema is None) == (self.schema_path is None):
             raise ValueError("give exactly one of `json_schema` (inline) or `schema_path`")
         if self.json_schema is not None:
-            from jsonschema.validators import validator_for
-
-            validator_for(self.json_schema).check_schema(self.json_schema)
+            _check_schema(self.json_schema, "json_schema")
         return self
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    """Refuse an invalid JSON Schema as a ValueError (jsonschema's SchemaError is not one,
+    so it would escape config validation as a traceback instead of a line naming the key)."""
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"{where}: not a valid JSON Schema: {exc.message}") from None
 
 
 CONFIGS: dict[str, type[ScorerConfig]] = {
@@ -118,6 +128,8 @@ class JsonSchemaScorer(DeterministicScorer):
             if root is not None and not path.is_absolute():
                 path = root / path
             schema = orjson.loads(path.read_bytes())
+            # checked here, at build time, so `evalh validate` catches it, not every case
+            _check_schema(schema, config.schema_path)
         self._validator = validator_for(schema)(schema)
 
     def check(self, case: Case, output: Any) -> Score:
