@@ -41,6 +41,10 @@ class CustomScorer:
             result = await self._fn(*args)
         else:
             result = await asyncio.to_thread(self._fn, *args)
+            # an object with an async __call__ or a partial of a coroutine function is not
+            # a "coroutine function", but what it returns must still be awaited
+            if inspect.isawaitable(result):
+                result = await result
         return self._coerce(result)
 
     def _coerce(self, result: Any) -> Score:
