@@ -1,0 +1,222 @@
+"""The models of a comparison: the policy that drives it and the result it returns.
+
+``Comparison.model_dump(mode="json", by_alias=True)`` is the ``evalh compare --format json``
+document (schema ``evalh.compare/1``). Its keys are a stable contract, documented in
+``docs/methodology.md``: add keys with defaults, never rename or repurpose one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalh.config import Thresholds
+from evalh.models import Regime
+
+COMPARE_SCHEMA = "evalh.compare/1"
+
+Verdict = Literal[
+    "regressed", "improved", "flat", "added", "removed", "incomparable", "inconclusive"
+]
+"""Suite and overall verdicts."""
+
+RowVerdict = Literal["regressed", "improved", "flat", "inconclusive", "incomparable"]
+"""Verdict of one metric row."""
+
+MetricName = Literal["pass_rate", "mean_score", "error_rate", "cost_usd", "latency_ms_p50"]
+
+VERDICT_RANK: dict[str, int] = {
+    "regressed": 5,
+    "inconclusive": 4,
+    "incomparable": 3,
+    "improved": 2,
+    "flat": 1,
+}
+"""Precedence when verdicts combine (suite from rows or arms, overall from suites)."""
+
+
+def worst(verdicts: list[str], default: str = "flat") -> str:
+    """The verdict of highest precedence (`regressed` > `inconclusive` > `incomparable` >
+    `improved` > `flat`); `default` when there is none."""
+    ranked = [v for v in verdicts if v in VERDICT_RANK]
+    return max(ranked, key=VERDICT_RANK.__getitem__) if ranked else default
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class ComparePolicy(BaseModel):
+    """How to compare. Allowances left as None come from each suite's thresholds in the run
+    documents (the candidate's config snapshot first, else the base's, else the defaults);
+    a value here (a command-line flag) overrides them for every suite."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pass_rate_drop: float | None = Field(None, ge=0, le=1)
+    mean_score_drop: float | None = Field(None, ge=0, le=1)
+    cost_increase_pct: float | None = Field(None, ge=0)
+    latency_p50_increase_pct: float | None = Field(None, ge=0)
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    """Two-sided confidence of every interval."""
+    power: float = Field(0.8, gt=0.5, lt=1)
+    """Power used to estimate the cases that would settle an inconclusive verdict."""
+    bootstrap_resamples: int = Field(2000, ge=100)
+    bootstrap_max_cases: int = Field(5000, ge=0)
+    """Above this many paired cases the paired bootstrap is replaced by its large-sample
+    (normal) limit, which it matches there, at a fraction of the time."""
+    seed: int = 0
+    """Seed of the bootstrap: the same inputs give the same intervals."""
+
+    def overrides(self) -> dict[str, float]:
+        """The allowances set explicitly, by `Thresholds` field name."""
+        names = ("pass_rate_drop", "mean_score_drop", "cost_increase_pct", "latency_p50_increase_pct")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+    def resolve(self, raw: dict[str, Any] | None) -> Thresholds:
+        """Thresholds from a config snapshot's `thresholds` table with the overrides applied."""
+        base = Thresholds.model_validate(raw or {})
+        return base.model_copy(update=self.overrides())
+
+
+class MetricRow(_Out):
+    """One figure compared between the runs, over the cases both runs have."""
+
+    arm: str
+    name: MetricName
+    better: Literal["higher", "lower"]
+    base: float | None
+    """The base run's figure over the paired cases (null without data)."""
+    candidate: float | None
+    delta: float | None
+    """candidate − base, in the metric's own unit."""
+    change: float | None
+    """The tested change: `delta` for rates and scores (`unit: "abs"`), the relative change
+    in percent for cost and latency (`unit: "pct"`)."""
+    unit: Literal["abs", "pct"]
+    allowance: float
+    """How far `change` may move the wrong way and still be `flat`, in `unit`."""
+    interval: tuple[float, float] | None
+    """Two-sided interval of `change` at the policy's confidence; null when it cannot be
+    computed (too few cases)."""
+    method: str
+    p_value: float | None = None
+    """McNemar mid-p for paired single-attempt pass/fail; null otherwise."""
+    n: int
+    """Paired cases behind the figure."""
+    verdict: RowVerdict
+    cases_needed: int | None = None
+    """For an inconclusive row: paired cases that would settle it (see methodology)."""
+    note: str | None = None
+
+
+class CaseRef(_Out):
+    """A case named in a comparison, with its outcome on each side (null: absent)."""
+
+    case_id: str
+    arm: str = "default"
+    base: str | None = None
+    candidate: str | None = None
+    base_score: float | None = None
+    candidate_score: float | None = None
+
+
+class NamedCases(_Out):
+    regressed: list[CaseRef] = Field(default_factory=list)
+    """Deterministic: passed → failed/errored. Stochastic: passed every attempt → failed
+    every attempt (informational; the verdict comes from the metric rows)."""
+    improved: list[CaseRef] = Field(default_factory=list)
+    changed: list[CaseRef] = Field(default_factory=list)
+    """Same id, different content digest: reported, not compared."""
+    added: list[CaseRef] = Field(default_factory=list)
+    removed: list[CaseRef] = Field(default_factory=list)
+    not_run: list[CaseRef] = Field(default_factory=list)
+    """Missing from a side whose run is not complete (partial, failed, running)."""
+    errored_new: list[CaseRef] = Field(default_factory=list)
+    errored_fixed: list[CaseRef] = Field(default_factory=list)
+    judge_error: list[CaseRef] = Field(default_factory=list)
+    """A judge could not score it on some side: not a product failure, not compared."""
+
+
+class SuiteCounts(_Out):
+    base_cases: int = 0
+    candidate_cases: int = 0
+    compared: int = 0
+    changed: int = 0
+    added: int = 0
+    removed: int = 0
+    not_run: int = 0
+    skipped: int = 0
+
+
+class ErrorCounts(_Out):
+    """Errored and judge_error results (attempts), counted apart on each side."""
+
+    base_results: int = 0
+    candidate_results: int = 0
+    base_errored: int = 0
+    candidate_errored: int = 0
+    base_judge_error: int = 0
+    candidate_judge_error: int = 0
+    errors_rose: bool = False
+    judge_errors_rose: bool = False
+
+
+class SuiteComparison(_Out):
+    suite: str
+    regime: Regime | None
+    verdict: Verdict
+    reasons: list[str] = Field(default_factory=list)
+    partial: bool = False
+    """Either run is not complete: the verdict covers only the cases both finished."""
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    thresholds_source: str = "defaults"
+    counts: SuiteCounts = Field(default_factory=SuiteCounts)
+    errors: ErrorCounts = Field(default_factory=ErrorCounts)
+    metrics: list[MetricRow] = Field(default_factory=list)
+    arms: dict[str, Verdict] = Field(default_factory=dict)
+    """Per-arm verdicts, present when the suite has arms other than `default`."""
+    cases: NamedCases = Field(default_factory=NamedCases)
+    cases_needed: int | None = None
+    """Largest `cases_needed` of the inconclusive rows."""
+    compared_cases: list[tuple[str, str, str, str]] = Field(default_factory=list, exclude=True)
+    """Every compared (case_id, arm, base outcome, candidate outcome), for JUnit; not part
+    of the JSON form."""
+
+
+class RunRef(_Out):
+    run_id: str
+    label: str | None = None
+    status: str
+    started_at: str
+    git_sha: str | None = None
+    git_dirty: bool | None = None
+
+
+class ConfigDifference(_Out):
+    """A setting that differs between the runs; `suite` is null for run-wide settings."""
+
+    suite: str | None
+    key: str
+    base: Any = None
+    candidate: Any = None
+
+
+class Comparison(_Out):
+    schema_: str = Field(default=COMPARE_SCHEMA, alias="schema")
+    base: RunRef
+    candidate: RunRef
+    config_differences: list[ConfigDifference] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    suites: dict[str, SuiteComparison] = Field(default_factory=dict)
+    verdict: Verdict
+    regressed: bool
+    """Some suite regressed: the one fact `--fail-on-regression` gates on."""
+    inconclusive: bool
+    """Some suite (or row) is inconclusive."""
+    policy: dict[str, Any] = Field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (stable keys)."""
+        return self.model_dump(mode="json", by_alias=True)
