@@ -43,6 +43,8 @@ class PythonTarget:
             result = await self._fn(arg)
         else:
             result = await asyncio.to_thread(self._fn, arg)
+            if inspect.isawaitable(result):  # an object with an async __call__
+                result = await result
         return result if isinstance(result, TargetOutput) else TargetOutput(output=_jsonable(result))
 
     async def aclose(self) -> None:
