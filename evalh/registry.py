@@ -13,6 +13,9 @@ from types import ModuleType
 
 TARGET_KINDS: dict[str, str] = {
     "python": "evalh.targets.python_callable",
+    "anthropic": "evalh.targets.model",
+    "openai": "evalh.targets.model",
+    "http": "evalh.targets.http",
 }
 
 SCORER_TYPES: dict[str, str] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typer
 
-from evalh.cli import run_cmd, runs_cmd, validate_cmd
+from evalh.cli import mock_provider_cmd, run_cmd, runs_cmd, validate_cmd
 
 app = typer.Typer(
     name="evalh",
@@ -26,6 +26,7 @@ app.command("run")(run_cmd.run)
 app.command("validate")(validate_cmd.validate)
 app.command("runs")(runs_cmd.runs)
 app.command("show")(runs_cmd.show)
+app.command("mock-provider")(mock_provider_cmd.mock_provider)
 
 
 def main() -> None:

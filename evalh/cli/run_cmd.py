@@ -23,6 +23,7 @@ def run(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the order shuffle (recorded in the run).")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", min=0, help="Stop starting cases once this many USD are spent; the run is written partial.")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, help="Stop starting cases once this many tokens are used.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache: every model call goes to the provider.")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -50,7 +51,7 @@ def run(
     directory = resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir)
     options = RunOptions(
         suites=suite, label=label, seed=seed, repeats=repeats, concurrency=concurrency,
-        timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens,
+        timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens, use_cache=not no_cache,
     )
     prepared = prepare_run(cfg, options, directory)
     for name, missing in prepared.skipped:

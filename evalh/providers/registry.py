@@ -47,8 +47,17 @@ def _estimate_tokens(request: ChatRequest) -> int:
 class ManagedClient:
     """A `ProviderClient`: one backend wrapped in cache, retries, limits, prices, budget."""
 
-    def __init__(self, config: ProviderConfig, backend: Backend, limits: EndpointLimits, services: RunServices) -> None:
+    def __init__(
+        self,
+        config: ProviderConfig,
+        backend: Backend,
+        limits: EndpointLimits,
+        services: RunServices,
+        cache_url: str | None = None,
+    ) -> None:
         self.config = config
+        self.cache_url = cache_url or backend.base_url
+        """The base URL the cache key names (a mock's script, not its port)."""
         self.backend = backend
         self.limits = limits
         self.services = services
@@ -64,7 +73,7 @@ class ManagedClient:
             return await self._call(request)
         from evalh.providers.cache import cache_key
 
-        key = cache_key(self.backend.provider, self.backend.base_url, request)
+        key = cache_key(self.backend.provider, self.cache_url, request)
         return await cache.fetch(key, lambda: self._call(request))  # type: ignore[no-any-return]
 
     async def _call(self, request: ChatRequest) -> ChatResponse:
@@ -97,26 +106,35 @@ class ManagedClient:
 
 def api_key_for(config: ProviderConfig) -> str:
     """The key from the environment variable the config names; ProviderError if unset."""
+    from evalh.providers.loopback import MOCK_KEY, is_mock_url
+
     name = config.key_env()
     key = os.environ.get(name)
+    if not key and is_mock_url(config.base_url):
+        return MOCK_KEY
     if not key:
         raise ProviderError(f"{config.provider} {config.model}: set {name} in the environment",
                             retryable=False)
     return key
 
 
-def _make_backend(config: ProviderConfig) -> Backend:
+def _make_backend(config: ProviderConfig, base_url: str) -> Backend:
     key = api_key_for(config)
+    live = config.model_copy(update={"base_url": base_url})
     if config.provider == "anthropic":
         from evalh.providers.anthropic import AnthropicBackend
 
-        return AnthropicBackend(config, key)
+        return AnthropicBackend(live, key)
     from evalh.providers.openai import OpenAIBackend
 
-    return OpenAIBackend(config, key)
+    return OpenAIBackend(live, key)
 
 
-def _resolved_base_url(config: ProviderConfig) -> str:
+def _resolved_base_url(config: ProviderConfig, services: RunServices) -> str:
+    from evalh.providers.loopback import is_mock_url, mock_base_url
+
+    if config.base_url and is_mock_url(config.base_url):
+        return mock_base_url(config.base_url, config.provider, services)
     if config.provider == "anthropic":
         from evalh.providers.anthropic import resolve_base_url
     else:
@@ -137,18 +155,21 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
     client = providers.get(memo)
     if client is not None:
         return client  # type: ignore[no-any-return]
-    base_url = _resolved_base_url(config)
-    name = limits_name(config.provider, base_url)
+    base_url = _resolved_base_url(config, services)
+    # A mock endpoint is named by its script, not its port of the day, so the cache and
+    # the recorded limits stay stable from run to run.
+    stable_url = config.base_url if config.base_url and config.base_url.startswith("mock:") else base_url
+    name = limits_name(config.provider, stable_url)
     backend_memo = "backend:" + sha256_of(
         [config.provider, base_url, config.key_env(), config.timeout_s]
     )
     backend = providers.get(backend_memo)
     if backend is None:
-        backend = providers[backend_memo] = _make_backend(config)
+        backend = providers[backend_memo] = _make_backend(config, base_url)
     limits = services.limits.get(name)
     if limits is None:
         limits = services.limits[name] = EndpointLimits(name, config.max_in_flight, config.rpm, config.tpm)
-    client = providers[memo] = ManagedClient(config, backend, limits, services)
+    client = providers[memo] = ManagedClient(config, backend, limits, services, stable_url)
     return client
 
 
@@ -156,7 +177,10 @@ async def close_providers(services: RunServices) -> None:
     """Close every HTTP client the run opened (called once, at the end of the run)."""
     providers: dict[str, Any] = getattr(services, "providers", {})
     backends = [v for k, v in providers.items() if k.startswith("backend:")]
+    mocks = [v for k, v in providers.items() if k.startswith("mock:")]
     providers.clear()
     for backend in backends:
         with contextlib.suppress(Exception):  # closing must never hide the run's outcome
             await backend.aclose()
+    for mock in mocks:
+        mock.stop()

@@ -1,0 +1,166 @@
+"""Model targets: a model with a prompt template (kinds `anthropic` and `openai`).
+
+    [suites.qa.target]
+    kind = "anthropic"                  # or "openai" (any OpenAI-compatible server)
+    model = "claude-haiku-4-5"
+    system = "Answer from the sources only."
+    prompt = "Question: {{ input.question }}"
+    max_tokens = 512
+    output = "text"                     # or "json": the reply parsed as JSON
+
+Instead of `prompt`, `messages = [{role = "user", content = "…"}, …]` gives a whole
+conversation of templates. Every `ProviderConfig` key is accepted (`base_url`,
+`api_key_env`, `temperature`, `timeout_s`, `max_retries`, `max_in_flight`, `rpm`, `tpm`,
+`params`, …). Templates are Jinja2 (sandboxed, strict): they see `input` and `case`
+(`id`, `metadata`), never `expected`.
+
+Each call records tokens, cost (from the price table; null for an unpriced model), the
+model's tool calls as the trace, and whether the reply was truncated at `max_tokens`.
+The runner charges the budget per result (`billed_by_runner=True`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evalh.errors import TargetError
+from evalh.models import Case
+from evalh.providers.base import ProviderConfig
+from evalh.targets.base import CallContext, TargetConfig, TargetOutput
+from evalh.targets.templates import compile_template, render, template_vars
+
+
+class MessageTemplate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    SNAPSHOT: ClassVar[frozenset[str]] = frozenset({"role", "content"})
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class ModelTargetConfig(TargetConfig, ProviderConfig):
+    """A model target. `provider` follows `kind` and need not be written."""
+
+    SNAPSHOT = ProviderConfig.SNAPSHOT | frozenset({"kind", "prompt", "system", "messages", "output"})
+
+    kind: Literal["anthropic", "openai"]
+    prompt: str | None = None
+    """The user message, a template."""
+    system: str | None = None
+    """The system prompt, a template."""
+    messages: list[MessageTemplate] | None = Field(None, min_length=1)
+    """A conversation of templates, instead of `prompt`; the last one is the user's."""
+    output: Literal["text", "json"] = "text"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_from_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "provider" not in data and data.get("kind") in ("anthropic", "openai"):
+            data = {**data, "provider": data["kind"]}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelTargetConfig:
+        if self.provider != self.kind:
+            raise ValueError(f"provider {self.provider!r} contradicts kind {self.kind!r}")
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("give exactly one of `prompt` (a template) or `messages`")
+        return self
+
+    def provider_config(self) -> ProviderConfig:
+        fields = {k: getattr(self, k) for k in ProviderConfig.model_fields}
+        return ProviderConfig.model_validate(fields)
+
+    def requires_env(self) -> list[str]:
+        from evalh.providers.loopback import is_mock_url
+
+        return [] if is_mock_url(self.base_url) else [self.key_env()]
+
+    def model_id(self) -> str | None:
+        return self.model
+
+
+CONFIGS: dict[str, type[TargetConfig]] = {
+    "anthropic": ModelTargetConfig,
+    "openai": ModelTargetConfig,
+}
+
+
+class ModelTarget:
+    def __init__(self, config: ModelTargetConfig) -> None:
+        self.config = config
+        self._provider_config = config.provider_config()
+        self._system = compile_template(config.system, "system") if config.system else None
+        if config.messages is not None:
+            self._messages = [
+                (m.role, compile_template(m.content, f"messages[{i}]"), f"messages[{i}]")
+                for i, m in enumerate(config.messages)
+            ]
+        else:
+            assert config.prompt is not None
+            self._messages = [("user", compile_template(config.prompt, "prompt"), "prompt")]
+
+    def render(self, case: Case) -> tuple[str | None, list[dict[str, Any]]]:
+        """(system, messages) for one case. Raises TemplateError naming the template."""
+        variables = template_vars(case)
+        system = render(self._system, "system", variables) if self._system else None
+        messages = [
+            {"role": role, "content": render(tpl, name, variables)}
+            for role, tpl, name in self._messages
+        ]
+        return system, messages
+
+    async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
+        from evalh.providers import ChatRequest, get_provider
+
+        system, messages = self.render(case)
+        services = ctx.services
+        cache = services.cache
+        client = get_provider(self._provider_config, services)
+        cfg = self.config
+        reply = await client.chat(
+            ChatRequest(
+                model=cfg.model, messages=messages, system=system, max_tokens=cfg.max_tokens,
+                temperature=cfg.temperature, params=dict(cfg.params),
+                attempt=cache.attempt_for(ctx.suite, ctx.attempt) if cache is not None else ctx.attempt,
+                billed_by_runner=True,
+            )
+        )
+        output: Any = reply.text
+        if cfg.output == "json":
+            output = parse_json_reply(reply.text, truncated=reply.truncated)
+        return TargetOutput(
+            output=output, trace=reply.tool_calls, tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out, cost_usd=reply.cost_usd, cached=reply.cached,
+            truncated=reply.truncated, model=reply.model,
+            extra={"stop_reason": reply.stop_reason},
+        )
+
+    async def aclose(self) -> None:
+        """Provider clients are shared by the run and closed at its end."""
+
+
+def parse_json_reply(text: str, *, truncated: bool = False) -> Any:
+    """The reply as JSON; one surrounding Markdown code fence is tolerated.
+    Raises TargetError with an excerpt when it is not JSON."""
+    body = text.strip()
+    if body.startswith("```"):
+        first, _, rest = body.partition("\n")
+        if rest.rstrip().endswith("```"):
+            body = rest.rstrip()[:-3].strip()
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        why = " (the reply was cut at max_tokens)" if truncated else ""
+        raise TargetError(
+            f"reply is not valid JSON{why}: {exc.msg} at char {exc.pos}; reply starts {text[:120]!r}"
+        ) from None
+
+
+def build(config: TargetConfig, root: Path) -> ModelTarget:
+    assert isinstance(config, ModelTargetConfig)
+    return ModelTarget(config)
