@@ -69,9 +69,16 @@ def secret_env_values(min_len: int = 8) -> list[str]:
     )
 
 
-def scrub_secrets(data: bytes, extra: list[str] | None = None) -> bytes:
-    """Replace every occurrence of a secret value (as it appears inside JSON) by the marker."""
-    for secret in [*(extra or []), *secret_env_values()]:
+def scrub_secrets(
+    data: bytes, extra: list[str] | None = None, *, env: list[str] | None = None
+) -> bytes:
+    """Replace every occurrence of a secret value (as it appears inside JSON) by the marker.
+
+    `env` is a precomputed `secret_env_values()` (a journal writing thousands of lines reads
+    the environment once); by default the environment is read on each call.
+    """
+    env_values = secret_env_values() if env is None else env
+    for secret in [*(extra or []), *env_values]:
         encoded = orjson.dumps(secret)[1:-1]
         if encoded and encoded in data:
             data = data.replace(encoded, REDACTED.encode())

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from evalh.errors import InvalidRunId, RunDocumentError, RunNotFound
 from evalh.models import CaseResult, Run
-from evalh.snapshot import scrub_secrets
+from evalh.snapshot import scrub_secrets, secret_env_values
 
 DEFAULT_RUNS_DIR = "eval_runs"
 RUNS_DIR_ENV = "EVAL_RUNS_DIR"
@@ -105,9 +105,12 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: IO[bytes] | None = None
+        self._secrets: list[str] | None = None
 
     def open(self, header: dict[str, Any]) -> None:
         fresh = not self.path.exists()
+        # read once: scanning the environment per line cost more than the rest of a case
+        self._secrets = secret_env_values()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("ab")
         if fresh:
@@ -115,7 +118,7 @@ class Journal:
 
     def _write(self, obj: dict[str, Any]) -> None:
         assert self._fh is not None
-        self._fh.write(scrub_secrets(orjson.dumps(obj)) + b"\n")
+        self._fh.write(scrub_secrets(orjson.dumps(obj), env=self._secrets) + b"\n")
         self._fh.flush()
 
     def append(self, suite: str, result: CaseResult) -> None:

@@ -68,6 +68,11 @@ class RunPlan:
     derived_from: DerivedFrom | None = None
     done: list[tuple[str, CaseResult]] = field(default_factory=list)
     """Results already finished (resume): their triples are not run again."""
+    started_at: str | None = None
+    """When the run first started (resume keeps the original); None → now."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The run options as given (suites, repeats, timeout, budgets, …), recorded in the
+    journal header so `evalh run --resume` can rebuild the same plan."""
     before_suite: Callable[[SuitePlan], Awaitable[None]] | None = None
 
     @property

@@ -15,9 +15,8 @@ import asyncio
 import contextlib
 import random
 import signal
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -337,6 +336,10 @@ class Runner:
         except (asyncio.CancelledError, KeyboardInterrupt):
             status, reason = "partial", "interrupted"
             raise
+        except BaseException as exc:  # a bug or a refusal mid-run: never written as complete
+            err = _error(exc)
+            status, reason = "failed", f"{err.type}: {err.message}"
+            raise
         finally:
             self.journal.close()
             run = self.build_run(status, reason)
@@ -406,6 +409,51 @@ def summarize(run: Run) -> dict[str, Any]:
     }
 
 
+class RunInterrupted(EvalhError):
+    """Ctrl-C or SIGTERM stopped the run; its partial document and journal were kept."""
+
+    exit_code = 130
+
+
+@contextlib.contextmanager
+def _cancel_on_sigterm() -> Iterator[None]:
+    """SIGTERM cancels the run like Ctrl-C does, so the partial document gets written."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    try:
+        assert task is not None
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread; Windows
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
 def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -> Run:
-    """Execute a plan to completion (or to its budget) and return the written run."""
-    return asyncio.run(Runner(plan, store, observer).execute())
+    """Execute a plan to completion (or to its budget) and return the written run.
+
+    Ctrl-C or SIGTERM writes the run as `partial` (reason `interrupted`), keeps its
+    journal and raises `RunInterrupted` (exit 130) saying how to resume.
+    """
+    runner = Runner(plan, store, observer)
+    done: list[Run] = []
+
+    async def main() -> None:
+        # Returns nothing on purpose: on Python 3.11 asyncio.run reprs the finished main
+        # task when it restores the SIGINT handler, and a Run of 10,000 results takes
+        # seconds to repr.
+        with _cancel_on_sigterm():
+            done.append(await runner.execute())
+
+    try:
+        asyncio.run(main())
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        kept = sum(len(r) for r in runner.results.values())
+        raise RunInterrupted(
+            f"interrupted: run {plan.run_id} written as partial ({kept} of {plan.total} "
+            f"results kept); finish it with: evalh run --resume {plan.run_id}"
+        ) from None
+    return done[0]
