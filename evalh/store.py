@@ -37,7 +37,8 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def validate_run_id(run_id: str) -> str:
     """Refuse anything that could leave the runs directory (separators, `..`, odd bytes)."""
-    if not _RUN_ID.match(run_id) or ".." in run_id:
+    # fullmatch: `$` alone would let a trailing newline through
+    if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
         raise InvalidRunId(f"invalid run id {run_id!r}: use the id `evalh runs` lists")
     return run_id
 
@@ -197,7 +198,7 @@ class RunStore:
         ids = []
         for p in self.runs_dir.glob("*.json"):
             stem = p.name[: -len(".json")]
-            if _RUN_ID.match(stem) and ".." not in stem:
+            if _RUN_ID.fullmatch(stem) and ".." not in stem:
                 ids.append(stem)
         return sorted(ids)
 
