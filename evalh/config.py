@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalh import registry
+from evalh.core.sweep_spec import SweepConfig
 from evalh.errors import ConfigError
 from evalh.scorers.base import ScorerConfig
 from evalh.targets.base import TargetConfig
@@ -70,7 +71,7 @@ class SuiteConfig(_Strict):
         {
             "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
-            "cache_repeats", "splits",
+            "cache_repeats", "splits", "sweep",
         }
     )
 
@@ -95,6 +96,8 @@ class SuiteConfig(_Strict):
     """When true, repeats share one cached reply instead of one per attempt."""
     splits: list[str] | None = None
     """Run only cases of these splits (all when unset)."""
+    sweep: SweepConfig | None = None
+    """`[suites.S.sweep]`: the policy family and grid `evalh sweep` uses (see docs/labels-and-sweeps.md)."""
 
     def arm_targets(self) -> list[tuple[str, TargetConfig]]:
         if not self.arms:
