@@ -20,6 +20,7 @@ from pydantic import BaseModel
 REDACTED = "[REDACTED]"
 _SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|credential|auth|sig|session", re.I)
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+_URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.I)
 
 
 def redact_url(url: str) -> str:
@@ -49,6 +50,8 @@ def _value(v: Any) -> Any:
         return [_value(x) for x in v]
     if isinstance(v, str) and _URL.match(v):
         return redact_url(v)
+    if isinstance(v, str) and "://" in v:  # a URL inside free text (a description)
+        return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), v)
     if isinstance(v, str | int | float | bool) or v is None:
         return v
     return str(v)
