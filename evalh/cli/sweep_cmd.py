@@ -1,0 +1,165 @@
+"""`evalh sweep`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from evalh.cli.errors import translate_errors
+from evalh.cli.options import ConfigOpt, JsonOpt, RunsDirOpt
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from evalh.config import Config
+
+
+def _config(path: Path | None) -> Config | None:
+    """evalh.toml when one is given or found; a sweep can run from the run document alone."""
+    from evalh.config import find_config, load_config
+    from evalh.errors import ConfigError
+
+    try:
+        return load_config(path if path is not None else find_config(), check_datasets=False)
+    except ConfigError:
+        if path is not None:
+            raise
+        return None
+
+
+def _base_spec(cfg: Config | None, run_config: dict[str, Any], suite: str) -> dict[str, Any] | None:
+    """`[suites.S.sweep]` from evalh.toml, else from the run's config snapshot."""
+    if cfg is not None and suite in cfg.suites and cfg.suites[suite].sweep is not None:
+        return cfg.suites[suite].sweep.model_dump(exclude_defaults=True)  # type: ignore[union-attr]
+    snap = run_config.get("suites", {}).get(suite, {}).get("sweep")
+    return snap if isinstance(snap, dict) else None
+
+
+@translate_errors
+def sweep(
+    run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
+    suite: Annotated[str | None, typer.Option("--suite", "-s", help="The suite to sweep (default: the run's only suite).")] = None,
+    grid: Annotated[list[str] | None, typer.Option("--grid", "-g", help="NAME=start:stop[:step] or NAME=v1,v2 (repeatable); replaces the configured grid for NAME.")] = None,
+    current: Annotated[list[str] | None, typer.Option("--current", help="The policy in use, NAME=V[,NAME=V]: marked in the table, never favoured.")] = None,
+    measure: Annotated[str | None, typer.Option("--measure", help="score | scorer:NAME | output:PATH | count:PATH")] = None,
+    label: Annotated[str | None, typer.Option("--label", help="Dotted path to the policy-free label in each case's expected.")] = None,
+    positive: Annotated[str | None, typer.Option("--positive", help="Binary policy: the positive label (parameter `threshold`).")] = None,
+    tiers: Annotated[str | None, typer.Option("--tiers", help="Tier policy: decisions, most severe first, comma-separated.")] = None,
+    otherwise: Annotated[str | None, typer.Option("--otherwise", help="Tier policy: the decision when no tier fires.")] = None,
+    count_value: Annotated[str | None, typer.Option("--count-value", help="For count:PATH: the verdict to count.")] = None,
+    objective: Annotated[str | None, typer.Option("--objective", help="accuracy (default) or balanced_accuracy.")] = None,
+    arm: Annotated[str | None, typer.Option("--arm", help="The arm to sweep (default: the baseline arm).")] = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="Rows of the ranking to print (--json has them all).")] = 15,
+    config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Rank candidate decision policies against a run's policy-free labels, from its stored results.
+
+    No target is called: the sweep reads the run document. Each candidate turns a per-case
+    number (a score, or a count of lens verdicts) into a decision; it is scored against
+    the label in each case's `expected`, ranked by the objective and then by fewer
+    under-calls, with no tie-break toward the current policy. A policy is recommended
+    only when it strictly beats the runner-up; otherwise the tied candidates are listed
+    and the data is said not to discriminate. Defaults come from `[suites.S.sweep]` in
+    evalh.toml (or the run's config snapshot); options override them.
+
+    Exit 0 with a ranking (a recommendation or not); 2 on bad input.
+
+    Examples:
+
+        evalh sweep RUN_ID --suite panel
+
+        evalh sweep RUN_ID --suite panel --grid structural=2:4 --current structural=3,sharpen=2,note=1
+
+        evalh sweep RUN_ID --suite judge --measure scorer:rubric --label bad --positive true --grid threshold=0.3:0.9:0.1
+    """
+    from evalh.cli.runs_cmd import _store
+    from evalh.console import out
+    from evalh.core.sweep import (
+        SweepError,
+        parse_current_option,
+        parse_grid_option,
+        resolve_spec,
+        sweep_run,
+    )
+
+    cfg = _config(config)
+    run = _store(runs_dir, config).load(run_id)
+    if suite is None:
+        if len(run.suites) != 1:
+            raise SweepError(f"run {run.run_id} has {len(run.suites)} suites: choose one with --suite")
+        suite = next(iter(run.suites))
+    base = _base_spec(cfg, run.config, suite)
+    overrides: dict[str, Any] = {
+        "measure": measure, "label": label, "positive": positive, "otherwise": otherwise,
+        "count_value": count_value, "objective": objective, "arm": arm,
+        "tiers": [t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
+    }
+    if grid:
+        overrides["grid"] = {**(base or {}).get("grid", {}), **dict(parse_grid_option(g) for g in grid)}
+    if current:
+        overrides["current"] = parse_current_option(current)
+    if base is None and not any(v is not None for v in overrides.values()):
+        raise SweepError(
+            f"suite {suite!r} has no [suites.{suite}.sweep] table: give --measure, --label, "
+            f"--positive or --tiers/--otherwise, and --grid"
+        )
+    result = sweep_run(run, suite, resolve_spec(base, overrides))
+    if json_out:
+        import orjson
+
+        out().file.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    render_sweep(result, out(), top=top)
+
+
+def _params(p: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in p.items())
+
+
+def render_sweep(result: dict[str, Any], console: Console, *, top: int = 15) -> None:
+    """The ranking table, then the verdict. Every value is shown as plain text."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    o = result["observations"]
+    title = Text(
+        f"sweep {result['run_id']} · {result['suite']} [{result['arm']}] · measure {result['measure']}"
+        f" · label {result['label'] or '(expected)'} · score = {result['objective']}"
+        f" · under/over = decisions milder/harsher than the label"
+    )
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("rank", *result["params"], "score", "right", "under", "over", ""):
+        table.add_column(col, justify="left" if col == "" else "right", no_wrap=True)
+    for row in result["candidates"][:top]:
+        marks = []
+        if result["recommended"] == row["params"]:
+            marks.append("recommended")
+        elif row["rank"] == 1 and result["tied_top"]:
+            marks.append("tied top")
+        if row["current"]:
+            marks.append("current")
+        cells = [str(row["rank"]), *(str(v) for v in row["params"].values()),
+                 "–" if row["objective"] is None else f"{row['objective']:.3f}",
+                 f"{row['correct']}/{row['n']}", str(row["under_calls"]), str(row["over_calls"]),
+                 " · ".join(marks)]
+        table.add_row(*(Text(c) for c in cells))
+    console.print(table)
+    shown = min(top, len(result["candidates"]))
+    lo = result["left_out"]
+    console.print(Text(
+        f"{shown} of {len(result['candidates'])} candidates shown; scored on {o['scored']} of "
+        f"{o['total']} results ({o['undecided']} without a measure, {o['unlabelled']} unlabelled); "
+        f"left out: {lo['above_observed']} with a threshold above the greatest observed value "
+        f"{lo['max_observed']}, {lo['not_decreasing']} with tiers not strictly decreasing",
+        style="dim",
+    ))
+    if result["recommended"] is not None:
+        console.print(Text(f"recommended: {_params(result['recommended'])}", style="bold green"))
+    else:
+        console.print(Text("no recommendation", style="bold yellow"))
+    console.print(Text(result["verdict"]))
