@@ -27,6 +27,8 @@ from evalh.snapshot import scrub_secrets, secret_env_values
 DEFAULT_RUNS_DIR = "eval_runs"
 RUNS_DIR_ENV = "EVAL_RUNS_DIR"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+SIDECAR_SUFFIXES = (".labels",)
+"""Stems of JSON files kept beside a run that are not runs (`<run_id>.labels.json`)."""
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -198,7 +200,7 @@ class RunStore:
         ids = []
         for p in self.runs_dir.glob("*.json"):
             stem = p.name[: -len(".json")]
-            if _RUN_ID.fullmatch(stem) and ".." not in stem:
+            if _RUN_ID.fullmatch(stem) and ".." not in stem and not stem.endswith(SIDECAR_SUFFIXES):
                 ids.append(stem)
         return sorted(ids)
 
