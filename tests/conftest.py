@@ -99,6 +99,16 @@ def crash(inp):
     raise RuntimeError("the product fell over on " + inp["text"])
 
 
+def crash_on_no(inp):
+    if "no" in inp["text"]:
+        raise ValueError("cannot handle a refusal")
+    return answer(inp)
+
+
+async def hang(inp):
+    await asyncio.Event().wait()
+
+
 def echo_env(inp):
     """Echoes the environment back, as a careless product might."""
     return {"verdict": "accept", "env": dict(os.environ)}
@@ -113,7 +123,8 @@ def not_json(inp):
 def project(tmp_path: Path) -> Path:
     """A project root holding `evalh.toml` (one deterministic suite, `smoke`, of three cases
     that all pass), `data/smoke.jsonl`, and the target module `evalh_fixture_target`
-    (functions `answer`, `answer_async`, `always_accept`, `crash`, `echo_env`, `not_json`).
+    (functions `answer`, `answer_async`, `always_accept`, `crash`, `crash_on_no`, `hang`,
+    `echo_env`, `not_json`).
 
     Tests change it by rewriting or appending to the files; the module is forgotten after
     each test, so every test imports its own copy.

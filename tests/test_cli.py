@@ -1,0 +1,319 @@
+"""The command line through Typer's CliRunner: exit codes, stdout vs stderr, files written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from evalh.cli.main import app
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def run_project(project: Path, *args: str) -> tuple[Result, list[Path]]:
+    """`evalh run` on the test project, runs written to project/runs."""
+    runs = project / "runs"
+    result = invoke("run", "--config", str(project / "evalh.toml"), "--runs-dir", str(runs), *args)
+    return result, sorted(runs.glob("*.json")) if runs.is_dir() else []
+
+
+def set_target(project: Path, function: str) -> None:
+    path = project / "evalh.toml"
+    path.write_text(path.read_text().replace("evalh_fixture_target:answer",
+                                             f"evalh_fixture_target:{function}"))
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_bytes())
+
+
+# ----------------------------------------------------------------------------- the shipped suites
+
+RUN_FIELDS = {"schema", "run_id", "label", "status", "started_at", "finished_at", "git",
+              "environment", "config", "derived_from", "suites", "summary"}
+AGGREGATE_FIELDS = {"n", "passed", "failed", "errored", "pass_rate", "mean_score", "tokens_in",
+                    "tokens_out", "cost_usd", "latency_ms_p50", "latency_ms_p95"}
+CASE_FIELDS = {"case_id", "arm", "attempt", "status", "score", "scores", "output", "trace",
+               "latency_ms", "tokens_in", "tokens_out", "cost_usd", "error"}
+
+
+@pytest.mark.parametrize("suite", ["gate", "guards"])
+def test_shipped_suite_passes_and_writes_one_document(repo_root: Path, tmp_path: Path,
+                                                      suite: str) -> None:
+    runs = tmp_path / "runs"
+    result = invoke("run", "--suite", suite, "--config", str(repo_root / "evalh.toml"),
+                    "--runs-dir", str(runs), "--label", "ci")
+    assert result.exit_code == 0, result.output
+    docs = list(runs.glob("*.json"))
+    assert len(docs) == 1 and not list(runs.glob("*.journal.jsonl"))
+    doc = load(docs[0])
+    assert set(doc) >= RUN_FIELDS
+    assert doc["schema"] == "evalh.run/1" and doc["status"] == "complete" and doc["label"] == "ci"
+    assert docs[0].stem == doc["run_id"] and doc["finished_at"] and doc["derived_from"] is None
+    assert set(doc["git"]) == {"sha", "dirty", "branch"}
+    assert set(doc["environment"]) == {"evalh", "python", "platform"}
+    assert doc["config"]["suites"][suite]["target"]["kind"] == "python"
+    assert isinstance(doc["config"]["seed"], int) and doc["seed"] == doc["config"]["seed"]
+    assert list(doc["suites"]) == [suite]
+    s = doc["suites"][suite]
+    assert s["regime"] == "deterministic"
+    assert s["dataset"]["path"] == f"datasets/{suite}.jsonl" and len(s["dataset"]["sha256"]) == 64
+    assert s["dataset"]["cases"] >= 30
+    agg = s["aggregate"]
+    assert set(agg) >= AGGREGATE_FIELDS
+    assert agg["n"] == agg["passed"] == s["dataset"]["cases"] == len(s["cases"])
+    assert (agg["failed"], agg["errored"], agg["pass_rate"]) == (0, 0, 1.0)
+    for case in s["cases"]:
+        assert set(case) >= CASE_FIELDS
+        assert case["status"] == "passed" and case["arm"] == "default" and case["attempt"] == 0
+    assert doc["summary"]["deterministic_ok"] is True
+    assert doc["summary"]["cases"] == agg["n"]
+    assert suite in result.stdout  # the results table
+
+
+def test_shipped_suites_cover_both_directions_of_every_behaviour(repo_root: Path) -> None:
+    """Every behaviour (stratum) has cases with different verdicts, so a regression either
+    way (wrongly accepting, wrongly rejecting) is a named failing case."""
+    from evalh.datasets import load_dataset
+
+    for name in ("gate", "guards"):
+        cases = load_dataset(repo_root / "datasets" / f"{name}.jsonl").cases
+        verdicts: dict[str, set[Any]] = {}
+        for case in cases:
+            verdicts.setdefault(case.metadata.stratum or case.id, set()).add(case.expected)
+        lonely = [s for s, v in verdicts.items() if len(v) < 2]
+        assert not lonely, f"{name}: behaviours with one direction only: {lonely}"
+        assert "reject" in set().union(*verdicts.values())
+
+
+# ----------------------------------------------------------------------------- outcomes and exit codes
+
+
+def test_passing_run_exit_0_table_on_stdout_talk_on_stderr(project: Path) -> None:
+    result, docs = run_project(project)
+    assert result.exit_code == 0, result.output
+    assert len(docs) == 1
+    assert "smoke" in result.stdout and "100.0% (3/3)" in result.stdout
+    assert f"wrote {docs[0]}" in result.stderr and "wrote" not in result.stdout
+
+
+def test_failing_case_exit_1_and_named(project: Path) -> None:
+    set_target(project, "always_accept")
+    result, docs = run_project(project)
+    assert result.exit_code == 1, result.output
+    assert "smoke.no" in result.stdout and "smoke.yes" not in result.stdout.replace("smoke.yes ", "")
+    doc = load(docs[0])
+    assert doc["summary"]["deterministic_ok"] is False
+    by_id = {c["case_id"]: c for c in doc["suites"]["smoke"]["cases"]}
+    assert by_id["smoke.no"]["status"] == "failed" and by_id["smoke.yes"]["status"] == "passed"
+    agg = doc["suites"]["smoke"]["aggregate"]
+    assert (agg["passed"], agg["failed"], agg["pass_rate_denominator"]) == (2, 1, 3)
+
+
+def test_crashing_target_is_errored_counted_apart_never_a_pass(project: Path) -> None:
+    set_target(project, "crash_on_no")
+    result, docs = run_project(project)
+    assert result.exit_code == 1, result.output
+    assert "errored" in result.stdout and "smoke.no" in result.stdout
+    assert "cannot handle a refusal" in result.stdout
+    doc = load(docs[0])
+    assert doc["status"] == "complete"
+    cases = {c["case_id"]: c for c in doc["suites"]["smoke"]["cases"]}
+    assert len(cases) == 3  # never dropped
+    bad = cases["smoke.no"]
+    assert bad["status"] == "errored" and bad["score"] is None and bad["scores"] == []
+    assert bad["error"] == {"type": "ValueError", "message": "cannot handle a refusal"}
+    agg = doc["suites"]["smoke"]["aggregate"]
+    assert (agg["passed"], agg["failed"], agg["errored"]) == (2, 0, 1)
+    assert agg["pass_rate"] == 1.0 and agg["pass_rate_denominator"] == 2  # errored kept apart
+    assert agg["error_rate"] == pytest.approx(1 / 3)
+    assert doc["summary"]["errored"] == 1 and doc["summary"]["deterministic_ok"] is False
+
+
+def test_a_target_that_always_crashes_has_no_pass_rate(project: Path) -> None:
+    set_target(project, "crash")
+    result, docs = run_project(project)
+    assert result.exit_code == 1, result.output
+    agg = load(docs[0])["suites"]["smoke"]["aggregate"]
+    assert (agg["errored"], agg["passed"], agg["pass_rate"], agg["pass_rate_denominator"]) == (3, 0, None, 0)
+    assert "n/a" in result.stdout
+
+
+@pytest.mark.parametrize(("function", "error_type"), [("hang", "TimeoutError"),
+                                                      ("not_json", "TypeError")])
+def test_timeout_and_bad_output_are_errored(project: Path, function: str, error_type: str) -> None:
+    set_target(project, function)
+    result, docs = run_project(project, "--timeout", "0.05", "--json")
+    assert result.exit_code == 1, result.output
+    cases = load(docs[0])["suites"]["smoke"]["cases"]
+    assert {c["status"] for c in cases} == {"errored"}
+    assert {c["error"]["type"] for c in cases} == {error_type}
+
+
+def test_async_target_repeats_and_seed(project: Path) -> None:
+    set_target(project, "answer_async")
+    result, docs = run_project(project, "--repeats", "3", "--seed", "11", "--json")
+    assert result.exit_code == 0, result.output
+    doc = load(docs[0])
+    assert doc["seed"] == 11
+    cases = doc["suites"]["smoke"]["cases"]
+    assert sorted((c["case_id"], c["attempt"]) for c in cases) == sorted(
+        (cid, a) for cid in ("smoke.yes", "smoke.no", "smoke.maybe") for a in range(3))
+
+
+def test_untrusted_text_is_shown_literally(project: Path) -> None:
+    """Case ids and rationales may hold rich markup: it must print as text, not style."""
+    data = project / "data" / "smoke.jsonl"
+    data.write_text('{"id": "smoke.[bold]x[/bold]", "input": {"text": "no"}, '
+                    '"expected": "[red]accept[/red]"}\n')
+    result, _ = run_project(project)
+    assert result.exit_code == 1, result.output
+    assert "smoke.[bold]x[/bold]" in result.stdout
+    assert "[red]accept[/red]" in result.stdout
+
+
+# ----------------------------------------------------------------------------- bad usage, bad input
+
+
+def test_unknown_suite_exit_2_one_line(project: Path) -> None:
+    result, docs = run_project(project, "--suite", "nope")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'nope'" in lines[0] and "smoke" in lines[0]
+    assert docs == []
+
+
+def test_bad_dataset_exit_2_names_line_and_writes_nothing(project: Path) -> None:
+    with (project / "data" / "smoke.jsonl").open("a") as fh:
+        fh.write("{not json\n")
+    result, docs = run_project(project)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: data/smoke.jsonl:4: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert docs == [] and not (project / "runs").exists()
+
+
+def test_bad_option_value_is_usage_error(project: Path) -> None:
+    result, docs = run_project(project, "--repeats", "0")
+    assert result.exit_code == 2 and docs == []
+
+
+def test_missing_config_exit_2(tmp_path: Path) -> None:
+    result = invoke("run")  # the cwd is an empty temp dir
+    assert result.exit_code == 2
+    assert "evalh.toml" in result.stderr and "Traceback" not in result.output
+
+
+def test_validate_ok_and_bad(project: Path) -> None:
+    ok = invoke("validate", "--config", str(project / "evalh.toml"))
+    assert ok.exit_code == 0, ok.output
+    (project / "evalh.toml").write_text((project / "evalh.toml").read_text() + "colour = 'red'\n")
+    bad = invoke("validate", "--config", str(project / "evalh.toml"))
+    assert bad.exit_code == 2
+    assert "suites.smoke.colour" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------- json and streams
+
+
+def test_run_json_is_data_on_stdout(project: Path) -> None:
+    result, docs = run_project(project, "--json", "--label", "j")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["run_id"] == docs[0].stem and payload["status"] == "complete"
+    assert Path(payload["path"]) == docs[0]
+    assert payload["summary"]["passed"] == 3
+
+
+def test_run_json_with_failures_still_valid_json(project: Path) -> None:
+    set_target(project, "crash_on_no")
+    result, _ = run_project(project, "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["summary"]["errored"] == 1
+
+
+def test_progress_goes_to_stderr(project: Path) -> None:
+    result, _ = run_project(project)
+    assert result.exit_code == 0, result.output
+    assert "errored 0" in result.stderr  # the progress bar's columns
+    assert "errored 0" not in result.stdout
+
+
+def test_quiet_prints_nothing_on_success(project: Path) -> None:
+    result, docs = run_project(project, "-q")
+    assert result.exit_code == 0 and result.stdout == "" and len(docs) == 1
+
+
+# ----------------------------------------------------------------------------- runs and show
+
+
+def test_runs_and_show(project: Path) -> None:
+    first, _ = run_project(project, "--label", "first", "-q")
+    set_target(project, "always_accept")
+    second, docs = run_project(project, "--label", "second", "-q")
+    assert (first.exit_code, second.exit_code) == (0, 1)
+    ids = [d.stem for d in docs]
+    common = ["--config", str(project / "evalh.toml"), "--runs-dir", str(project / "runs")]
+
+    table = invoke("runs", *common)
+    assert table.exit_code == 0, table.output
+    assert ids[0] in table.stdout and ids[1] in table.stdout and "second" in table.stdout
+    assert table.stdout.index(ids[0]) < table.stdout.index(ids[1])  # newest last
+
+    listed = json.loads(invoke("runs", *common, "--json").stdout)
+    assert [r["run_id"] for r in listed] == ids and [r["label"] for r in listed] == ["first", "second"]
+    assert listed[1]["suites"]["smoke"] == pytest.approx(2 / 3)
+    assert json.loads(invoke("runs", *common, "--json", "--limit", "1").stdout)[0]["run_id"] == ids[1]
+
+    shown = invoke("show", ids[1], *common)
+    assert shown.exit_code == 0, shown.output
+    assert ids[1] in shown.stdout and "smoke.no" in shown.stdout and "failed" in shown.stdout
+
+    as_json = invoke("show", ids[1], *common, "--json")
+    assert as_json.exit_code == 0
+    assert json.loads(as_json.stdout) == load(docs[1])
+    by_path = invoke("show", str(docs[0]), "--json")
+    assert json.loads(by_path.stdout)["label"] == "first"
+
+
+def test_runs_with_no_runs(project: Path) -> None:
+    result = invoke("runs", "--runs-dir", str(project / "empty"), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == []
+
+
+# ----------------------------------------------------------------------------- help
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["validate"], ["runs"], ["show"]])
+def test_help(command: list[str]) -> None:
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.stdout
+
+
+def test_run_help_has_examples() -> None:
+    assert "evalh run --suite gate" in invoke("run", "--help").stdout
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    code = (
+        "import sys\n"
+        "from evalh.cli.main import main\n"
+        "sys.argv = ['evalh', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('anthropic', 'httpx', 'rich.progress', 'jsonschema', 'openai')"
+        " if m in sys.modules]\n"
+        "print('HEAVY=' + ','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "HEAVY=\n" in out.stdout, out.stdout[-500:]
