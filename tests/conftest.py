@@ -116,6 +116,18 @@ def echo_env(inp):
 
 def not_json(inp):
     return {"verdict": object()}
+
+
+def whoami(inp):
+    """Reports the run and case it belongs to, as a product's own logs would."""
+    from evalh.context import current
+
+    ctx = current()
+    return {
+        "verdict": answer(inp)["verdict"],
+        "context": [ctx.run_id, ctx.suite, ctx.case_id, ctx.arm, ctx.attempt] if ctx else None,
+        "env": [os.environ.get("EVALH_RUN_ID"), os.environ.get("EVALH_CASE_ID")],
+    }
 '''
 
 
@@ -124,7 +136,7 @@ def project(tmp_path: Path) -> Path:
     """A project root holding `evalh.toml` (one deterministic suite, `smoke`, of three cases
     that all pass), `data/smoke.jsonl`, and the target module `evalh_fixture_target`
     (functions `answer`, `answer_async`, `always_accept`, `crash`, `crash_on_no`, `hang`,
-    `echo_env`, `not_json`).
+    `echo_env`, `not_json`, `whoami`).
 
     Tests change it by rewriting or appending to the files; the module is forgotten after
     each test, so every test imports its own copy.

@@ -170,6 +170,18 @@ def test_async_target_repeats_and_seed(project: Path) -> None:
         (cid, a) for cid in ("smoke.yes", "smoke.no", "smoke.maybe") for a in range(3))
 
 
+def test_target_knows_its_run_and_case(project: Path) -> None:
+    """The context variable is exact at any concurrency; the environment at -j 1."""
+    set_target(project, "whoami")
+    result, docs = run_project(project, "-j", "1", "--repeats", "2", "--json")
+    assert result.exit_code == 0, result.output
+    doc = load(docs[0])
+    for case in doc["suites"]["smoke"]["cases"]:
+        out = case["output"]
+        assert out["context"] == [doc["run_id"], "smoke", case["case_id"], "default", case["attempt"]]
+        assert out["env"] == [doc["run_id"], case["case_id"]]
+
+
 def test_untrusted_text_is_shown_literally(project: Path) -> None:
     """Case ids and rationales may hold rich markup: it must print as text, not style."""
     data = project / "data" / "smoke.jsonl"
