@@ -1,0 +1,81 @@
+"""`type = "judge"`: a language model grades one output against a rubric.
+
+    [[suites.qa.scorers]]
+    type = "judge"
+    provider = "anthropic"
+    model = "claude-haiku-4-5"
+    rubric = "The answer states the capital and nothing false."
+    scale = "ordinal"                 # binary | ordinal | verdicts
+    judge_repeats = 2                 # double judging: a split is low_confidence
+    reference_field = "input.reference"
+    calibration = { dataset = "datasets/qa_calibration.jsonl", min_accuracy = 0.8 }
+
+Bias controls (docs/judges.md): the judge sees the output, the rubric and the material the
+suite names — never the case's expected value; a judge that is the model under test is
+refused unless `--allow-self-judge`; several judges vote and a tie is `no_majority`;
+`judge_repeats = 2` flags splits; a calibration dataset is judged first and a judge below
+`min_accuracy` is refused (exit 2). A judge that cannot judge (transport failure, reply cut
+at max_tokens, no rationale after re-asking, split panel) gives a Score with `error`: the
+case is `judge_error`, counted apart, never a failure of the product.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalh.models import Case, Score
+from evalh.scorers._util import _MISSING, pick
+from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.judge_base import ClientFactory, JudgeScorerBase
+from evalh.scorers.judge_config import JudgeConfig
+from evalh.scorers.judge_prompt import pointwise_prompt
+
+if TYPE_CHECKING:
+    from evalh.core.plan import SuitePlan
+    from evalh.core.services import RunServices
+
+CONFIGS: dict[str, type[ScorerConfig]] = {"judge": JudgeConfig}
+
+
+class JudgeScorer(JudgeScorerBase):
+    """Pointwise judge. `judge(case, output, …)` is the one path for cases and calibration."""
+
+    config: JudgeConfig
+
+    def prompt(self, case: Case, output: Any) -> tuple[str, str]:
+        """(system, user) the judge sees for this case: blind to `case.expected`."""
+        c = self.config
+        return pointwise_prompt(
+            rubric=self.rubric, scale=self.scale, case=case, output=output,
+            show_input=c.show_input, input_field=c.input_field,
+            reference_field=c.reference_field, keywords_field=c.keywords_field,
+        )
+
+    async def judge(self, case: Case, output: Any, services: RunServices, attempt: int = 0) -> Score:
+        shown = pick(output, self.config.output_field)
+        if shown is _MISSING:
+            return Score(scorer=self.name, value=0.0, passed=False,
+                         rationale=f"output has no field {self.config.output_field!r}")
+        system, user = self.prompt(case, shown)
+        panel = await self.ask_panel(services, system, user, attempt)
+        return self.to_score(panel)
+
+    async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
+        refused = self.self_judge_score(ctx.subject_model, ctx.services)
+        if refused is not None:
+            return refused
+        return await self.judge(case, output, ctx.services, ctx.attempt)
+
+    async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
+        info = await super().prepare(suite, services) or {}
+        if self.config.calibration is not None:
+            from evalh.scorers.judge_calibration import calibrate
+
+            info["calibration"] = await calibrate(self, self.config.calibration, services)
+        return info
+
+
+def build(config: ScorerConfig, root: Path | None = None, client_factory: ClientFactory | None = None) -> JudgeScorer:
+    assert isinstance(config, JudgeConfig)
+    return JudgeScorer(config, root or Path.cwd(), client_factory)

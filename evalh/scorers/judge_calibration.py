@@ -1,0 +1,98 @@
+"""Judge calibration: before a suite, the judge grades a dataset of known answers; its
+accuracy is recorded in the suite's details (and so in the run and its reports), and a
+judge below `min_accuracy` is refused (exit 2) before it grades a single case.
+
+A calibration case is an ordinary dataset line whose `input` holds the `output` to judge
+(the rest of `input` is the case input the judge sees) and whose `expected` is the right
+verdict on the judge's scale::
+
+    {"id": "cal.paris", "input": {"question": "Capital of France?", "output": "Paris"},
+     "expected": "pass"}
+
+Accuracy is correct / all items: an item the judge could not judge was not judged right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalh.datasets import load_dataset
+from evalh.errors import ConfigError
+from evalh.models import Case
+from evalh.scorers.judge_base import CalibrationFailed
+from evalh.scorers.judge_config import CalibrationConfig
+from evalh.scorers.judge_scale import ORDINAL_STEPS, step_label
+
+if TYPE_CHECKING:
+    from evalh.core.services import RunServices
+    from evalh.scorers.judge import JudgeScorer
+
+MAX_MISSES = 20
+"""Misjudged items listed by id in the run (the count is always complete)."""
+
+
+def expected_label(scorer: JudgeScorer, value: Any) -> str | None:
+    """The label a calibration case's `expected` names on the scorer's scale, or None."""
+    if isinstance(value, bool):
+        value = "pass" if value else "fail"
+    if isinstance(value, int | float):
+        step = next((s for s in ORDINAL_STEPS if abs(s - value) < 1e-9), None)
+        value = step_label(step) if step is not None else None
+    if isinstance(value, str):
+        value = value.strip().casefold() if value.strip().casefold() in ("pass", "fail") else value.strip()
+    return value if value in scorer.scale.labels else None
+
+
+def _cases(scorer: JudgeScorer, path: Path, shown: str) -> list[tuple[Case, Any, str]]:
+    dataset = load_dataset(path, display=shown)
+    out = []
+    for case in dataset.cases:
+        if not isinstance(case.input, dict) or "output" not in case.input:
+            raise ConfigError(f"{shown}: case {case.id!r}: a calibration case's input needs an `output` to judge")
+        label = expected_label(scorer, case.expected)
+        if label is None:
+            known = ", ".join(scorer.scale.labels)
+            raise ConfigError(f"{shown}: case {case.id!r}: expected {case.expected!r} is not a verdict "
+                              f"of this judge's scale ({known})")
+        rest = {k: v for k, v in case.input.items() if k != "output"}
+        out.append((case.model_copy(update={"input": rest}), case.input["output"], label))
+    if not out:
+        raise ConfigError(f"{shown}: the calibration dataset has no cases")
+    return out
+
+
+async def calibrate(scorer: JudgeScorer, cal: CalibrationConfig, services: RunServices) -> dict[str, Any]:
+    """Judge the calibration dataset; the figures for the run, or `CalibrationFailed`."""
+    path = Path(cal.dataset)
+    path = path if path.is_absolute() else services.root / path
+    items = _cases(scorer, path, cal.dataset)
+    scores = await asyncio.gather(*(scorer.judge(case, output, services) for case, output, _ in items))
+    models = scorer.config.models()
+    per_judge = [0] * len(models)
+    correct, errors, misses = 0, 0, []
+    for (case, _, label), score in zip(items, scores, strict=True):
+        if score.error is not None:
+            errors += 1
+        if score.error is None and score.verdict == label:
+            correct += 1
+        elif len(misses) < MAX_MISSES:
+            misses.append({"id": case.id, "expected": label, "got": score.verdict, "error": score.error})
+        for i, vote in enumerate(score.details.get("judges", [])):
+            per_judge[i] += vote.get("verdict") == label and "error" not in vote
+    n = len(items)
+    accuracy = correct / n
+    info = {
+        "dataset": cal.dataset, "n": n, "correct": correct, "judge_error": errors,
+        "accuracy": accuracy, "min_accuracy": cal.min_accuracy,
+        "per_judge": [{"model": m, "correct": c, "accuracy": c / n} for m, c in zip(models, per_judge, strict=True)],
+        "misses": misses,
+    }
+    if accuracy < cal.min_accuracy:
+        raise CalibrationFailed(
+            f"scorer {scorer.name!r}: judge calibration accuracy {accuracy:.2f} ({correct} of {n} on "
+            f"{cal.dataset}, {errors} judge errors) is below min_accuracy {cal.min_accuracy:.2f}: "
+            "the judge is refused"
+        )
+    return info

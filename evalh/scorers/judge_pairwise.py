@@ -1,0 +1,149 @@
+"""`type = "pairwise_judge"`: which arm answered better, judged in both orders.
+
+For every case and attempt, each arm's output is compared with the baseline arm's output
+(the suite's `baseline_arm`, else its first arm), once with the baseline shown first and
+once with it shown second. A pair whose winner changes with the order is `inconsistent`
+(position bias), not a win for either arm. After the suite the details hold per arm the
+wins, losses, ties, inconsistent pairs and judge errors, and
+`consistency_under_order_swap` = consistent pairs / pairs judged in both orders (null over
+zero), flagged when below `min_consistency`.
+
+Comparing needs both arms' outputs, so the judging happens in `finalize`, after the suite.
+The per-case Score of this scorer holds the pair's outcome for the record; it gives no
+pass/fail of its own (and never changes a case's status), so a suite needs another scorer
+that does — a suite with only a pairwise judge is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalh.errors import ConfigError
+from evalh.models import Case, CaseMetadata, CaseResult, Score
+from evalh.scorers._util import _MISSING, pick
+from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.judge_base import ClientFactory, JudgeScorerBase, find_score
+from evalh.scorers.judge_config import PairwiseJudgeConfig
+from evalh.scorers.judge_panel import Panel
+from evalh.scorers.judge_prompt import pairwise_prompt
+
+if TYPE_CHECKING:
+    from evalh.core.plan import SuitePlan
+    from evalh.core.services import RunServices
+
+
+CONFIGS: dict[str, type[ScorerConfig]] = {"pairwise_judge": PairwiseJudgeConfig}
+PENDING = "pending"
+
+
+class PairwiseJudgeScorer(JudgeScorerBase):
+    config: PairwiseJudgeConfig
+
+    async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
+        refused = self.self_judge_score(ctx.subject_model, ctx.services)
+        if refused is not None:
+            return refused
+        return Score(scorer=self.name, abstained=True, verdict=PENDING,
+                     rationale="compared with the other arms after the suite (see the suite details)")
+
+    def incomplete(self, score: Score | None) -> bool:
+        """For rejudge: a pair not judged, or judged with an error."""
+        return score is None or score.verdict == PENDING or bool(score.details.get("error"))
+
+    async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
+        if len(suite.arms) < 2:
+            raise ConfigError(f"suite {suite.name!r}: scorer {self.name!r} compares arms, and the suite has one")
+        if not any(not isinstance(s, PairwiseJudgeScorer) for s in suite.scorers):
+            raise ConfigError(
+                f"suite {suite.name!r}: scorer {self.name!r} ranks arms but gives no pass/fail of its "
+                "own: add a scorer that does (for example a `judge`)"
+            )
+        return await super().prepare(suite, services)
+
+    # ------------------------------------------------------------------ after the suite
+
+    async def _order(self, services: RunServices, row: CaseResult, first: Any, second: Any) -> Panel:
+        case = Case(id=row.case_id, input=row.input, metadata=CaseMetadata.model_validate(row.metadata))
+        c = self.config
+        system, user = pairwise_prompt(rubric=self.rubric, scale=self.scale, case=case, first=first,
+                                       second=second, show_input=c.show_input, input_field=c.input_field)
+        return await self.ask_panel(services, system, user, row.attempt)
+
+    async def _pair(self, services: RunServices, base: CaseResult, other: CaseResult) -> dict[str, Any]:
+        """Judge one pair in both orders; the record kept on the other arm's row."""
+        a, b = pick(base.output, self.config.output_field), pick(other.output, self.config.output_field)
+        if a is _MISSING or b is _MISSING:
+            return {"vs": base.arm, "error": f"an output has no field {self.config.output_field!r}"}
+        ab, ba = await asyncio.gather(self._order(services, base, a, b), self._order(services, base, b, a))
+        # Positions → arms: in `ab` the baseline is A; in `ba` it is B.
+        to_arm = [{"A": base.arm, "B": other.arm, "tie": "tie"}, {"A": other.arm, "B": base.arm, "tie": "tie"}]
+        record: dict[str, Any] = {"vs": base.arm}
+        winners = []
+        for key, panel, mapping in (("baseline_first", ab, to_arm[0]), ("baseline_second", ba, to_arm[1])):
+            record[key] = {**panel.details(), "verdict": panel.verdict,
+                           "rationale": panel.judgment.rationale if panel.judgment else panel.error}
+            winners.append(mapping.get(panel.verdict or "", None) if panel.judgment else None)
+            if panel.judgment is None:
+                record["error"] = panel.error
+        if "error" not in record:
+            record["consistent"] = winners[0] == winners[1]
+            record["winner"] = winners[0] if record["consistent"] else None
+        return record
+
+    def _write(self, score: Score, record: dict[str, Any], arm: str) -> None:
+        if "error" in record:
+            outcome = "judge_error"
+        elif not record["consistent"]:
+            outcome = "inconsistent"
+        else:
+            outcome = "tie" if record["winner"] == "tie" else "win" if record["winner"] == arm else "loss"
+        score.verdict = outcome
+        score.details = {**record, "outcome": outcome}
+        score.rationale = (record.get("error") or
+                           f"{outcome} against {record['vs']}: " + str(record["baseline_first"]["rationale"]))
+
+    async def finalize(self, suite: SuitePlan, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
+        baseline = suite.arms[0].name
+        rows = {(r.case_id, r.arm, r.attempt): r for r in results}
+        limit = asyncio.Semaphore(max(1, suite.concurrency))
+        todo, tally = [], {a.name: dict.fromkeys(("win", "loss", "tie", "inconsistent", "judge_error"), 0)
+                           for a in suite.arms[1:]}
+
+        async def one(base: CaseResult, other: CaseResult, score: Score) -> None:
+            async with limit:
+                self._write(score, await self._pair(services, base, other), other.arm)
+
+        for (case_id, arm, attempt), other in rows.items():
+            base = rows.get((case_id, baseline, attempt))
+            score = find_score(other, self.name)
+            if arm == baseline or base is None or score is None or other.status == "errored" or base.status == "errored":
+                continue
+            if self.incomplete(score) or score.details.get("vs") != baseline:
+                todo.append(one(base, other, score))
+        await asyncio.gather(*todo)
+        for (_, arm, _), other in rows.items():
+            score = find_score(other, self.name)
+            if arm in tally and score is not None and score.verdict in tally[arm]:
+                tally[arm][score.verdict] += 1
+        judged = sum(t["win"] + t["loss"] + t["tie"] + t["inconsistent"] for t in tally.values())
+        consistent = sum(t["win"] + t["loss"] + t["tie"] for t in tally.values())
+        consistency = consistent / judged if judged else None
+        per_arm = {}
+        for arm, t in tally.items():
+            decided = t["win"] + t["loss"] + t["tie"]
+            per_arm[arm] = {**t, "win_rate": t["win"] / decided if decided else None, "decided": decided}
+        return {
+            "baseline_arm": baseline, "pairs_judged": judged, "consistent": consistent,
+            "inconsistent": judged - consistent,
+            "judge_error": sum(t["judge_error"] for t in tally.values()),
+            "consistency_under_order_swap": consistency,
+            "position_bias_flag": consistency is not None and consistency < self.config.min_consistency,
+            "min_consistency": self.config.min_consistency, "arms": per_arm,
+        }
+
+
+def build(config: ScorerConfig, root: Path | None = None, client_factory: ClientFactory | None = None) -> PairwiseJudgeScorer:
+    assert isinstance(config, PairwiseJudgeConfig)
+    return PairwiseJudgeScorer(config, root or Path.cwd(), client_factory)
