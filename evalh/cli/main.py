@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import typer
 
-from evalh.cli import mock_provider_cmd, run_cmd, runs_cmd, validate_cmd
+from evalh.cli import (
+    export_cmd,
+    label_cmd,
+    mock_provider_cmd,
+    run_cmd,
+    runs_cmd,
+    sweep_cmd,
+    validate_cmd,
+)
 
 app = typer.Typer(
     name="evalh",
@@ -26,6 +34,9 @@ app.command("run")(run_cmd.run)
 app.command("validate")(validate_cmd.validate)
 app.command("runs")(runs_cmd.runs)
 app.command("show")(runs_cmd.show)
+app.command("sweep")(sweep_cmd.sweep)
+app.command("export-requests")(export_cmd.export_requests)
+app.add_typer(label_cmd.app, name="label")
 app.command("mock-provider")(mock_provider_cmd.mock_provider)
 
 

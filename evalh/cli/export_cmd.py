@@ -1,0 +1,68 @@
+"""`evalh export-requests`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evalh.cli.errors import translate_errors
+from evalh.cli.options import ConfigOpt, RunsDirOpt
+
+
+@translate_errors
+def export_requests(
+    run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the requests (JSON); `-` for stdout.", dir_okay=False)],
+    rubric: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric labellers follow (any text file); ratings bind to its SHA-256.", exists=True, dir_okay=False, readable=True)],
+    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", help="Export only this suite (repeatable). Default: every suite.")] = None,
+    arm: Annotated[list[str] | None, typer.Option("--arm", help="Export only this arm (repeatable). Default: every arm.")] = None,
+    config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
+) -> None:
+    """Write blinded labelling requests for a run: what a labeller or a rubric judge should see.
+
+    Each request holds the case's input and the target's output under an opaque request
+    id, with a SHA-256 over exactly that content. Expected labels, rationales, scores,
+    case ids, metadata and producer details are left out. The mapping back to cases, and a
+    record of the export (rubric and manifest digests), go to `<run_id>.labels.json`
+    beside the run; the run document is not modified. Re-exporting keeps request ids.
+
+    Labellers return JSON lines of {request_id, request_sha256, rubric_sha256, rater,
+    label}; load them with `evalh label import`.
+
+    Examples:
+
+        evalh export-requests RUN_ID --suite panel --rubric docs/rubric.md -o requests.json
+    """
+    import orjson
+
+    from evalh.cli.runs_cmd import _store
+    from evalh.console import err, out
+    from evalh.labels import build_export, load_labels, save_labels, sidecar_path
+    from evalh.store import atomic_write_bytes
+
+    store = _store(runs_dir, config)
+    run_path = store.resolve(run_id)
+    run = store.load(run_id)
+    side = sidecar_path(run_path, run.run_id)
+    labels = load_labels(side, run.run_id)
+    document, counts = build_export(
+        run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm
+    )
+    data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    # The registry first: if writing the export fails, its ids are simply reused next time.
+    save_labels(side, labels)
+    if str(output) == "-":
+        out().file.write(data.decode())
+    else:
+        atomic_write_bytes(output, data)
+    from rich.text import Text
+
+    skipped = f"; skipped {counts['skipped_errored']} without an output" if counts["skipped_errored"] else ""
+    where = "stdout" if str(output) == "-" else str(output)
+    err().print(Text(
+        f"wrote {counts['exported']} blinded requests to {where} "
+        f"(manifest {document['manifest']['sha256'][:12]}…, rubric {document['rubric']['sha256'][:12]}…){skipped}"
+    ))
