@@ -43,9 +43,13 @@ class Thresholds(_Strict):
     )
 
     pass_rate_drop: float = Field(0.05, ge=0, le=1)
+    """Allowed fall of the pass rate, in absolute terms (0.05 = five percentage points)."""
     mean_score_drop: float = Field(0.02, ge=0, le=1)
+    """Allowed fall of the mean score (absolute, on the 0–1 scale)."""
     cost_increase_pct: float = Field(25.0, ge=0)
+    """Allowed rise of the mean cost per case, in percent."""
     latency_p50_increase_pct: float = Field(50.0, ge=0)
+    """Allowed rise of the median latency, in percent."""
 
 
 class Price(_Strict):
@@ -54,7 +58,9 @@ class Price(_Strict):
     SNAPSHOT = frozenset({"input", "output"})
 
     input: float = Field(ge=0)
+    """USD per million input (prompt) tokens."""
     output: float = Field(ge=0)
+    """USD per million output (completion) tokens."""
 
 
 class ArmConfig(_Strict):
@@ -63,7 +69,9 @@ class ArmConfig(_Strict):
     SNAPSHOT = frozenset({"name", "target"})
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """The arm's name, shown in results and used by `baseline_arm`; unique in the suite."""
     target: TargetConfig
+    """The arm's target, written like the suite's `target`."""
 
 
 class SuiteConfig(_Strict):
@@ -77,19 +85,31 @@ class SuiteConfig(_Strict):
 
     name: str = ""
     dataset: str
+    """The cases: a JSONL file (one case a line) or a JSON array, relative to the project root."""
     target: TargetConfig
+    """The system under test: `"module:function"` or a table with `kind`."""
     regime: Literal["deterministic", "stochastic"] = "deterministic"
+    """`deterministic`: compared case by case with zero tolerance, and any failed or errored
+    case makes `evalh run` exit 1. `stochastic`: compared by thresholds and statistics."""
     scorers: list[ScorerConfig] = Field(default_factory=list)
+    """What judges each output; a case passes when no scorer fails it and at least one
+    passes it (with none, or only abstentions, it fails)."""
     arms: list[ArmConfig] = Field(default_factory=list)
+    """Variants of the target run side by side; replaces `target` in the run when given."""
     baseline_arm: str | None = None
     """The arm others are judged against; defaults to the first arm."""
     repeats: int = Field(1, ge=1)
+    """Times each case runs (attempts 0..N-1); `--repeats` overrides it."""
     timeout_s: float | None = Field(None, gt=0)
+    """Per-call timeout of the target; `[evalh] timeout_s` when unset, `--timeout` overrides."""
     concurrency: int | None = Field(None, ge=1)
+    """Cases in flight at once; `[evalh] concurrency` when unset, `--concurrency` overrides."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    """Allowances of `evalh compare` for stochastic suites."""
     tier: int = 0
     """Suites run cheapest first: lower tiers first, then by name."""
     description: str | None = None
+    """Free text shown in reports (URLs in it lose their credentials in the run document)."""
     requires_env: list[str] = Field(default_factory=list)
     """Environment variables the suite needs besides its target's (names only)."""
     cache_repeats: bool = False
@@ -120,11 +140,18 @@ class Settings(_Strict):
     SNAPSHOT = frozenset({"concurrency", "timeout_s", "seed", "max_cost_usd", "max_tokens"})
 
     runs_dir: str | None = None
+    """Where run documents go, relative to the project root (default `eval_runs`);
+    `$EVAL_RUNS_DIR` and `--runs-dir` take precedence."""
     concurrency: int = Field(8, ge=1)
+    """Cases in flight at once, per suite."""
     timeout_s: float = Field(60.0, gt=0)
+    """Per-call timeout of a target, in seconds; a call that takes longer is `errored`."""
     seed: int | None = None
+    """Seed of the order shuffle; a random one (recorded in the run) when unset."""
     max_cost_usd: float | None = Field(None, ge=0)
+    """Budget: once this many USD are spent no new case starts, and the run is `partial`."""
     max_tokens: int | None = Field(None, ge=0)
+    """Budget in tokens (input + output), like `max_cost_usd`."""
 
 
 class Config(BaseModel):

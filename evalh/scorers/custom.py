@@ -21,7 +21,11 @@ class CustomConfig(ScorerConfig):
     SNAPSHOT = frozenset({"type", "name", "function", "threshold"})
     type: Literal["custom"]
     function: str
+    """`module:function` from the project root, sync or async, called with `(case, output)`
+    or `(case, output, ctx)`; returns a `Score`, a bool, a number in 0–1, or a dict with
+    `value`, `passed`, `rationale`."""
     threshold: float = 1.0
+    """A function returning a bare number passes at this value or above."""
 
 
 CONFIGS: dict[str, type[ScorerConfig]] = {"custom": CustomConfig}

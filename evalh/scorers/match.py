@@ -30,7 +30,9 @@ class ExactConfig(_Base):
     SNAPSHOT = _FIELDS | {"case_sensitive", "strip"}
     type: Literal["exact"]
     case_sensitive: bool = True
+    """Compare strings as they are; false compares them case-folded."""
     strip: bool = True
+    """Ignore leading and trailing whitespace of strings."""
 
 
 class ContainsConfig(_Base):
@@ -39,7 +41,9 @@ class ContainsConfig(_Base):
     values: list[str] | None = None
     """Strings to look for; when unset, the case's expected value (a string or a list)."""
     mode: Literal["any", "all"] = "all"
+    """`all`: every value must occur; `any`: one is enough. The value is the share found."""
     case_sensitive: bool = False
+    """Match case; by default both sides are case-folded."""
 
 
 class RegexConfig(_Base):
@@ -48,7 +52,9 @@ class RegexConfig(_Base):
     pattern: str | None = None
     """The pattern; when unset, the case's expected value is the pattern."""
     ignore_case: bool = False
+    """Compile the pattern with `re.IGNORECASE`."""
     fullmatch: bool = False
+    """The whole text must match; by default the pattern may match anywhere (`re.search`)."""
 
     @model_validator(mode="after")
     def _compiles(self) -> RegexConfig:

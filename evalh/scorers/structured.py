@@ -18,7 +18,9 @@ _FIELDS = frozenset({"type", "name", "field", "expected_field"})
 
 class _Base(ScorerConfig):
     field: str | None = None
+    """Dotted path into the output (JSON text is parsed first); whole output when unset."""
     expected_field: str | None = None
+    """Dotted path into the case's `expected`; whole value when unset."""
 
 
 class JsonEqualConfig(_Base):
@@ -34,7 +36,9 @@ class NumericConfig(_Base):
     SNAPSHOT = _FIELDS | {"abs_tol", "rel_tol"}
     type: Literal["numeric"]
     abs_tol: float = 0.0
+    """Absolute tolerance."""
     rel_tol: float = 0.0
+    """Tolerance relative to |expected| (0.01 = 1 %)."""
 
 
 class JsonSchemaConfig(_Base):
@@ -43,7 +47,9 @@ class JsonSchemaConfig(_Base):
     SNAPSHOT = _FIELDS | {"schema_path"}
     type: Literal["json_schema"]
     json_schema: dict[str, Any] | None = None
+    """The schema, inline (a TOML table)."""
     schema_path: str | None = None
+    """A JSON file holding the schema, relative to the project root."""
 
     @model_validator(mode="after")
     def _one_schema(self) -> JsonSchemaConfig:
