@@ -24,6 +24,8 @@ def run(
     max_cost: Annotated[float | None, typer.Option("--max-cost", min=0, help="Stop starting cases once this many USD are spent; the run is written partial.")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, help="Stop starting cases once this many tokens are used.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache: every model call goes to the provider.")] = False,
+    resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID", help="Finish an interrupted, killed or budget-stopped run: only the cases it has no result for run, under the same run id.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -39,6 +41,10 @@ def run(
         evalh run --suite gate
 
         evalh run --suite live --repeats 5 --label "prompt=v2" --max-cost 2
+
+        evalh run --suite live --dry-run          # what would it cost?
+
+        evalh run --resume 20261129T201530123Z-3fa9c1 --max-cost 5
     """
     from evalh.cli.progress import ProgressObserver
     from evalh.cli.render_run import render_run
@@ -49,17 +55,46 @@ def run(
 
     cfg = load_config(config)
     directory = resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir)
-    options = RunOptions(
-        suites=suite, label=label, seed=seed, repeats=repeats, concurrency=concurrency,
-        timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens, use_cache=not no_cache,
-    )
-    prepared = prepare_run(cfg, options, directory)
+    if resume is not None:
+        from evalh.core.resume import prepare_resume
+        from evalh.errors import EvalhError
+
+        given = [flag for flag, value in (("--suite", suite), ("--label", label), ("--seed", seed),
+                                          ("--repeats", repeats), ("--timeout", timeout))
+                 if value is not None]
+        if given:
+            raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats and "
+                             f"timeout: drop {', '.join(given)}")
+        prepared = prepare_resume(
+            cfg, resume, directory, concurrency=concurrency, max_cost_usd=max_cost,
+            max_tokens=max_tokens, use_cache=False if no_cache else None,
+        )
+    else:
+        options = RunOptions(
+            suites=suite, label=label, seed=seed, repeats=repeats, concurrency=concurrency,
+            timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens, use_cache=not no_cache,
+        )
+        prepared = prepare_run(cfg, options, directory)
     for name, missing in prepared.skipped:
         warn(f"skipped suite {name!r}: needs {', '.join(missing)}")
     if not prepared.plan.suites:
         from evalh.errors import EvalhError
 
         raise EvalhError("no suite can run (see the skipped suites above)")
+    if dry_run:
+        from evalh.cli.render_estimate import estimate_json, render_estimate
+        from evalh.core.estimate import estimate_plan
+
+        estimate = estimate_plan(prepared.plan, prepared.skipped)
+        if json_out:
+            out().file.write(estimate_json(estimate))
+        else:
+            render_estimate(estimate, out())
+        return
+    if resume is not None and not quiet and not json_out:
+        plan = prepared.plan
+        err().print(f"resuming run {plan.run_id}: {len(plan.done)} of {plan.total} results "
+                    f"kept, {plan.total - len(plan.done)} to run", markup=False, highlight=False)
     store = RunStore(directory)
     result = execute(prepared, store, ProgressObserver(enabled=not quiet and not json_out))
     path = store.path_for(result.run_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalh.config import Config
 from evalh.core.plan import RunPlan, build_suite_plan, config_snapshot, resolve_seed, select_suites
@@ -26,6 +27,18 @@ class RunOptions:
     use_cache: bool = True
     allow_self_judge: bool = False
     extra_snapshot: dict[str, object] = field(default_factory=dict)
+
+    def overrides(self) -> dict[str, Any]:
+        """Options given on the command line that change what runs or what it may spend;
+        recorded in the run's config as `run_options` (so `--resume` and readers see them)."""
+        out: dict[str, Any] = {
+            k: getattr(self, k)
+            for k in ("repeats", "timeout_s", "concurrency", "max_cost_usd", "max_tokens")
+            if getattr(self, k) is not None
+        }
+        if not self.use_cache:
+            out["use_cache"] = False
+        return out
 
 
 @dataclass
@@ -73,10 +86,16 @@ def prepare_run(config: Config, options: RunOptions, runs_dir: Path) -> Prepared
     extra = dict(options.extra_snapshot)
     if options.allow_self_judge:
         extra["allow_self_judge"] = True
+    if options.overrides():
+        extra["run_options"] = options.overrides()
+    recorded = {
+        "suites": [s.name for s in chosen], "label": options.label, "seed": seed,
+        "allow_self_judge": options.allow_self_judge, **options.overrides(),
+    }
     plan = RunPlan(
         run_id=new_run_id(), root=config.root, suites=suites,
         config_snapshot=config_snapshot(config, seed, extra), seed=seed,
-        services=services, label=options.label,
+        services=services, label=options.label, options=recorded,
     )
     return Prepared(plan=plan, skipped=skipped)
 

@@ -1,0 +1,218 @@
+"""What a plan will cost before anything is spent (`evalh run --dry-run`).
+
+Per suite, in the order the runner takes them: cases × arms × repeats, the requests that
+makes (one target call per item, plus what judge scorers ask), and an estimate of tokens
+and cost from the price table. The estimate is honest about its basis:
+
+- prompt tokens: a target's `estimate_tokens(case) -> int` when it has one; else, for a
+  model target that can `render(case)` its template, the rendered prompt's characters / 4;
+  else the case input's JSON characters / 4. Targets that are not models (a Python
+  callable, an HTTP endpoint without `model`) have unknown tokens: null, never 0.
+- output tokens: the target's `max_tokens`, an upper bound (replies are usually shorter).
+- judge requests: a scorer's `estimate(case) -> [(model, prompt_tokens, max_output_tokens)]`
+  (one tuple per request it will make for the case) when it has one; else its
+  `requests_per_case() -> int` (tokens then unknown); deterministic scorers make none.
+- cost: tokens × the run's price table (defaults merged with `[prices]`); requests of an
+  unpriced model are counted in `unpriced`, never as 0.
+
+Pure: reads the plan, calls nothing, writes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import orjson
+
+from evalh.core.plan import RunPlan, SuitePlan
+from evalh.models import Case
+
+CHARS_PER_TOKEN = 4
+
+
+@dataclass
+class Tally:
+    """Requests, tokens and cost of some items. `None` = unknown, never 0."""
+
+    requests: int = 0
+    requests_unknown: int = 0
+    """Items whose scorers cannot say how many requests they make."""
+    not_estimated: int = 0
+    """Requests without a token estimate (targets that are not models)."""
+    tokens_in: int | None = None
+    tokens_out_max: int | None = None
+    cost_usd: float | None = None
+    unpriced: int = 0
+    """Requests with a token estimate but no price (a model missing from the price table)."""
+
+    def add(self, model: str | None, tokens_in: int | None, tokens_out: int | None, plan: RunPlan) -> None:
+        self.requests += 1
+        if tokens_in is None and tokens_out is None:
+            self.not_estimated += 1
+            return
+        self.tokens_in = (self.tokens_in or 0) + (tokens_in or 0)
+        self.tokens_out_max = (self.tokens_out_max or 0) + (tokens_out or 0)
+        cost = plan.services.cost_of(model, tokens_in or 0, tokens_out or 0)
+        if cost is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd = (self.cost_usd or 0.0) + cost
+
+    def merge(self, other: Tally) -> None:
+        self.requests += other.requests
+        self.requests_unknown += other.requests_unknown
+        self.not_estimated += other.not_estimated
+        self.unpriced += other.unpriced
+        for name in ("tokens_in", "tokens_out_max", "cost_usd"):
+            theirs = getattr(other, name)
+            if theirs is not None:
+                setattr(self, name, (getattr(self, name) or 0) + theirs)
+
+
+@dataclass
+class SuiteEstimate:
+    name: str
+    regime: str
+    tier: int
+    cases: int
+    arms: list[str]
+    repeats: int
+    items: int
+    """(case, arm, attempt) triples still to run."""
+    done: int
+    """Triples already finished (resume)."""
+    concurrency: int
+    timeout_s: float
+    target: Tally = field(default_factory=Tally)
+    judges: Tally = field(default_factory=Tally)
+    basis: list[str] = field(default_factory=list)
+    """How the tokens were estimated, one phrase per target or scorer."""
+
+    @property
+    def total(self) -> Tally:
+        t = Tally()
+        t.merge(self.target)
+        t.merge(self.judges)
+        return t
+
+
+@dataclass
+class PlanEstimate:
+    run_id: str
+    seed: int
+    suites: list[SuiteEstimate]
+    skipped: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    @property
+    def total(self) -> Tally:
+        t = Tally()
+        for s in self.suites:
+            t.merge(s.total)
+        return t
+
+    def to_dict(self) -> dict[str, Any]:
+        suites = []
+        for s in self.suites:
+            d = asdict(s)
+            d["total"] = asdict(s.total)
+            suites.append(d)
+        return {
+            "dry_run": True, "run_id": self.run_id, "seed": self.seed, "suites": suites,
+            "total": asdict(self.total), "items": sum(s.items for s in self.suites),
+            "skipped": [{"suite": n, "needs": m} for n, m in self.skipped],
+            "notes": {
+                "tokens_in": "estimated: rendered prompt (or case input) characters / 4 unless the target estimates",
+                "tokens_out_max": "upper bound: max_tokens per request",
+                "cost_usd": "from the price table; null when nothing is priced",
+            },
+        }
+
+
+def _chars_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _prompt_tokens(target: Any, case: Case) -> tuple[int, str]:
+    estimate = getattr(target, "estimate_tokens", None)
+    if callable(estimate):
+        return int(estimate(case)), "target's own estimate"
+    render = getattr(target, "render", None)
+    if callable(render):
+        system, messages = render(case)
+        text = (system or "") + "".join(str(m.get("content", "")) for m in messages)
+        return _chars_tokens(text), "rendered template chars/4"
+    return _chars_tokens(orjson.dumps(case.input).decode()), "case input chars/4"
+
+
+def _max_tokens(target: Any) -> int | None:
+    value = getattr(getattr(target, "config", None), "max_tokens", None)
+    return value if isinstance(value, int) else None
+
+
+def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
+    done = {(r.case_id, r.arm, r.attempt) for name, r in plan.done if name == suite.name}
+    est = SuiteEstimate(
+        name=suite.name, regime=suite.config.regime, tier=suite.config.tier,
+        cases=len(suite.cases), arms=[a.name for a in suite.arms], repeats=suite.repeats,
+        items=0, done=0, concurrency=suite.concurrency, timeout_s=suite.timeout_s,
+    )
+    bases: dict[str, None] = {}
+    for arm in suite.arms:
+        target = arm.target
+        model = target.config.model_id() if target is not None else None
+        for case in suite.cases:
+            todo = sum(
+                (case.id, arm.name, attempt) not in done for attempt in range(suite.repeats)
+            )
+            est.done += suite.repeats - todo
+            if not todo:
+                continue
+            est.items += todo
+            if model is not None:
+                prompt, how = _prompt_tokens(target, case)
+                bases[f"arm {arm.name}: {how}; output ≤ max_tokens"] = None
+                for _ in range(todo):
+                    est.target.add(model, prompt, _max_tokens(target), plan)
+            else:
+                if target is not None:
+                    bases[f"arm {arm.name}: not a model target, tokens unknown"] = None
+                for _ in range(todo):
+                    est.target.add(None, None, None, plan)
+            for scorer in suite.scorers:
+                _judge_requests(plan, scorer, case, todo, est, bases)
+    est.basis = list(bases)
+    return est
+
+
+def _judge_requests(
+    plan: RunPlan, scorer: Any, case: Case, todo: int, est: SuiteEstimate, bases: dict[str, None]
+) -> None:
+    name = scorer.config.display_name
+    estimate = getattr(scorer, "estimate", None)
+    if callable(estimate):
+        requests = list(estimate(case))
+        bases[f"scorer {name}: its own estimate"] = None
+        for _ in range(todo):
+            for model, tokens_in, tokens_out in requests:
+                est.judges.add(model, tokens_in, tokens_out, plan)
+        return
+    per_case = getattr(scorer, "requests_per_case", None)
+    if callable(per_case):
+        n = int(per_case())
+        if n:
+            bases[f"scorer {name}: {n} request(s) per case, tokens unknown"] = None
+        for _ in range(todo * n):
+            est.judges.add(None, None, None, plan)
+    elif getattr(scorer, "kind", "deterministic") == "judge":
+        bases[f"scorer {name}: cannot say how many requests it makes"] = None
+        est.judges.requests_unknown += todo
+
+
+def estimate_plan(plan: RunPlan, skipped: list[tuple[str, list[str]]] | None = None) -> PlanEstimate:
+    """The estimate of every suite of `plan`, in run order."""
+    return PlanEstimate(
+        run_id=plan.run_id, seed=plan.seed,
+        suites=[estimate_suite(plan, s) for s in plan.suites], skipped=list(skipped or []),
+    )

@@ -1,0 +1,231 @@
+"""`evalh run --resume RUN_ID`: finish a run that was interrupted, killed or stopped by its
+budget, running only the (case, arm, attempt) triples it has no result for.
+
+What the run already finished is read from its journal (`<run_id>.journal.jsonl`, one line
+per result, appended as each finished) and from its partial document, whichever exist; the
+two are merged. The plan is rebuilt from what the run recorded — its suites, seed, label,
+repeats and timeout — with the same run id, and the finished results go in `RunPlan.done`.
+The resumed run writes the same document an uninterrupted run would have written (results
+equal up to timings), under the same run id; `derived_from` stays null, because it is the
+same run, not a new one derived from it.
+
+Resuming is refused (exit 2, nothing written) when the config the run recorded differs from
+the current one for the run's suites, settings or prices, or when a dataset's digest
+changed: the finished results would not belong to the same experiment.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalh.config import Config
+from evalh.core.plan import SuitePlan
+from evalh.core.session import Prepared, RunOptions, prepare_run
+from evalh.errors import EvalhError, RunDocumentError, RunNotFound
+from evalh.models import CaseResult, canonical_json
+from evalh.snapshot import snapshot
+from evalh.store import Journal, RunStore
+
+
+class ResumeRefused(EvalhError):
+    """The run cannot be resumed as it stands (changed config or data, already complete)."""
+
+
+@dataclass
+class RunRecord:
+    """What an unfinished run left behind, from its journal header or its document."""
+
+    run_id: str
+    started_at: str | None
+    config: dict[str, Any]
+    seed: int
+    label: str | None
+    suites: list[str]
+    options: dict[str, Any]
+    datasets: dict[str, str]
+    """Suite name → dataset sha256 when the run started."""
+    done: dict[tuple[str, str, str, int], CaseResult] = field(default_factory=dict)
+    """(suite, case, arm, attempt) → the finished result."""
+
+    def add(self, suite: str, result: CaseResult) -> None:
+        self.done[(suite, result.case_id, result.arm, result.attempt)] = result
+
+
+def _from_header(run_id: str, header: dict[str, Any]) -> RunRecord:
+    config = header.get("config") or {}
+    options = dict(header.get("options") or config.get("run_options") or {})
+    return RunRecord(
+        run_id=run_id,
+        started_at=header.get("started_at"),
+        config=config,
+        seed=int(header.get("seed") if header.get("seed") is not None else config.get("seed", 0)),
+        label=header.get("label"),
+        suites=list(header.get("suites") or options.get("suites") or []),
+        options=options,
+        datasets=dict(header.get("datasets") or {}),
+    )
+
+
+def _refuse_derived(run_id: str, how: str | None) -> None:
+    if how is not None and how != "resume":
+        raise ResumeRefused(
+            f"run {run_id} was made by `evalh {how}`; --resume finishes runs of `evalh run`"
+        )
+
+
+def load_record(store: RunStore, run_id: str) -> RunRecord:
+    """The run's record and finished results, from its journal and/or partial document.
+
+    The journal's header is preferred (it carries every option the run was given); the
+    results of both are merged, so a run resumed from its document alone and killed again
+    loses nothing either.
+    """
+    journal_path = store.journal_path(run_id)
+    doc_path = store.path_for(run_id)
+    if not journal_path.is_file() and not doc_path.is_file():
+        raise RunNotFound(f"no run {run_id!r} to resume in {store.runs_dir} (no journal, no document)")
+    record: RunRecord | None = None
+    finished: list[tuple[str, CaseResult]] = []
+    if doc_path.is_file():
+        run = store.load(run_id)
+        if run.status == "complete":
+            raise ResumeRefused(f"run {run_id} is already complete: nothing to resume")
+        _refuse_derived(run_id, run.derived_from.how if run.derived_from else None)
+        options = dict(run.config.get("run_options") or {})
+        options["allow_self_judge"] = bool(run.config.get("allow_self_judge"))
+        record = RunRecord(
+            run_id=run_id, started_at=run.started_at, config=run.config,
+            seed=run.seed if run.seed is not None else int(run.config.get("seed", 0)),
+            label=run.label, suites=list(run.suites), options=options,
+            datasets={name: s.dataset.sha256 for name, s in run.suites.items()},
+        )
+        finished += [(name, r) for name, suite in run.suites.items() for r in suite.cases]
+    if journal_path.is_file():
+        try:
+            header, results = Journal.read(journal_path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise RunDocumentError(f"{journal_path}: cannot read the journal: {exc}") from None
+        if header is not None:
+            _refuse_derived(run_id, (header.get("derived_from") or {}).get("how"))
+            record = _from_header(run_id, header)
+        elif record is None:
+            raise RunDocumentError(f"{journal_path}: the journal has no header line; cannot resume")
+        finished += results
+    assert record is not None
+    for suite_name, result in finished:
+        record.add(suite_name, result)
+    return record
+
+
+def _first_difference(a: Any, b: Any, path: str) -> str | None:
+    """The first key path where two JSON values differ, for a message a user can act on."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in a or key not in b:
+                return sub
+            found = _first_difference(a[key], b[key], sub)
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return None if canonical_json(a) == canonical_json(b) else path
+
+
+def check_config(config: Config, record: RunRecord) -> None:
+    """Refuse when settings, prices or one of the run's suites changed since it started."""
+    now = snapshot(config)
+    then = record.config
+    current = {
+        "settings": now.get("settings"),
+        "prices": now.get("prices"),
+        "suites": {n: now.get("suites", {}).get(n) for n in record.suites},
+    }
+    recorded = {
+        "settings": then.get("settings"),
+        "prices": then.get("prices"),
+        "suites": {n: (then.get("suites") or {}).get(n) for n in record.suites},
+    }
+    where = _first_difference(recorded, current, "")
+    if where is not None:
+        raise ResumeRefused(
+            f"cannot resume run {record.run_id}: {config.path} changed since it started "
+            f"(at {where}); start a new run instead"
+        )
+
+
+def check_datasets(suites: list[SuitePlan], record: RunRecord) -> None:
+    for suite in suites:
+        then = record.datasets.get(suite.name)
+        if then is not None and then != suite.dataset.sha256:
+            raise ResumeRefused(
+                f"cannot resume run {record.run_id}: dataset {suite.dataset_display} of suite "
+                f"{suite.name!r} changed since it started; start a new run instead"
+            )
+
+
+def prepare_resume(
+    config: Config,
+    run_id: str,
+    runs_dir: Path,
+    *,
+    concurrency: int | None = None,
+    max_cost_usd: float | None = None,
+    max_tokens: int | None = None,
+    use_cache: bool | None = None,
+) -> Prepared:
+    """The plan that finishes run `run_id`: same id, seed, suites and options; only the
+    missing triples to run. Concurrency, budgets and the cache may be given anew (a run
+    stopped by its budget is resumed with a larger one; the budget counts what the run
+    already spent)."""
+    store = RunStore(runs_dir)
+    record = load_record(store, run_id)
+    if not record.suites:
+        raise RunDocumentError(f"run {run_id}: its record names no suites; cannot resume")
+    check_config(config, record)
+    opts = record.options
+    options = RunOptions(
+        suites=record.suites,
+        label=record.label,
+        seed=record.seed,
+        repeats=opts.get("repeats"),
+        timeout_s=opts.get("timeout_s"),
+        concurrency=concurrency if concurrency is not None else opts.get("concurrency"),
+        max_cost_usd=max_cost_usd if max_cost_usd is not None else opts.get("max_cost_usd"),
+        max_tokens=max_tokens if max_tokens is not None else opts.get("max_tokens"),
+        use_cache=use_cache if use_cache is not None else opts.get("use_cache", True),
+        allow_self_judge=bool(opts.get("allow_self_judge", False)),
+    )
+    prepared = prepare_run(config, options, runs_dir)
+    plan = prepared.plan
+    check_datasets(plan.suites, record)
+    valid = {
+        (s.name, c.id, a.name, attempt)
+        for s in plan.suites
+        for c in s.cases
+        for a in s.arms
+        for attempt in range(s.repeats)
+    }
+    plan.run_id = record.run_id
+    plan.started_at = record.started_at
+    plan.config_snapshot = copy.deepcopy(record.config)
+    given = RunOptions(
+        concurrency=concurrency, max_cost_usd=max_cost_usd, max_tokens=max_tokens,
+        use_cache=use_cache is not False,
+    ).overrides()
+    if given:  # what this invocation changed is what the document should say
+        plan.config_snapshot["run_options"] = {
+            **(plan.config_snapshot.get("run_options") or {}), **given
+        }
+    plan.done = [(key[0], r) for key, r in record.done.items() if key in valid]
+    return prepared
