@@ -54,12 +54,13 @@ class AnthropicBackend:
         }
         if request.system:
             kwargs["system"] = request.system
+        # Sampling and other parameters go as JSON fields, so any parameter the API accepts
+        # works whatever the SDK version types (temperature, top_p, stop_sequences, tools, …).
+        extra = dict(request.params)
         if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.params:
-            # Passed as JSON fields, so any parameter the API accepts works whatever the
-            # SDK version types (top_p, top_k, stop_sequences, tools, tool_choice, …).
-            kwargs["extra_body"] = dict(request.params)
+            extra["temperature"] = request.temperature
+        if extra:
+            kwargs["extra_body"] = extra
         try:
             message = await self._client.messages.create(**kwargs)
         except sdk.APIStatusError as exc:

@@ -13,9 +13,11 @@ request (judges) is charged here, once, when the reply arrives (never for cache 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalh.models import sha256_of
@@ -62,6 +64,8 @@ class ManagedClient:
         self.limits = limits
         self.services = services
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        """How retries wait (tests swap it to observe the waits without spending them)."""
 
     @property
     def endpoint(self) -> str:
@@ -84,6 +88,7 @@ class ManagedClient:
             limits=self.limits,
             what=f"{self.backend.provider} {request.model}",
             tokens=_estimate_tokens(request),
+            sleep=self.sleep,
         )
         response.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
         response.cost_usd = cost_usd(

@@ -120,6 +120,8 @@ class EndpointLimits:
         self.failures = 0
         """Calls that still failed after their retries."""
         self.in_flight = 0
+        self.peak = 0
+        """Most requests ever in flight at once."""
         self._epoch = 0
         self._pause_until = 0.0
         self._cond: asyncio.Condition | None = None
@@ -164,6 +166,7 @@ class EndpointLimits:
                     break
                 await cond.wait()
             self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
             self.requests += 1
             epoch = self._epoch
         try:
@@ -196,6 +199,7 @@ class EndpointLimits:
             "max_in_flight": self.ceiling,
             "in_flight_limit": self.current,
             "in_flight_min": self.min_reached,
+            "in_flight_peak": self.peak,
             "rpm": self.rpm,
             "tpm": self.tpm,
             "requests": self.requests,

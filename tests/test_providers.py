@@ -1,0 +1,459 @@
+"""Provider layer: the real anthropic SDK and the real httpx client against the loopback
+mock provider, for every fault it can inject; retries, adaptive limits, the response
+cache, prices and the budget rule."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalh.config import Price
+from evalh.core.services import Budget, RunServices
+from evalh.providers import (
+    ChatRequest,
+    ProviderConfig,
+    ProviderError,
+    close_providers,
+    get_provider,
+)
+from evalh.providers.cache import ResponseCache, cache_key, endpoint_of
+from evalh.providers.prices import DEFAULT_PRICES, cost_usd, merged_prices, price_for
+from evalh.providers.registry import ManagedClient
+from evalh.providers.resilience import EndpointLimits, RetryPolicy, parse_retry_after
+from evalh.testing import MockProvider
+
+KEY_ENV = "EVALH_TEST_PROVIDER_KEY"
+MODEL = "claude-haiku-4-5"  # priced in the default table: $1 / $5 per million tokens
+
+
+@pytest.fixture
+def mp() -> Iterator[MockProvider]:
+    with MockProvider([{"match": "hello", "text": "hello back to you"}]) as provider:
+        yield provider
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-0123456789")
+
+
+def services(tmp_path: Path, *, cache: bool = False, prices: dict[str, Price] | None = None) -> RunServices:
+    return RunServices(
+        root=tmp_path,
+        prices=merged_prices(prices or {}),
+        budget=Budget(),
+        cache=ResponseCache(tmp_path / "cache") if cache else None,
+    )
+
+
+def config(mp: MockProvider, provider: str = "anthropic", **kw: Any) -> ProviderConfig:
+    base = mp.base_url if provider == "anthropic" else mp.openai_base_url
+    fields: dict[str, Any] = {
+        "provider": provider, "model": MODEL, "base_url": base, "api_key_env": KEY_ENV,
+        "backoff_base_s": 0.001, "backoff_max_s": 0.01, "timeout_s": 5,
+    }
+    fields.update(kw)
+    return ProviderConfig(**fields)
+
+
+def request(text: str = "hello", **kw: Any) -> ChatRequest:
+    return ChatRequest(model=kw.pop("model", MODEL), messages=[{"role": "user", "content": text}], **kw)
+
+
+class Waits:
+    """Records the waits between retries instead of spending them."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+def client_for(cfg: ProviderConfig, svc: RunServices) -> tuple[ManagedClient, Waits]:
+    client = get_provider(cfg, svc)
+    waits = Waits()
+    client.sleep = waits
+    return client, waits
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def _chat_and_close(client: ManagedClient, svc: RunServices, req: ChatRequest) -> Any:
+    try:
+        return await client.chat(req)
+    finally:
+        await close_providers(svc)
+
+
+PROVIDERS = ["anthropic", "openai"]
+
+
+# --- unit: retry-after and backoff --------------------------------------------------
+
+
+def test_retry_after_in_seconds_milliseconds_and_http_date() -> None:
+    assert parse_retry_after({"Retry-After": "3"}) == 3.0
+    assert parse_retry_after({"retry-after": "1.5"}) == 1.5
+    # retry-after-ms is more precise and wins when both are present
+    assert parse_retry_after({"retry-after": "2", "retry-after-ms": "250"}) == 0.25
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    date = format_datetime(now + timedelta(seconds=30), usegmt=True)
+    assert parse_retry_after({"retry-after": date}, now=now.timestamp()) == pytest.approx(30.0)
+    assert parse_retry_after({"retry-after": format_datetime(now - timedelta(seconds=9), usegmt=True)},
+                             now=now.timestamp()) == 0.0
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+
+
+def test_backoff_is_full_jitter_capped_and_yields_to_retry_after() -> None:
+    policy = RetryPolicy(max_retries=5, backoff_base_s=1.0, backoff_max_s=5.0)
+    rng = random.Random(7)
+    for retry, ceiling in [(0, 1.0), (1, 2.0), (2, 4.0), (3, 5.0), (6, 5.0)]:
+        delays = [policy.delay(retry, None, rng) for _ in range(200)]
+        assert all(0.0 <= d <= ceiling for d in delays)
+        assert max(delays) > ceiling * 0.8  # full jitter spreads over the whole range
+    assert policy.delay(0, 42.0, rng) == 42.0  # the server's retry-after is honoured as given
+
+
+# --- unit: adaptive in-flight limit -------------------------------------------------
+
+
+def test_adaptive_limit_halves_once_per_burst_and_recovers_by_one() -> None:
+    lim = EndpointLimits("x", max_in_flight=16)
+    lim.on_rate_limited(epoch=0, retry_after=None)
+    assert lim.current == 8
+    lim.on_rate_limited(epoch=0, retry_after=None)  # same burst: started before the halving
+    assert lim.current == 8
+    lim.on_rate_limited(epoch=1, retry_after=None)
+    assert (lim.current, lim.min_reached, lim.rate_limited) == (4, 4, 3)
+    for epoch in range(2, 10):
+        lim.on_rate_limited(epoch=epoch, retry_after=None)
+    assert lim.current == 1  # never below one
+    for _ in range(30):
+        lim.on_success()
+    assert lim.current == 16  # grows back one by one, up to the ceiling
+    d = lim.describe()
+    assert (d["max_in_flight"], d["in_flight_limit"], d["in_flight_min"], d["rate_limited"]) == (16, 16, 1, 11)
+
+
+def test_in_flight_never_exceeds_the_limit(mp: MockProvider, tmp_path: Path) -> None:
+    mp.latency_ms = 20
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, max_in_flight=3), svc)
+
+    async def many() -> list[Any]:
+        try:
+            return await asyncio.gather(*[client.chat(request(f"hello {i}")) for i in range(12)])
+        finally:
+            await close_providers(svc)
+
+    replies = run(many())
+    assert len(replies) == 12 and mp.count() == 12
+    assert svc.limits[client.endpoint].peak == 3
+
+
+# --- integration: each fault, through the real clients ----------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_429_waits_the_retry_after_then_succeeds(mp: MockProvider, tmp_path: Path, provider: str) -> None:
+    svc = services(tmp_path)
+    client, waits = client_for(config(mp, provider), svc)
+    mp.inject("rate_limit", retry_after=0.3)
+    reply = run(_chat_and_close(client, svc, request()))
+    assert reply.text == "hello back to you"
+    assert waits.delays == [0.3]  # honoured, not replaced by the (tiny) backoff
+    assert mp.count() == 2
+    d = svc.limits[client.endpoint].describe()
+    assert d["rate_limited"] == 1 and d["retries"] == 1 and d["in_flight_min"] == 8
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("fault", ["server_error", "overloaded", "drop", "malformed_json"])
+def test_transient_fault_is_retried_then_succeeds(
+    mp: MockProvider, tmp_path: Path, provider: str, fault: str
+) -> None:
+    svc = services(tmp_path)
+    client, waits = client_for(config(mp, provider), svc)
+    mp.inject(fault)
+    reply = run(_chat_and_close(client, svc, request()))
+    assert reply.text == "hello back to you" and not reply.truncated
+    assert mp.count() == 2 and len(waits.delays) == 1
+    assert 0.0 <= waits.delays[0] <= 0.001  # first backoff: full jitter under the base
+
+
+def test_529_overloaded_is_seen_as_such_on_the_anthropic_endpoint(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, max_retries=1), svc)
+    mp.inject("overloaded", times=2)
+    with pytest.raises(ProviderError) as info:
+        run(_chat_and_close(client, svc, request()))
+    assert info.value.status == 529 and info.value.attempts == 2
+    assert "overloaded" in str(info.value)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_slow_past_the_timeout_errors_after_bounded_attempts(
+    mp: MockProvider, tmp_path: Path, provider: str
+) -> None:
+    svc = services(tmp_path)
+    client, waits = client_for(config(mp, provider, timeout_s=0.2, max_retries=2), svc)
+    mp.inject("slow", times=3, latency_ms=3000)
+    with pytest.raises(ProviderError) as info:
+        run(_chat_and_close(client, svc, request()))
+    assert info.value.attempts == 3 and info.value.retryable
+    assert "timed out" in str(info.value) and "3 attempts" in str(info.value)
+    assert mp.count() == 3 and len(waits.delays) == 2
+    assert svc.limits[client.endpoint].describe()["failures"] == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_persistent_server_errors_stop_at_max_retries(mp: MockProvider, tmp_path: Path, provider: str) -> None:
+    svc = services(tmp_path)
+    client, waits = client_for(config(mp, provider, max_retries=3), svc)
+    mp.inject("server_error", times=50)
+    with pytest.raises(ProviderError) as info:
+        run(_chat_and_close(client, svc, request()))
+    assert (info.value.status, info.value.attempts) == (500, 4)
+    assert "HTTP 500" in str(info.value)
+    assert mp.count() == 4 and len(waits.delays) == 3
+    assert svc.budget.tokens == 0 and svc.budget.cost_usd == 0  # nothing was billed
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_malformed_json_every_time_is_a_clear_retryable_error(
+    mp: MockProvider, tmp_path: Path, provider: str
+) -> None:
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, provider, max_retries=1), svc)
+    mp.inject("malformed_json", times=5)
+    with pytest.raises(ProviderError) as info:
+        run(_chat_and_close(client, svc, request()))
+    assert "malformed" in str(info.value) and info.value.attempts == 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_reply_cut_at_max_tokens_is_marked_truncated(mp: MockProvider, tmp_path: Path, provider: str) -> None:
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, provider), svc)
+    reply = run(_chat_and_close(client, svc, request(max_tokens=2)))
+    assert reply.truncated and reply.text == "hello back"
+    assert reply.stop_reason == ("max_tokens" if provider == "anthropic" else "length")
+    assert reply.tokens_out == 2
+
+
+def test_client_errors_are_not_retried(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path)
+    # An OpenAI-compatible base URL without /v1: the server answers 404, once.
+    client, waits = client_for(config(mp, "openai", base_url=mp.base_url), svc)
+    with pytest.raises(ProviderError) as info:
+        run(_chat_and_close(client, svc, request()))
+    assert info.value.status == 404 and info.value.attempts == 1 and not info.value.retryable
+    assert "/v1" in str(info.value)  # the hint says what to fix
+    assert waits.delays == [] and mp.count() == 1
+
+
+# --- wire shapes ---------------------------------------------------------------------
+
+
+def test_anthropic_usage_tools_and_wire_request(mp: MockProvider, tmp_path: Path) -> None:
+    mp.set_script([{"match": "weather", "text": "Checking.",
+                    "tool_calls": [{"name": "get_weather", "input": {"city": "Paris"}}]}])
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, temperature=0.2), svc)
+    reply = run(_chat_and_close(client, svc, request("weather in Paris?", system="Be brief.",
+                                                     params={"top_k": 5}, temperature=0.2)))
+    assert reply.text == "Checking."
+    assert reply.tool_calls and reply.tool_calls[0]["name"] == "get_weather"
+    assert reply.tool_calls[0]["input"] == {"city": "Paris"}
+    assert reply.tokens_in == 5 and reply.tokens_out == reply.tokens_out and reply.tokens_out > 0
+    body = mp.requests[-1].body
+    assert body["system"] == "Be brief." and body["top_k"] == 5 and body["temperature"] == 0.2
+    assert mp.requests[-1].headers.get("x-stainless-retry-count") in (None, "0")
+
+
+def test_openai_body_headers_and_tool_arguments(mp: MockProvider, tmp_path: Path) -> None:
+    mp.set_script([{"match": "weather", "tool_calls": [{"name": "get_weather", "input": {"city": "Oslo"}}]}])
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, "openai"), svc)
+    reply = run(_chat_and_close(
+        client, svc, request("weather?", system="Be brief.", params={"max_completion_tokens": 50, "seed": 3})
+    ))
+    assert reply.tool_calls == [{"id": reply.tool_calls[0]["id"], "name": "get_weather", "input": {"city": "Oslo"}}]
+    rec = mp.requests[-1]
+    assert rec.path == "/v1/chat/completions"
+    assert rec.headers["authorization"] == "Bearer ***"  # sent as Bearer (masked by the mock)
+    assert rec.body["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert rec.body["max_completion_tokens"] == 50 and "max_tokens" not in rec.body
+    assert rec.body["seed"] == 3
+
+
+def test_missing_key_is_a_provider_error_naming_the_variable(mp: MockProvider, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV)
+    with pytest.raises(ProviderError, match=f"set {KEY_ENV}"):
+        get_provider(config(mp), services(tmp_path))
+
+
+def test_clients_and_limits_are_shared_per_endpoint(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path)
+    a = get_provider(config(mp), svc)
+    assert get_provider(config(mp), svc) is a  # memoized per run
+    b = get_provider(config(mp, model="other-model", max_tokens=10), svc)
+    assert b is not a and b.backend is a.backend and b.limits is a.limits
+    c = get_provider(config(mp, "openai"), svc)
+    assert c.limits is not a.limits
+    assert sorted(svc.limits) == [f"anthropic@{mp.base_url}", f"openai@{mp.openai_base_url}"]
+    run(close_providers(svc))
+    assert svc.providers == {}
+
+
+# --- prices and budget ---------------------------------------------------------------
+
+
+def test_prices_defaults_dated_aliases_overrides_and_unknown_models() -> None:
+    assert price_for(DEFAULT_PRICES, "claude-sonnet-4-5") == Price(input=3.0, output=15.0)
+    assert price_for(DEFAULT_PRICES, "claude-sonnet-4-5-20250929") == Price(input=3.0, output=15.0)
+    assert price_for(DEFAULT_PRICES, "gpt-4o-mini") == Price(input=0.15, output=0.6)
+    assert cost_usd(DEFAULT_PRICES, "no-such-model", 1000, 1000) is None  # unknown: null, never 0
+    assert cost_usd(DEFAULT_PRICES, MODEL, None, 10) is None  # unknown usage: null too
+    prices = merged_prices({MODEL: Price(input=2.0, output=4.0)})
+    assert cost_usd(prices, MODEL, 1_000_000, 500_000) == pytest.approx(4.0)
+
+
+def test_judge_calls_charge_the_budget_target_calls_do_not(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp), svc)
+
+    async def both() -> tuple[Any, Any]:
+        try:
+            judge = await client.chat(request("hello judge"))
+            target = await client.chat(request("hello target", billed_by_runner=True))
+            return judge, target
+        finally:
+            await close_providers(svc)
+
+    judge, target = run(both())
+    assert judge.cost_usd == pytest.approx((judge.tokens_in * 1.0 + judge.tokens_out * 5.0) / 1e6)
+    assert svc.budget.tokens == judge.tokens_in + judge.tokens_out  # the target's are the runner's
+    assert svc.budget.cost_usd == pytest.approx(judge.cost_usd)
+    assert target.cost_usd is not None
+
+
+def test_unpriced_model_has_null_cost(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, model="house-model-7b"), svc)
+    reply = run(_chat_and_close(client, svc, request(model="house-model-7b")))
+    assert reply.tokens_in and reply.cost_usd is None
+
+
+# --- the response cache --------------------------------------------------------------
+
+
+def test_cache_hit_is_marked_cached_free_and_without_latency(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path, cache=True)
+    client, _ = client_for(config(mp), svc)
+
+    async def twice() -> tuple[Any, Any]:
+        try:
+            return await client.chat(request()), await client.chat(request())
+        finally:
+            await close_providers(svc)
+
+    first, second = run(twice())
+    assert not first.cached and first.cost_usd and first.latency_ms is not None
+    assert second.cached and second.cost_usd == 0.0 and second.latency_ms is None
+    assert second.text == first.text and second.tokens_out == first.tokens_out
+    assert mp.count() == 1
+    files = list((tmp_path / "cache").rglob("*.json"))
+    assert len(files) == 1 and files[0].parent.name == files[0].name[:2]  # sharded by 2 hex
+    assert svc.budget.tokens == first.tokens_in + first.tokens_out  # the hit charged nothing
+
+
+def test_errors_and_truncated_replies_are_never_cached(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path, cache=True)
+    client, _ = client_for(config(mp, max_retries=0), svc)
+    mp.inject("server_error")
+
+    async def go() -> tuple[Any, Any, Any]:
+        try:
+            with pytest.raises(ProviderError):
+                await client.chat(request())
+            ok = await client.chat(request())  # the error was not stored: asked again
+            cut1 = await client.chat(request(max_tokens=1))
+            cut2 = await client.chat(request(max_tokens=1))
+            return ok, cut1, cut2
+        finally:
+            await close_providers(svc)
+
+    ok, cut1, cut2 = run(go())
+    assert not ok.cached and cut1.truncated and cut2.truncated and not cut2.cached
+    assert mp.count() == 4
+
+
+def test_concurrent_identical_requests_are_made_once(mp: MockProvider, tmp_path: Path) -> None:
+    mp.latency_ms = 30
+    svc = services(tmp_path, cache=True)
+    client, _ = client_for(config(mp), svc)
+
+    async def burst() -> list[Any]:
+        try:
+            return await asyncio.gather(*[client.chat(request()) for _ in range(5)])
+        finally:
+            await close_providers(svc)
+
+    replies = run(burst())
+    assert mp.count() == 1
+    assert sum(not r.cached for r in replies) == 1 and all(r.text == "hello back to you" for r in replies)
+
+
+def test_cache_key_covers_what_changes_the_reply_and_never_the_key() -> None:
+    base = request(system="s", params={"top_p": 0.9})
+    k = cache_key("anthropic", "https://api.anthropic.com", base)
+    variants = [
+        cache_key("openai", "https://api.anthropic.com", base),
+        cache_key("anthropic", "https://proxy.example.com", base),
+        cache_key("anthropic", "https://api.anthropic.com", request(model="other", system="s", params={"top_p": 0.9})),
+        cache_key("anthropic", "https://api.anthropic.com", request(system="t", params={"top_p": 0.9})),
+        cache_key("anthropic", "https://api.anthropic.com", request("bye", system="s", params={"top_p": 0.9})),
+        cache_key("anthropic", "https://api.anthropic.com", request(system="s", params={"top_p": 0.8})),
+        cache_key("anthropic", "https://api.anthropic.com", request(system="s", params={"top_p": 0.9}, max_tokens=9)),
+        cache_key("anthropic", "https://api.anthropic.com", request(system="s", params={"top_p": 0.9}, temperature=0.0)),
+        cache_key("anthropic", "https://api.anthropic.com", request(system="s", params={"top_p": 0.9}, attempt=1)),
+        cache_key("anthropic", "https://api.anthropic.com", request(system="s", params={"top_p": 0.9}, cache_salt="rubric")),
+    ]
+    assert len({k, *variants}) == len(variants) + 1
+    # credentials in the URL are not part of the key
+    assert cache_key("anthropic", "https://user:pw@api.anthropic.com", base) == k
+    assert endpoint_of("http://u:secret@127.0.0.1:8000/v1/") == "127.0.0.1:8000/v1"
+
+
+def test_repeats_get_their_own_reply_unless_the_suite_shares_them(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path, shared_repeats=["shared"])
+    assert [cache.attempt_for("own", a) for a in range(3)] == [0, 1, 2]
+    assert [cache.attempt_for("shared", a) for a in range(3)] == [0, 0, 0]
+    keys = {cache_key("anthropic", None, request(attempt=cache.attempt_for("own", a))) for a in range(3)}
+    assert len(keys) == 3
+
+
+def test_unreadable_cache_entry_is_a_miss(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path, cache=True)
+    cfg = config(mp)
+    key = cache_key("anthropic", mp.base_url, request())
+    path = svc.cache.path_for(key)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"{not json")
+    client, _ = client_for(cfg, svc)
+    reply = run(_chat_and_close(client, svc, request()))
+    assert not reply.cached and mp.count() == 1
+    assert svc.cache.get(key) is not None  # rewritten with the fresh reply
