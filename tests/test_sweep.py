@@ -1,0 +1,221 @@
+"""Policy sweep: grids, strict wins, honest ties, no incumbent favour, bounded candidates;
+then `evalh sweep` on a stored run through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from evalh.cli.main import app
+from evalh.core.sweep import (
+    Observation,
+    SweepConfig,
+    SweepError,
+    grid_values,
+    observe,
+    resolve_spec,
+    sweep,
+    sweep_run,
+)
+from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, Run, SuiteResult
+from evalh.store import RunStore
+
+
+def binary(**kw: Any) -> SweepConfig:
+    return SweepConfig(positive="bad", **kw)
+
+
+def obs(*pairs: tuple[float | None, str | None]) -> list[Observation]:
+    return [Observation(f"c{i}", 0, v, lab) for i, (v, lab) in enumerate(pairs)]
+
+
+# Scores of two bad and two good cases: any threshold in (0.4, 0.6] separates them perfectly.
+SEPARABLE = obs((0.1, "not bad"), (0.4, "not bad"), (0.6, "bad"), (0.9, "bad"))
+
+
+# ----------------------------------------------------------------------------- grids
+
+
+def test_grid_ranges_are_exact_decimals() -> None:
+    assert grid_values("t", "0.3:0.9:0.1") == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert grid_values("k", "1:5") == [1, 2, 3, 4, 5]
+    assert grid_values("k", "3,1,2") == [1, 2, 3]
+    assert grid_values("k", [2, 1.5]) == [1.5, 2]
+
+
+@pytest.mark.parametrize("spec", ["a:b", "5:1", "1:5:0", "1:2:3:4", "x"])
+def test_bad_grids_are_refused(spec: str) -> None:
+    with pytest.raises(SweepError, match="grid t"):
+        grid_values("t", spec)
+
+
+def test_spec_shape_is_validated_with_a_one_line_message() -> None:
+    with pytest.raises(SweepError, match="exactly one of"):
+        resolve_spec({}, {})
+    with pytest.raises(SweepError, match="needs `otherwise`"):
+        resolve_spec({"tiers": ["a"]}, {})
+    with pytest.raises(SweepError, match="count_value"):
+        resolve_spec({"positive": "bad", "measure": "count:lenses"}, {})
+    with pytest.raises(SweepError, match="unknown parameter"):
+        resolve_spec({"positive": "bad", "grid": {"k": "1:2"}}, {})
+    # the command line switches the policy family cleanly
+    spec = resolve_spec({"positive": "bad"}, {"tiers": ["hi", "lo"], "otherwise": "ok"})
+    assert spec.params == ["hi", "lo"] and spec.positive is None
+
+
+# ----------------------------------------------------------------------------- ranking
+
+
+def test_strict_win_is_recommended() -> None:
+    res = sweep(binary(grid={"threshold": "0.2,0.5,0.7"}), SEPARABLE)
+    assert res["recommended"] == {"threshold": 0.5}
+    assert res["tied_top"] == []
+    assert res["candidates"][0]["correct"] == 4 and res["candidates"][1]["correct"] == 3
+    assert res["verdict"].startswith("strict win")
+
+
+def test_tie_lists_tied_top_and_recommends_nothing() -> None:
+    res = sweep(binary(grid={"threshold": "0.45,0.5,0.55"}), SEPARABLE)
+    assert res["recommended"] is None
+    assert res["tied_top"] == [{"threshold": 0.45}, {"threshold": 0.5}, {"threshold": 0.55}]
+    assert [r["rank"] for r in res["candidates"]] == [1, 1, 1]
+    assert "does not discriminate" in res["verdict"] and res["undetermined"] == {"threshold": [0.45, 0.5, 0.55]}
+
+
+def test_incumbent_is_marked_never_favoured() -> None:
+    grid = {"threshold": "0.45,0.5,0.55"}
+    plain = sweep(binary(grid=grid), SEPARABLE)
+    for current in (0.45, 0.55):
+        res = sweep(binary(grid=grid, current={"threshold": current}), SEPARABLE)
+        # same order, same (absent) recommendation whichever candidate is the incumbent
+        assert [r["params"] for r in res["candidates"]] == [r["params"] for r in plain["candidates"]]
+        assert res["recommended"] is None and len(res["tied_top"]) == 3
+        assert [r["params"] for r in res["candidates"] if r["current"]] == [{"threshold": current}]
+        assert res["current"]["rank"] == 1
+    # a worse incumbent does not get to win
+    res = sweep(binary(grid={"threshold": "0.2,0.5"}, current={"threshold": 0.2}), SEPARABLE)
+    assert res["recommended"] == {"threshold": 0.5} and res["current"]["rank"] == 2
+
+
+def test_incumbent_outside_the_grid_is_scored_like_any_candidate() -> None:
+    res = sweep(binary(grid={"threshold": "0.2"}, current={"threshold": 0.5}), SEPARABLE)
+    assert {json.dumps(r["params"]) for r in res["candidates"]} == {'{"threshold": 0.2}', '{"threshold": 0.5}'}
+    assert res["recommended"] == {"threshold": 0.5}
+
+
+def test_candidates_are_bounded_by_the_greatest_observed_value() -> None:
+    res = sweep(binary(grid={"threshold": "0.5,0.95,1.5"}, current={"threshold": 2}), SEPARABLE)
+    assert [r["params"]["threshold"] for r in res["candidates"]] == [0.5]
+    assert res["left_out"]["above_observed"] == 2 and res["left_out"]["max_observed"] == 0.9
+    assert res["current"]["rank"] is None and "no observed value reaches" in res["current"]["note"]
+    assert res["verdict"].startswith("only one candidate") and res["recommended"] is None
+    with pytest.raises(SweepError, match="no candidate left"):
+        sweep(binary(grid={"threshold": "1,2"}), SEPARABLE)
+
+
+def test_tier_policies_need_strictly_decreasing_thresholds_and_rank_under_calls() -> None:
+    spec = SweepConfig(tiers=["block", "review"], otherwise="ok", grid={"block": "1:3", "review": "1:3"})
+    data = obs((3, "block"), (2, "review"), (2, "block"), (0, "ok"), (1, "review"))
+    res = sweep(spec, data)
+    assert res["left_out"]["not_decreasing"] == 6  # of the 9 pairs, only (2,1), (3,1), (3,2) are ordered
+    assert len(res["candidates"]) == 3
+    by = {tuple(r["params"].values()): r for r in res["candidates"]}
+    # (2,1) and (3,1) both get 4 of 5 right, but (2,1) errs by over-calling, (3,1) by under-calling
+    assert by[(2, 1)]["correct"] == by[(3, 1)]["correct"] == 4
+    assert (by[(2, 1)]["under_calls"], by[(3, 1)]["under_calls"]) == (0, 1)
+    assert res["recommended"] == {"block": 2, "review": 1}
+
+
+def test_undecided_and_unlabelled_observations_are_counted_not_scored() -> None:
+    data = [*SEPARABLE, *obs((None, "bad"), (0.3, None))]
+    res = sweep(binary(grid={"threshold": "0.5"}), data)
+    o = res["observations"]
+    assert (o["total"], o["scored"], o["undecided"], o["unlabelled"]) == (6, 4, 1, 1)
+    assert res["candidates"][0]["n"] == 4
+
+
+# ----------------------------------------------------------------------------- from a stored run
+
+
+def _run(cases: list[CaseResult]) -> Run:
+    return Run(
+        run_id="20260101T000000000Z-abcdef", started_at="2026-01-01T00:00:00Z", status="complete",
+        environment=EnvironmentInfo(evalh="0", python="3", platform="test"),
+        suites={"s": SuiteResult(regime="stochastic", dataset=DatasetInfo(path="d", sha256="x", cases=len(cases)),
+                                 cases=cases)},
+    )
+
+
+def _case(cid: str, lenses: dict[str, Any], severity: str | None, status: str = "passed") -> CaseResult:
+    return CaseResult(case_id=cid, status=status, output={"lenses": lenses} if status != "errored" else None,  # type: ignore[arg-type]
+                      expected={"severity": severity})
+
+
+def test_sweep_run_counts_lens_verdicts_and_refuses_labels_outside_the_vocabulary() -> None:
+    spec = SweepConfig(measure="count:lenses", count_value="refuted", label="severity",
+                       tiers=["block"], otherwise="ok", grid={"block": "1:2"})
+    run = _run([
+        _case("a", {"x": "refuted", "y": {"verdict": "refuted"}}, "block"),
+        _case("b", {"x": "refuted", "y": {"error": "timeout"}}, "ok"),
+        _case("c", {}, "block", status="errored"),
+    ])
+    res = sweep_run(run, "s", spec)
+    assert res["observations"]["undecided"] == 1 and res["observations"]["max"] == 2
+    assert res["recommended"] == {"block": 2}
+    bad = _run([_case("a", {"x": "refuted"}, "maybe")])
+    with pytest.raises(SweepError, match="case a: label 'maybe'"):
+        sweep_run(bad, "s", spec)
+    with pytest.raises(SweepError, match="no suite 'nope'"):
+        sweep_run(run, "nope", spec)
+
+
+def test_observe_maps_binary_labels_by_the_positive_value() -> None:
+    spec = SweepConfig(positive=True, label="bad", measure="score")
+    results = [CaseResult(case_id="a", status="passed", score=0.2, expected={"bad": True}),
+               CaseResult(case_id="b", status="passed", score=0.2, expected={"bad": False})]
+    assert [o.label for o in observe(spec, results, "w")] == ["true", "not true"]
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def test_cli_sweeps_the_panel_run_from_its_config_table(repo_root: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    cfg = str(repo_root / "evalh.toml")
+    ran = invoke("run", "--suite", "panel", "--config", cfg, "--runs-dir", str(runs), "--quiet")
+    assert ran.exit_code == 0, ran.output  # stochastic: imperfect lenses do not fail the run
+    run_id = next(runs.glob("*.json")).stem
+    result = invoke("sweep", run_id, "--suite", "panel", "--config", cfg, "--runs-dir", str(runs), "--json")
+    assert result.exit_code == 0, result.output
+    res = json.loads(result.stdout)
+    assert res["params"] == ["structural", "sharpen", "note"] and res["observations"]["scored"] == 15
+    assert res["current"]["params"] == {"structural": 3, "sharpen": 2, "note": 1}
+    if res["recommended"] is None:
+        assert len(res["tied_top"]) > 1 and "does not discriminate" in res["verdict"]
+    assert all(r["params"]["structural"] <= res["observations"]["max"] for r in res["candidates"])
+    table = invoke("sweep", run_id, "--suite", "panel", "--config", cfg, "--runs-dir", str(runs),
+                   "--grid", "structural=2:4", "--objective", "balanced_accuracy")
+    assert table.exit_code == 0, table.output
+    assert "current" in table.stdout and "Advisory only" in table.stdout
+
+
+def test_cli_bad_grid_is_one_line_on_stderr_exit_2(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs")
+    run = _run([_case("a", {"x": "refuted"}, "block")])
+    store.write(run)
+    result = invoke("sweep", run.run_id, "--runs-dir", str(tmp_path / "runs"), "--measure", "count:lenses",
+                    "--count-value", "refuted", "--label", "severity", "--tiers", "block",
+                    "--otherwise", "ok", "--grid", "block=oops")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == ["error: grid block: 'oops' is not a number"]
+    assert result.stdout == ""
+    nothing = invoke("sweep", run.run_id, "--runs-dir", str(tmp_path / "runs"))
+    assert nothing.exit_code == 2 and "no [suites.s.sweep] table" in nothing.stderr
