@@ -1,0 +1,107 @@
+"""`evalh report`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evalh.cli.errors import translate_errors
+from evalh.cli.options import ConfigOpt, RunsDirOpt
+
+
+class ReportFormat(StrEnum):
+    table = "table"
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+@translate_errors
+def report(
+    run_ids: Annotated[
+        list[str] | None,
+        typer.Argument(help="Run ids (see `evalh runs`) or paths to run documents. Default: the newest run.",
+                       show_default=False),
+    ] = None,
+    by: Annotated[
+        list[str] | None,
+        typer.Option("--by", help="Also break results down by this case metadata field (repeatable), "
+                                  "e.g. split, stratum, tags, complexity."),
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), md, json or html.")] = ReportFormat.table,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", dir_okay=False),
+    ] = None,
+    runs_dir: RunsDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Report the numbers of one or more runs: outcomes with their denominators, intervals
+    where their assumptions hold, latency, tokens and cost, verdicts, worst cases,
+    breakdowns by metadata and by tool, and for repeated runs the raw attempts, flakiness
+    and pass@k.
+
+    Errored and judge-error results are counted apart and never enter a pass rate; a rate
+    over zero results is shown as n/a. Suites and arms are reported one by one, never
+    blended into a single headline.
+
+    Examples:
+
+        evalh report
+
+        evalh report 20261129T201530123Z-3fa9c1 --by complexity --by split
+
+        evalh report --format md >> "$GITHUB_STEP_SUMMARY"
+
+        evalh report RUN_A RUN_B --format html -o report.html
+    """
+    from evalh.cli.runs_cmd import _store
+    from evalh.errors import EvalhError, RunNotFound
+    from evalh.report import build_report, render_terminal, to_html, to_json, to_markdown
+
+    fields = list(by or [])
+    for field in fields:
+        if not field.strip():
+            raise EvalhError("--by: a metadata field name cannot be empty")
+    store = _store(runs_dir, config)
+    refs = list(run_ids or [])
+    if not refs:
+        ids = store.list_ids()
+        if not ids:
+            raise RunNotFound(f"no runs in {store.runs_dir}: run `evalh run` first")
+        refs = [ids[-1]]
+    runs = [store.load(ref) for ref in refs]
+    rep = build_report(runs, fields)
+
+    if fmt is ReportFormat.table and output is None:
+        from evalh.console import out
+
+        render_terminal(rep, out())
+        return
+    if fmt is ReportFormat.table:
+        from io import StringIO
+
+        from rich.console import Console
+
+        buf = StringIO()
+        render_terminal(rep, Console(file=buf, width=160, no_color=True, highlight=False), max_raw=None)
+        text = buf.getvalue()
+    elif fmt is ReportFormat.md:
+        text = to_markdown(rep)
+    elif fmt is ReportFormat.json:
+        text = to_json(rep)
+    else:
+        text = to_html(rep)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    from evalh.store import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(output, text.encode("utf-8"))
+    except OSError as exc:
+        raise EvalhError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {output}", err=True)

@@ -1,0 +1,209 @@
+"""A report laid out as plain blocks (headings, tables, notes) of plain strings.
+
+The terminal and markdown renderers both draw these blocks, so the two can never show
+different numbers. Strings here are untrusted (case ids, labels, rationales): each
+renderer escapes them for its own medium.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalh.report.models import ArmReport, Counts, Economics, Interval, Report, SuiteReport
+
+TERMINAL_RAW_ROWS = 50
+
+
+@dataclass
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    title: str | None = None
+
+
+@dataclass
+class Note:
+    text: str
+    warn: bool = False
+
+
+Block = Heading | Table | Note
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def rate(value: float | None, num: int, den: int) -> str:
+    """`75.0% (3/4)`; `n/a (0/0)` over a zero denominator."""
+    return f"n/a ({num}/{den})" if value is None else f"{value:.1%} ({num}/{den})"
+
+
+def share(value: float | None, num: int, den: int) -> str:
+    return rate(value, num, den)
+
+
+def num(value: float | None, spec: str = ".3f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
+
+
+def money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def ci(iv: Interval) -> str:
+    if iv.low is None or iv.high is None:
+        return "none"
+    return f"{iv.low:.1%}–{iv.high:.1%}"
+
+
+def tokens(e: Economics) -> str:
+    if e.tokens_in is None and e.tokens_out is None:
+        return "unknown"
+    return f"{e.tokens_in or 0} in / {e.tokens_out or 0} out ({e.tokens_reported} reported)"
+
+
+def cost(e: Economics) -> str:
+    text = money(e.cost_usd)
+    if e.cost_unknown:
+        text += f" (+{e.cost_unknown} unpriced)"
+    return text
+
+
+def calibration(cal: dict[str, Any]) -> str:
+    """Accuracy with its denominator when the suite recorded one."""
+    if cal.get("correct") is not None and cal.get("n") is not None:
+        return rate(cal.get("accuracy"), cal["correct"], cal["n"])
+    return num(cal.get("accuracy"), ".1%") + " (no denominator recorded)"
+
+
+def mean_score(c: Counts) -> str:
+    return "–" if c.mean_score is None else f"{c.mean_score:.3f} (n={c.mean_score_denominator})"
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def _arm_name(suite: SuiteReport, arm: ArmReport) -> str:
+    if len(suite.arms) == 1 and arm.arm == "default":
+        return suite.suite
+    return f"{suite.suite} · {arm.arm}" + (" (baseline arm)" if arm.baseline else "")
+
+
+def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None) -> list[Block]:
+    rep = arm.repeats
+    if rep is None:
+        return []
+    width = rep.attempts_max
+    raw = Table(columns=["case", *[f"#{i}" for i in range(width)], "passes", "mean score", "variance", "class"],
+                title=f"{name}: raw attempts (every aggregate below is computed from these)")
+    rows = rep.raw if max_raw is None else rep.raw[:max_raw]
+    for row in rows:
+        cells = [f"{a.status}" + (f" {a.score:.2f}" if a.score is not None else "") for a in row.attempts]
+        cells += [""] * (width - len(cells))
+        raw.rows.append([row.case_id, *cells, f"{row.passes}/{row.decisive}",
+                         num(row.mean_score), num(row.score_variance, ".4f"), row.flakiness.replace("_", " ")])
+    out: list[Block] = [raw]
+    if max_raw is not None and len(rep.raw) > max_raw:
+        out.append(Note(f"… {len(rep.raw) - max_raw} more cases (use --format md, json or html for all)"))
+    total = rep.stable_pass + rep.flaky + rep.stable_fail + rep.unknown
+    flaky = Table(columns=["stable pass", "flaky", "stable fail", "unknown", "attempts per case"],
+                  title=f"{name}: flakiness over {total} cases")
+    per = str(rep.attempts_min) if rep.equal_attempts else f"{rep.attempts_min}–{rep.attempts_max} (unequal)"
+    flaky.rows.append([str(rep.stable_pass), str(rep.flaky), str(rep.stable_fail), str(rep.unknown), per])
+    pk = Table(columns=["k", "pass@k", "pass^k", "cases"], title=f"{name}: pass@k and pass^k")
+    for p in rep.pass_at_k:
+        pk.rows.append([str(p.k), num(p.pass_at_k), num(p.pass_hat_k), str(p.cases)])
+    return [*out, flaky, pk]
+
+
+def _summary_table(suite: SuiteReport) -> Table:
+    t = Table(columns=["suite / arm", "cases", "passed", "failed", "errored", "judge err", "skipped",
+                       "pass rate", "95% CI", "mean score", "p50 ms", "p95 ms", "tokens", "cost"])
+    for arm in suite.arms:
+        c, e = arm.counts, arm.economics
+        t.rows.append([
+            _arm_name(suite, arm), str(arm.cases), str(c.passed), str(c.failed), str(c.errored),
+            str(c.judge_error), str(c.skipped), rate(c.pass_rate, c.passed, c.pass_rate_denominator),
+            ci(arm.interval), mean_score(c), ms(e.latency_ms_p50), ms(e.latency_ms_p95),
+            tokens(e), cost(e),
+        ])
+    return t
+
+
+def _arm_detail(suite: SuiteReport, arm: ArmReport) -> list[Block]:
+    name = _arm_name(suite, arm)
+    out: list[Block] = []
+    for vd in arm.verdicts:
+        t = Table(columns=["verdict", "count", "share"],
+                  title=f"{name}: {vd.scorer} verdicts" + (" per paragraph" if vd.level == "paragraph" else ""))
+        t.rows = [[v.verdict, str(v.count), share(v.share, v.count, v.denominator)] for v in vd.verdicts]
+        out.append(t)
+    if arm.worst:
+        t = Table(columns=["case", "attempts", "failed", "errored", "judge err", "bad paragraphs", "why"],
+                  title=f"{name}: worst cases")
+        for w in arm.worst:
+            paras = f"{w.bad_paragraphs}/{w.paragraphs}" if w.paragraphs else "–"
+            t.rows.append([w.case_id, str(w.attempts), str(w.failed), str(w.errored),
+                           str(w.judge_error), paras, (w.why or "")[:200]])
+        out.append(t)
+    for b in arm.breakdowns:
+        t = Table(columns=[b.field, "cases", "passed", "failed", "errored", "judge err", "pass rate",
+                           "mean score", "p50 ms"], title=f"{name}: by {b.field}")
+        for g in b.rows:
+            c = g.counts
+            t.rows.append([g.value, str(g.cases), str(c.passed), str(c.failed), str(c.errored),
+                           str(c.judge_error), rate(c.pass_rate, c.passed, c.pass_rate_denominator),
+                           mean_score(c), ms(g.latency_ms_p50)])
+        out.append(t)
+        if b.note:
+            out.append(Note(b.note))
+    if arm.tools is not None:
+        tu = arm.tools
+        t = Table(columns=["tool", "results using it", "calls", "went bad"],
+                  title=f"{name}: tools used ({tu.results_with_trace} results with a trace, "
+                        f"{tu.results_without_trace} without)")
+        for row in tu.rows:
+            t.rows.append([row.tool, str(row.results), str(row.calls), share(row.bad_share, row.bad, row.denominator)])
+        out.append(t)
+    return out
+
+
+def layout(report: Report, *, max_raw: int | None = None) -> list[Block]:
+    """The report as blocks, run by run and suite by suite. Raw attempts come first."""
+    out: list[Block] = []
+    for run in report.runs:
+        head = f"run {run.run_id}" + (f" · {run.label}" if run.label else "")
+        out.append(Heading(head, 1))
+        git = (run.git_sha or "no git")[:10] + ("-dirty" if run.git_dirty else "")
+        out.append(Note(f"status {run.status} · started {run.started_at} · git {git}"))
+        if run.status != "complete":
+            out.append(Note(f"run is {run.status}: {run.status_reason or 'no reason recorded'}", warn=True))
+        for suite in (s for s in report.suites if s.run_id == run.run_id):
+            out.append(Heading(f"suite {suite.suite} ({suite.regime})", 2))
+            for arm in suite.arms:
+                out.extend(_repeats_blocks(_arm_name(suite, arm), arm, max_raw))
+            out.append(_summary_table(suite))
+            for arm in suite.arms:
+                if arm.interval.reason:
+                    out.append(Note(f"{_arm_name(suite, arm)}: no interval: {arm.interval.reason}"))
+                elif arm.interval.n is not None:
+                    out.append(Note(f"{_arm_name(suite, arm)}: Wilson 95% interval of "
+                                    f"{arm.interval.of}, {arm.interval.successes}/{arm.interval.n}"))
+            for cal in suite.calibration:
+                out.append(Note(f"judge calibration {cal['name']}: accuracy {calibration(cal)}"))
+            for note in suite.notes:
+                out.append(Note(note))
+            for arm in suite.arms:
+                out.extend(_arm_detail(suite, arm))
+    return out

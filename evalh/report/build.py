@@ -1,0 +1,112 @@
+"""`build_report`: run documents in, a `Report` out. Pure (no I/O, no terminal).
+
+For each run, suite and arm: outcomes with denominators (errored and judge_error apart),
+a Wilson interval or the reason there is none, tokens, cost and latency, verdict
+distributions, the worst cases, `--by` breakdowns, tool usage from stored traces, and for
+repeated runs the raw-attempts table, flakiness classes and pass@k / pass^k. There is no
+headline blended across suites or arms: each is reported on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evalh.models import CaseResult, Run, SuiteResult
+from evalh.report.models import ArmReport, Report, RunHeader, SuiteReport
+from evalh.report.parts import breakdown, counts, economics, tool_usage, verdicts, worst_cases
+from evalh.report.repeats import interval, repeats
+
+
+def build_report(runs: Sequence[Run], by: Sequence[str] = (), *, worst: int = 10) -> Report:
+    """The report of `runs` (in the order given), grouped by each metadata field in `by`."""
+    report = Report(by=list(by))
+    for run in runs:
+        report.runs.append(RunHeader(
+            run_id=run.run_id, label=run.label, status=run.status,
+            status_reason=run.status_reason, started_at=run.started_at,
+            finished_at=run.finished_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
+            derived_from=run.derived_from.model_dump(mode="json") if run.derived_from else None,
+        ))
+        for name, suite in run.suites.items():
+            report.suites.append(suite_report(run.run_id, name, suite, by, worst=worst))
+    return report
+
+
+def _arms(suite: SuiteResult) -> list[str]:
+    seen = list(dict.fromkeys(r.arm for r in suite.cases))
+    declared = [a for a in suite.arms if a in seen or not suite.cases]
+    return declared + [a for a in seen if a not in declared]
+
+
+def suite_report(
+    run_id: str, name: str, suite: SuiteResult, by: Sequence[str] = (), *, worst: int = 10
+) -> SuiteReport:
+    """One suite of one run, an `ArmReport` per arm (the baseline arm marked)."""
+    out = SuiteReport(run_id=run_id, suite=name, regime=suite.regime,
+                      dataset=suite.dataset.model_dump(mode="json"),
+                      calibration=calibration(suite.details))
+    arms = _arms(suite)
+    baseline = suite.baseline_arm or (arms[0] if len(arms) > 1 else None)
+    for arm in arms:
+        rs = [r for r in suite.cases if r.arm == arm]
+        out.arms.append(arm_report(arm, rs, suite.regime, by, baseline=arm == baseline, worst=worst))
+    if not suite.cases:
+        out.notes.append("no results in this suite")
+    return out
+
+
+def arm_report(
+    arm: str, results: Sequence[CaseResult], regime: str, by: Sequence[str] = (),
+    *, baseline: bool = False, worst: int = 10,
+) -> ArmReport:
+    return ArmReport(
+        arm=arm, baseline=baseline, cases=len({r.case_id for r in results}),
+        counts=counts(results), interval=interval(results, regime),
+        economics=economics(results), verdicts=verdicts(results),
+        worst=worst_cases(results, worst), breakdowns=[breakdown(results, f) for f in by],
+        tools=tool_usage(results), repeats=repeats(results),
+    )
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _one_calibration(name: str, fact: dict[str, Any]) -> dict[str, Any]:
+    """A calibration fact with its accuracy beside its denominator (null over zero)."""
+    correct = _num(fact.get("correct"))
+    total = _num(fact.get("n", fact.get("total")))
+    accuracy = _num(fact.get("accuracy"))
+    if accuracy is None and correct is not None and total is not None:
+        accuracy = correct / total if total else None
+    return {"name": name, "accuracy": accuracy,
+            "correct": int(correct) if correct is not None else None,
+            "n": int(total) if total is not None else None,
+            "facts": {k: v for k, v in fact.items() if isinstance(v, str | int | float | bool) or v is None}}
+
+
+def calibration(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """Judge calibration entries from a suite's `details`: a scorer's table holding a
+    `calibration` table (what the judge scorers record: `n`, `correct`, `accuracy`,
+    `per_judge`), or any top-level key naming `calibration`. Each judge of a panel gets
+    an entry of its own."""
+    out = []
+    for key in sorted(details):
+        value = details[key]
+        if not isinstance(value, dict):
+            continue
+        if "calibration" in key:
+            fact, name = value, key
+        elif isinstance(value.get("calibration"), dict):
+            fact, name = value["calibration"], key
+        else:
+            continue
+        out.append(_one_calibration(name, fact))
+        per_judge = fact.get("per_judge")
+        if isinstance(per_judge, list) and len(per_judge) > 1:
+            for judge in per_judge:
+                if isinstance(judge, dict):
+                    out.append(_one_calibration(f"{name} · {judge.get('model', '?')}",
+                                                {"n": fact.get("n"), **judge}))
+    return out

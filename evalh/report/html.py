@@ -1,0 +1,114 @@
+"""The self-contained HTML report: one file, inline CSS and JS, charts as inline SVG.
+
+Rendered by Jinja2 with autoescaping on, so every string from a run is escaped by the
+template engine. The report data is embedded for scripts as JSON inside
+`<script type="application/json">` with `<`, `>` and `&` escaped, so no value can close
+the script element. A Content-Security-Policy meta tag allows only the report's own
+script (by hash) and inline styles: no network request of any kind, and an injected
+script would not run even if escaping were ever missed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import orjson
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from evalh.report import blocks
+from evalh.report.models import ArmReport, Report, SuiteReport
+
+OUTCOMES = ("passed", "failed", "errored", "judge_error", "skipped")
+
+
+def json_for_script(value: Any) -> Markup:
+    """JSON safe to place inside a `<script>` element: `<`, `>`, `&`, U+2028/9 escaped."""
+    text = orjson.dumps(value).decode()
+    for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                     ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, esc)
+    return Markup(text)
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("evalh.report", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html", "j2", "svg"), default=True),
+        trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters.update(rate=blocks.rate, num=blocks.num, ms=blocks.ms, money=blocks.money,
+                       ci=blocks.ci, tokens=blocks.tokens, cost=blocks.cost,
+                       mean_score=blocks.mean_score, calibration=blocks.calibration)
+    return env
+
+
+def _asset(name: str) -> str:
+    return resources.files("evalh.report").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def csp_hash(script: str) -> str:
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode() + "'"
+
+
+def _bar(arm: ArmReport, width: float = 420.0) -> list[dict[str, Any]]:
+    """Segments of the outcome bar of one arm: x and width in SVG units, with counts."""
+    c = arm.counts
+    total = c.n or 1
+    x, out = 0.0, []
+    for name in OUTCOMES:
+        count = getattr(c, name)
+        if not count:
+            continue
+        w = width * count / total
+        out.append({"outcome": name, "count": count, "x": round(x, 2), "w": round(w, 2)})
+        x += w
+    return out
+
+
+def _trend(report: Report) -> list[dict[str, Any]]:
+    """Pass rate per (suite, arm) across the runs of the report, in the order given; one
+    series per suite and arm, a gap where a run has no decisive result."""
+    if len(report.runs) < 2:
+        return []
+    ids = [r.run_id for r in report.runs]
+    series: dict[str, list[float | None]] = {}
+    for s in report.suites:
+        for arm in s.arms:
+            key = s.suite if arm.arm == "default" else f"{s.suite} · {arm.arm}"
+            series.setdefault(key, [None] * len(ids))[ids.index(s.run_id)] = arm.counts.pass_rate
+    w, h, pad = 560.0, 160.0, 28.0
+    step = (w - 2 * pad) / max(1, len(ids) - 1)
+    out = []
+    for i, (name, values) in enumerate(series.items()):
+        pts = [{"x": round(pad + j * step, 1), "y": round(h - pad - v * (h - 2 * pad), 1),
+                "value": v, "run": ids[j]} for j, v in enumerate(values) if v is not None]
+        out.append({"name": name, "points": pts, "cls": f"s{i % 6}"})
+    return out
+
+
+def _suite_view(idx: int, s: SuiteReport) -> dict[str, Any]:
+    return {"idx": idx, "suite": s, "bars": [(arm, _bar(arm)) for arm in s.arms]}
+
+
+def to_html(report: Report, *, title: str | None = None) -> str:
+    """The report as one self-contained HTML document (works offline, from file://)."""
+    script = _asset("report.js")
+    page = environment().get_template("report.html.j2").render(
+        report=report,
+        title=title or ("evalh report · " + ", ".join(r.run_id for r in report.runs)),
+        views=[_suite_view(i, s) for i, s in enumerate(report.suites, 1)],
+        trend=_trend(report),
+        css=Markup(_asset("report.css")),
+        script=Markup(script),
+        csp=f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {csp_hash(script)}",
+        data=json_for_script(report.to_dict()),
+        outcomes=OUTCOMES,
+    )
+    return page

@@ -1,0 +1,77 @@
+"""Renderers of a `Report`: terminal (rich), markdown and JSON. HTML is in `html.py`.
+
+Every string from a run is untrusted: the terminal gets it as `rich.text.Text` (never
+markup), markdown gets it with markdown and HTML metacharacters escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import orjson
+
+from evalh.report.blocks import TERMINAL_RAW_ROWS, Heading, Note, Table, layout
+from evalh.report.models import Report
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def to_json(report: Report) -> str:
+    """The `evalh.report/1` document, indented, keys in their stable model order."""
+    return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+# --------------------------------------------------------------------------- markdown
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!{}])")
+
+
+def md_escape(text: str) -> str:
+    """Untrusted text made inert in markdown: no markup, no raw HTML, one line."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return " ".join(text.split())
+
+
+def to_markdown(report: Report) -> str:
+    """The report as GitHub-flavoured markdown (fit for a CI job summary)."""
+    lines: list[str] = []
+    for block in layout(report):
+        if isinstance(block, Heading):
+            lines += ["#" * (block.level + 1) + " " + md_escape(block.text), ""]
+        elif isinstance(block, Note):
+            prefix = "> **warning:** " if block.warn else ""
+            lines += [prefix + md_escape(block.text), ""]
+        else:
+            if block.title:
+                lines += [f"**{md_escape(block.title)}**", ""]
+            lines.append("| " + " | ".join(md_escape(c) for c in block.columns) + " |")
+            lines.append("|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(block.columns))) + "|")
+            for row in block.rows:
+                lines.append("| " + " | ".join(md_escape(c) or " " for c in row) + " |")
+            lines.append("")
+    return "# evalh report\n\n" + "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def render_terminal(report: Report, console: Console, *, max_raw: int | None = TERMINAL_RAW_ROWS) -> None:
+    """Draw the report on a rich console, every string as `Text` (no markup)."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    for block in layout(report, max_raw=max_raw):
+        if isinstance(block, Heading):
+            console.print(Text(block.text, style="bold" if block.level > 1 else "bold underline"))
+        elif isinstance(block, Note):
+            console.print(Text(block.text, style="yellow" if block.warn else "dim"))
+        elif isinstance(block, Table):
+            table = RichTable(title=Text(block.title) if block.title else None, title_justify="left")
+            for i, col in enumerate(block.columns):
+                table.add_column(Text(col), justify="left" if i == 0 else "right")
+            for row in block.rows:
+                table.add_row(*(Text(c) for c in row))
+            console.print(table)
