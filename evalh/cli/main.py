@@ -15,9 +15,11 @@ from evalh.cli import (
     export_cmd,
     label_cmd,
     mock_provider_cmd,
+    report_cmd,
     run_cmd,
     runs_cmd,
     sweep_cmd,
+    ui_cmd,
     validate_cmd,
 )
 
@@ -37,6 +39,8 @@ app.command("show")(runs_cmd.show)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("export-requests")(export_cmd.export_requests)
 app.add_typer(label_cmd.app, name="label")
+app.command("report")(report_cmd.report)
+app.command("ui")(ui_cmd.ui)
 app.command("mock-provider")(mock_provider_cmd.mock_provider)
 
 

@@ -1,0 +1,516 @@
+// evalh dashboard. Everything from a run is untrusted text: it reaches the page only as
+// text nodes (textContent) or attribute values (setAttribute), never as HTML.
+(function () {
+  "use strict";
+
+  var app = document.getElementById("app");
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var STATUSES = ["passed", "failed", "errored", "judge_error", "skipped"];
+  var PAGE = 100;
+  var generation = 0; // bumped on every navigation; late answers of old views are dropped
+
+  // ------------------------------------------------------------------ DOM helpers
+
+  function attrs(node, a) {
+    if (!a) return node;
+    Object.keys(a).forEach(function (k) {
+      var v = a[k];
+      if (v === null || v === undefined || v === false) return;
+      if (k.slice(0, 2) === "on" && typeof v === "function") node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, String(v));
+    });
+    return node;
+  }
+
+  function add(node, kids) {
+    if (kids === null || kids === undefined || kids === false) return node;
+    if (Array.isArray(kids)) { kids.forEach(function (k) { add(node, k); }); return node; }
+    node.appendChild(kids instanceof Node ? kids : document.createTextNode(String(kids)));
+    return node;
+  }
+
+  function el(tag, a, kids) { return add(attrs(document.createElement(tag), a), kids); }
+  function svg(tag, a, kids) { return add(attrs(document.createElementNS(SVGNS, tag), a), kids); }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+
+  // ------------------------------------------------------------------ formatting
+
+  function pct(v) { return v === null || v === undefined ? "n/a" : (v * 100).toFixed(1) + "%"; }
+  function rate(v, num, den) { return pct(v) + " (" + num + "/" + den + ")"; }
+  function num(v, d) { return v === null || v === undefined ? "–" : Number(v).toFixed(d === undefined ? 3 : d); }
+  function ms(v) { return v === null || v === undefined ? "–" : Math.round(v) + " ms"; }
+  function money(v) { return v === null || v === undefined ? "unknown" : "$" + Number(v).toFixed(4); }
+  function when(iso) { return iso ? String(iso).replace("T", " ").slice(0, 19) : "–"; }
+  function short(sha) { return sha ? String(sha).slice(0, 8) : "–"; }
+  function pretty(v) {
+    if (v === null || v === undefined) return "null";
+    if (typeof v === "string") return v;
+    return JSON.stringify(v, null, 2);
+  }
+  function badge(text, cls) { return el("span", { "class": "badge " + (cls || "") }, text); }
+
+  // ------------------------------------------------------------------ data
+
+  function getJSON(url) {
+    return fetch(url, { headers: { "Accept": "application/json" } }).then(function (r) {
+      return r.json().then(function (body) {
+        if (!r.ok) throw new Error((body && body.error) || ("HTTP " + r.status));
+        return body;
+      });
+    });
+  }
+
+  function qs(params) {
+    var p = new URLSearchParams();
+    Object.keys(params).forEach(function (k) {
+      if (params[k] !== "" && params[k] !== null && params[k] !== undefined) p.set(k, params[k]);
+    });
+    var s = p.toString();
+    return s ? "?" + s : "";
+  }
+
+  function route() {
+    var h = location.hash.replace(/^#/, "") || "/";
+    var q = h.indexOf("?");
+    var path = q < 0 ? h : h.slice(0, q);
+    var params = {};
+    new URLSearchParams(q < 0 ? "" : h.slice(q + 1)).forEach(function (v, k) { params[k] = v; });
+    return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: params };
+  }
+
+  function runHref(id, params) { return "#/run/" + encodeURIComponent(id) + qs(params || {}); }
+
+  function fail(err) {
+    clear(app);
+    add(app, el("div", { "class": "card err", "data-testid": "error" }, "Could not load: " + err.message));
+  }
+
+  function setNav(which) {
+    document.querySelectorAll("header nav a").forEach(function (a) {
+      a.className = a.getAttribute("data-nav") === which ? "on" : "";
+    });
+  }
+
+  // ------------------------------------------------------------------ charts
+
+  function chart(id, title, runs, series, opts) {
+    var W = 560, H = 210, L = 52, R = 14, T = 12, B = 26;
+    var n = runs.length;
+    var values = [];
+    series.forEach(function (s) { s.values.forEach(function (v) { if (v !== null) values.push(v); }); });
+    var lo = 0, hi = opts.max !== undefined ? opts.max : Math.max.apply(null, values.concat([0])) * 1.1;
+    if (!(hi > lo)) hi = 1;
+    var x = function (j) { return n === 1 ? L + (W - L - R) / 2 : L + j * (W - L - R) / (n - 1); };
+    var y = function (v) { return T + (H - T - B) * (1 - (v - lo) / (hi - lo)); };
+    var box = svg("svg", { "class": "chart", viewBox: "0 0 " + W + " " + H, role: "img",
+                           "aria-label": title, id: "chart-" + id, "data-testid": "chart-" + id });
+    [0, 0.5, 1].forEach(function (f) {
+      var v = lo + f * (hi - lo);
+      add(box, svg("line", { "class": "grid", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+      add(box, svg("text", { "class": "tick", x: 4, y: y(v) + 3 }, opts.fmt(v)));
+    });
+    if (n) {
+      add(box, svg("text", { "class": "tick", x: L, y: H - 6 }, when(runs[0].started_at).slice(0, 10)));
+      add(box, svg("text", { "class": "tick", x: W - R, y: H - 6, "text-anchor": "end" },
+                   when(runs[n - 1].started_at).slice(0, 10)));
+    }
+    var legend = el("div", { "class": "legend" });
+    series.forEach(function (s, i) {
+      var color = "s" + ((s.color === undefined ? i : s.color) % 6);
+      var seg = [];
+      var flush = function () {
+        if (seg.length > 1) add(box, svg("polyline", { "class": color + (s.dash ? " dash" : ""), points: seg.join(" ") }));
+        seg = [];
+      };
+      s.values.forEach(function (v, j) {
+        if (v === null) { flush(); return; }
+        seg.push(x(j).toFixed(1) + "," + y(v).toFixed(1));
+      });
+      flush();
+      s.values.forEach(function (v, j) {
+        if (v === null) return;
+        var run = runs[j];
+        var dot = svg("circle", { "class": "pt " + color, cx: x(j).toFixed(1), cy: y(v).toFixed(1), r: 3.2,
+                                  "data-run": run.run_id, "data-series": s.name,
+                                  onclick: function () { location.hash = runHref(run.run_id); } },
+                      svg("title", null, s.name + " · " + (run.label || run.run_id) + " · " + opts.fmt(v)));
+        add(box, dot);
+      });
+      add(legend, el("span", null, [el("i", { "class": "sw" + ((s.color === undefined ? i : s.color) % 6) }), s.name]));
+    });
+    if (!values.length) add(box, svg("text", { "class": "tick", x: W / 2, y: H / 2, "text-anchor": "middle" }, "no data"));
+    return el("div", { "class": "card" }, [el("h2", null, title), box, legend]);
+  }
+
+  // ------------------------------------------------------------------ home: trends + history
+
+  function home(gen) {
+    setNav("home");
+    Promise.all([getJSON("/api/runs"), getJSON("/api/trends")]).then(function (res) {
+      if (gen !== generation) return;
+      var data = res[0], tr = res[1];
+      document.getElementById("where").textContent = data.runs_dir;
+      clear(app);
+      add(app, el("h1", null, "Runs"));
+      if (!data.runs.length) {
+        add(app, el("p", { "class": "dim" }, "No runs yet in " + data.runs_dir + ". Run `evalh run` first."));
+        return;
+      }
+      var S = tr.series;
+      var latency = [];
+      S.latency_ms_p50.forEach(function (s, i) { latency.push({ name: s.name + " p50", values: s.values, color: i }); });
+      S.latency_ms_p95.forEach(function (s, i) { latency.push({ name: s.name + " p95", values: s.values, color: i, dash: true }); });
+      add(app, el("div", { "class": "charts" }, [
+        chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", tr.runs, S.pass_rate, { max: 1, fmt: pct }),
+        chart("mean_score", "Mean score per suite", tr.runs, S.mean_score, { max: 1, fmt: function (v) { return num(v, 2); } }),
+        chart("cost", "Cost per run (USD, known costs only)", tr.runs, S.cost_usd, { fmt: function (v) { return "$" + num(v, 3); } }),
+        chart("latency", "Latency p50 / p95 per suite (ms)", tr.runs, latency, { fmt: function (v) { return Math.round(v) + ""; } })
+      ]));
+      add(app, historyTable(data));
+    }).catch(fail);
+  }
+
+  function historyTable(data) {
+    var suites = [];
+    data.runs.forEach(function (r) { Object.keys(r.suites).forEach(function (s) { if (suites.indexOf(s) < 0) suites.push(s); }); });
+    var head = el("tr", null, [el("th", null, "run"), el("th", null, "label"), el("th", null, "started"),
+      el("th", null, "git"), el("th", null, "status")].concat(
+      suites.map(function (s) { return el("th", { "class": "n" }, s); }),
+      [el("th", { "class": "n" }, "cost"), el("th", null, "")]));
+    var body = el("tbody");
+    data.runs.slice().reverse().forEach(function (r, k, all) {
+      var prev = all[k + 1];
+      var isBase = r.run_id === data.baseline;
+      var cells = [
+        el("td", { "class": "id" }, [el("a", { href: runHref(r.run_id) }, r.run_id), isBase ? [" ", badge("BASELINE", "base")] : null]),
+        el("td", null, r.label || ""),
+        el("td", { "class": "mono" }, when(r.started_at)),
+        el("td", { "class": "mono" }, short(r.git && r.git.sha) + (r.git && r.git.dirty ? "*" : "")),
+        el("td", null, badge(r.status, "st-" + r.status))
+      ];
+      suites.forEach(function (s) {
+        var a = r.suites[s] && r.suites[s].aggregate;
+        cells.push(el("td", { "class": "n" }, a ? rate(a.pass_rate, a.passed, a.pass_rate_denominator) : "–"));
+      });
+      cells.push(el("td", { "class": "n" }, money(r.cost_usd)));
+      var base = data.baseline && data.baseline !== r.run_id ? data.baseline : (prev ? prev.run_id : null);
+      cells.push(el("td", null, base ? el("a", { href: "#/compare" + qs({ base: base, candidate: r.run_id }) },
+        data.baseline && data.baseline !== r.run_id ? "vs baseline" : "vs previous") : ""));
+      add(body, el("tr", { "data-run": r.run_id }, cells));
+    });
+    return el("div", { "class": "card" }, [
+      el("h2", null, "History (" + data.runs.length + " runs, newest first)"),
+      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "history" }, [el("thead", null, head), body]))
+    ]);
+  }
+
+  // ------------------------------------------------------------------ one run
+
+  function summaryTable(report) {
+    var head = el("tr", null, ["suite / arm", "cases", "passed", "failed", "errored", "judge err", "skipped",
+      "pass rate", "95% CI", "mean score", "p50", "p95", "tokens", "cost"].map(function (c, i) {
+      return el("th", { "class": i ? "n" : "" }, c);
+    }));
+    var body = el("tbody");
+    var notes = el("ul", { "class": "notes" });
+    report.suites.forEach(function (s) {
+      s.arms.forEach(function (a) {
+        var c = a.counts, e = a.economics;
+        var name = s.suite + (s.arms.length > 1 || a.arm !== "default" ? " · " + a.arm : "");
+        var iv = a.interval;
+        add(body, el("tr", null, [
+          el("td", null, [name, " ", el("span", { "class": "dim" }, "(" + s.regime + ")"), a.baseline ? [" ", badge("baseline arm")] : null]),
+          el("td", { "class": "n" }, a.cases), el("td", { "class": "n o-passed" }, c.passed),
+          el("td", { "class": "n o-failed" }, c.failed), el("td", { "class": "n o-errored" }, c.errored),
+          el("td", { "class": "n o-judge_error" }, c.judge_error), el("td", { "class": "n" }, c.skipped),
+          el("td", { "class": "n" }, rate(c.pass_rate, c.passed, c.pass_rate_denominator)),
+          el("td", { "class": "n", title: iv.reason || "" }, iv.low === null ? "none" : pct(iv.low) + "–" + pct(iv.high)),
+          el("td", { "class": "n" }, c.mean_score === null ? "–" : num(c.mean_score) + " (n=" + c.mean_score_denominator + ")"),
+          el("td", { "class": "n" }, ms(e.latency_ms_p50)), el("td", { "class": "n" }, ms(e.latency_ms_p95)),
+          el("td", { "class": "n" }, e.tokens_in === null && e.tokens_out === null ? "unknown" : (e.tokens_in || 0) + " / " + (e.tokens_out || 0)),
+          el("td", { "class": "n" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : ""))
+        ]));
+        if (iv.reason) add(notes, el("li", null, name + ": no interval — " + iv.reason));
+        if (a.repeats) {
+          var r = a.repeats;
+          add(notes, el("li", null, name + ": " + r.stable_pass + " stable pass, " + r.flaky + " flaky, " + r.stable_fail +
+            " stable fail over " + r.attempts_min + (r.equal_attempts ? "" : "–" + r.attempts_max) + " attempts; " +
+            r.pass_at_k.map(function (p) { return "pass@" + p.k + " " + num(p.pass_at_k) + ", pass^" + p.k + " " + num(p.pass_hat_k); }).join("; ")));
+        }
+      });
+      (s.calibration || []).forEach(function (c) {
+        add(notes, el("li", null, s.suite + ": judge calibration " + c.name + " accuracy " +
+          (c.n === null ? pct(c.accuracy) : rate(c.accuracy, c.correct, c.n))));
+      });
+    });
+    return el("div", { "class": "card" }, [el("h2", null, "Suites"),
+      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "suites" }, [el("thead", null, head), body])), notes]);
+  }
+
+  function runView(gen, runId, params) {
+    setNav("");
+    getJSON("/api/runs/" + encodeURIComponent(runId)).then(function (data) {
+      if (gen !== generation) return;
+      var s = data.summary;
+      clear(app);
+      var git = s.git && s.git.sha ? short(s.git.sha) + (s.git.dirty ? "-dirty" : "") + (s.git.branch ? " (" + s.git.branch + ")" : "") : "no git";
+      add(app, el("div", { "class": "row" }, [el("h1", { "class": "mono" }, s.run_id), badge(s.status, "st-" + s.status),
+        data.baseline ? badge("BASELINE", "base") : null, s.label ? el("span", null, s.label) : null]));
+      add(app, el("div", { "class": "dim" }, "started " + when(s.started_at) + " · finished " + when(s.finished_at) + " · git " + git));
+      if (s.status !== "complete") add(app, el("div", { "class": "warnbox" }, "run is " + s.status + ": " + (s.status_reason || "no reason recorded")));
+      add(app, summaryTable(data.report));
+      var names = Object.keys(data.suites);
+      var state = { run: runId, suite: params.suite && names.indexOf(params.suite) >= 0 ? params.suite : names[0],
+                    status: params.status || "", q: params.q || "", arm: params.arm || "",
+                    offset: parseInt(params.offset || "0", 10) || 0, i: params.i };
+      if (!names.length) { add(app, el("p", { "class": "dim" }, "This run has no suites.")); return; }
+      caseBrowser(gen, state, names);
+    }).catch(fail);
+  }
+
+  function caseBrowser(gen, state, names) {
+    var list = el("div", { "class": "card" });
+    var detail = el("div", { "class": "card detail", id: "case-detail", "data-testid": "case-detail" },
+                    el("p", { "class": "dim" }, "Click a case to see its input, output, scores and trace."));
+    add(app, el("div", { "class": "split" }, [list, detail]));
+    var timer = null;
+
+    function sync() {
+      history.replaceState(null, "", runHref(state.run, { suite: state.suite, status: state.status, q: state.q,
+        arm: state.arm, offset: state.offset || "", i: state.i === undefined ? "" : state.i }));
+    }
+
+    function load() {
+      sync();
+      getJSON("/api/runs/" + encodeURIComponent(state.run) + "/cases" + qs({ suite: state.suite, status: state.status,
+        q: state.q, arm: state.arm, offset: state.offset, limit: PAGE })).then(function (page) {
+        if (gen !== generation) return;
+        draw(page);
+      }).catch(fail);
+    }
+
+    function draw(page) {
+      clear(list);
+      var suiteSel = el("select", { "aria-label": "suite", onchange: function () {
+        state.suite = suiteSel.value; state.offset = 0; state.arm = ""; state.i = undefined; load(); } });
+      names.forEach(function (n) { add(suiteSel, el("option", { value: n, selected: n === state.suite ? "selected" : null }, n)); });
+      var filters = el("div", { "class": "filters" }, [suiteSel]);
+      var all = STATUSES.reduce(function (t, s) { return t + (page.counts[s] || 0); }, 0);
+      [["", "all", all]].concat(STATUSES.map(function (s) { return [s, s.replace("_", " "), page.counts[s] || 0]; }))
+        .forEach(function (b) {
+          if (b[0] && !b[2]) return;
+          add(filters, el("button", { "class": state.status === b[0] ? "on" : "", "data-status": b[0] || "all",
+            onclick: function () { state.status = b[0]; state.offset = 0; load(); } }, b[1] + " " + b[2]));
+        });
+      if (page.arms.length > 1) {
+        var armSel = el("select", { "aria-label": "arm", onchange: function () { state.arm = armSel.value; state.offset = 0; load(); } });
+        add(armSel, el("option", { value: "" }, "all arms"));
+        page.arms.forEach(function (a) { add(armSel, el("option", { value: a, selected: a === state.arm ? "selected" : null }, a)); });
+        add(filters, armSel);
+      }
+      var search = el("input", { type: "search", placeholder: "filter by case id…", value: state.q, "aria-label": "filter by case id" });
+      search.addEventListener("input", function () {
+        clearTimeout(timer);
+        timer = setTimeout(function () { state.q = search.value; state.offset = 0; load(); }, 200);
+      });
+      add(filters, search);
+      add(list, filters);
+      var body = el("tbody");
+      page.rows.forEach(function (r) {
+        var tr = el("tr", { "class": "click" + (String(r.i) === String(state.i) ? " sel" : ""), "data-case": r.case_id, "data-i": r.i,
+          onclick: function () {
+            list.querySelectorAll("tr.sel").forEach(function (x) { x.className = "click"; });
+            tr.className = "click sel";
+            state.i = r.i; sync(); openCase(gen, state, detail);
+          } }, [
+          el("td", { "class": "id" }, r.case_id),
+          el("td", null, r.arm === "default" ? "" : r.arm),
+          el("td", { "class": "n" }, r.attempt),
+          el("td", { "class": "o-" + r.status }, r.status),
+          el("td", { "class": "n" }, num(r.score, 2)),
+          el("td", { "class": "n" }, ms(r.latency_ms)),
+          el("td", { "class": "err" }, r.error || "")
+        ]);
+        add(body, tr);
+      });
+      add(list, el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "cases" }, [
+        el("thead", null, el("tr", null, [el("th", null, "case"), el("th", null, "arm"), el("th", { "class": "n" }, "#"),
+          el("th", null, "status"), el("th", { "class": "n" }, "score"), el("th", { "class": "n" }, "latency"), el("th", null, "error")])),
+        body])));
+      var end = Math.min(page.offset + page.rows.length, page.total);
+      add(list, el("div", { "class": "pager" }, [
+        el("button", { disabled: page.offset <= 0 ? "disabled" : null, onclick: function () { state.offset = Math.max(0, page.offset - PAGE); load(); } }, "‹ prev"),
+        el("span", { "data-testid": "pager" }, (page.total ? page.offset + 1 : 0) + "–" + end + " of " + page.total),
+        el("button", { disabled: end >= page.total ? "disabled" : null, onclick: function () { state.offset = page.offset + PAGE; load(); } }, "next ›")
+      ]));
+      if (!page.rows.length) add(list, el("p", { "class": "dim" }, "No case matches."));
+    }
+
+    load();
+    if (state.i !== undefined && state.i !== "") openCase(gen, state, detail);
+  }
+
+  function section(title, value) {
+    return [el("h3", null, title), el("pre", { "class": "val" }, pretty(value))];
+  }
+
+  function openCase(gen, state, detail) {
+    clear(detail);
+    add(detail, el("p", { "class": "dim" }, "loading…"));
+    getJSON("/api/runs/" + encodeURIComponent(state.run) + "/case" + qs({ suite: state.suite, i: state.i })).then(function (d) {
+      if (gen !== generation) return;
+      var r = d.result;
+      clear(detail);
+      add(detail, el("div", { "class": "row" }, [el("h2", { "class": "mono", "data-testid": "case-title" }, r.case_id),
+        el("span", { "class": "o-" + r.status }, r.status)]));
+      var meta = el("dl", { "class": "meta" });
+      [["suite", d.suite], ["arm", r.arm], ["attempt", r.attempt], ["score", num(r.score)], ["latency", ms(r.latency_ms)],
+       ["tokens", r.tokens_in === null && r.tokens_out === null ? "unknown" : (r.tokens_in === null ? "?" : r.tokens_in) + " in / " + (r.tokens_out === null ? "?" : r.tokens_out) + " out"],
+       ["cost", money(r.cost_usd)], ["cached", r.cached ? "yes" : "no"], ["started", when(r.started_at)],
+       ["case digest", short(r.case_digest)]].forEach(function (m) {
+        add(meta, [el("dt", null, m[0]), el("dd", null, String(m[1]))]);
+      });
+      add(detail, meta);
+      if (r.error) add(detail, [el("h3", { "class": "err" }, "Error"), el("pre", { "class": "val err", "data-testid": "case-error" }, r.error.type + ": " + r.error.message)]);
+      add(detail, section("Input", r.input));
+      add(detail, section("Expected", r.expected));
+      var out = el("pre", { "class": "val", "data-testid": "case-output" }, pretty(r.output));
+      add(detail, [el("h3", null, "Output" + (r.truncated ? " (truncated)" : "")), out]);
+      add(detail, el("h3", null, "Scores"));
+      if (!r.scores.length) add(detail, el("p", { "class": "dim" }, "No scores."));
+      r.scores.forEach(function (s) {
+        var head = [el("strong", null, s.scorer), " ", s.passed === true ? badge("pass", "v-improved") : s.passed === false ? badge("fail", "v-regressed") : badge(s.abstained ? "abstained" : "no verdict"),
+          " value " + num(s.value), s.verdict ? [" · verdict ", el("strong", null, s.verdict)] : null,
+          s.judge_model ? " · judge " + s.judge_model : null];
+        var box = el("div", { "class": "card", "data-testid": "score" }, [el("div", null, head)]);
+        if (s.rationale) add(box, el("pre", { "class": "val" }, s.rationale));
+        if (s.error) add(box, el("pre", { "class": "val err" }, s.error));
+        if (s.details && Object.keys(s.details).length) add(box, [el("div", { "class": "dim" }, "details (judge votes, paragraphs, flags)"), el("pre", { "class": "val" }, pretty(s.details))]);
+        add(detail, box);
+      });
+      add(detail, el("h3", null, "Trace"));
+      if (!r.trace || !r.trace.length) add(detail, el("p", { "class": "dim" }, r.trace ? "Empty trace." : "No trace recorded."));
+      else add(detail, el("ol", null, r.trace.map(function (t) {
+        var rest = {};
+        Object.keys(t).forEach(function (k) { if (k !== "name") rest[k] = t[k]; });
+        return el("li", null, [el("strong", null, String(t.name === undefined ? t.tool : t.name)), el("pre", { "class": "val" }, pretty(rest))]);
+      })));
+      if (r.metadata && Object.keys(r.metadata).length) add(detail, section("Metadata", r.metadata));
+    }).catch(function (e) { clear(detail); add(detail, el("p", { "class": "err" }, "Could not load the case: " + e.message)); });
+  }
+
+  // ------------------------------------------------------------------ compare
+
+  var NAMED = [["regressed", "Regressed"], ["improved", "Improved"], ["errored_new", "Newly errored"],
+    ["errored_fixed", "No longer errored"], ["judge_error", "Judge errors (not compared)"],
+    ["changed", "Changed content (not compared)"], ["added", "Added"], ["removed", "Removed"], ["not_run", "Not run"]];
+
+  function change(m) {
+    if (m.change === null) return "–";
+    var sign = m.change > 0 ? "+" : "";
+    return m.unit === "pct" ? sign + m.change.toFixed(1) + "%" : sign + m.change.toFixed(3);
+  }
+
+  function metricVal(m, v) {
+    if (v === null) return "–";
+    if (m.name === "cost_usd") return money(v);
+    if (m.name === "latency_ms_p50") return ms(v);
+    return m.name === "mean_score" ? num(v) : pct(v);
+  }
+
+  function compareView(gen, params) {
+    setNav("compare");
+    getJSON("/api/runs").then(function (data) {
+      if (gen !== generation) return;
+      clear(app);
+      add(app, el("h1", null, "Run vs run"));
+      add(app, el("p", { "class": "dim" }, "The verdict below is computed by compare_runs, the same function behind `evalh compare`."));
+      if (data.runs.length < 2) { add(app, el("p", { "class": "dim" }, "Compare needs two runs.")); return; }
+      var holder = el("div");
+      var pick = function (label, chosen) {
+        var sel = el("select", { "aria-label": label });
+        data.runs.slice().reverse().forEach(function (r) {
+          add(sel, el("option", { value: r.run_id, selected: r.run_id === chosen ? "selected" : null },
+            r.run_id + (r.label ? " · " + r.label : "") + (r.run_id === data.baseline ? " (BASELINE)" : "")));
+        });
+        return sel;
+      };
+      getJSON("/api/compare" + qs({ base: params.base, candidate: params.candidate })).then(function (c) {
+        if (gen !== generation) return;
+        var bsel = pick("base run", c.base.run_id), csel = pick("candidate run", c.candidate.run_id);
+        add(app, el("div", { "class": "row card" }, ["base", bsel, "candidate", csel,
+          el("button", { onclick: function () { location.hash = "#/compare" + qs({ base: bsel.value, candidate: csel.value }); } }, "compare")]));
+        add(app, holder);
+        drawComparison(holder, c);
+      }).catch(fail);
+    }).catch(fail);
+  }
+
+  function drawComparison(holder, c) {
+    add(holder, el("div", { "class": "card" }, [
+      el("div", { "class": "row" }, [el("span", { "class": "verdict v-" + c.verdict, "data-testid": "verdict" }, c.verdict),
+        el("span", null, c.regressed ? "a regression was found: `evalh compare --fail-on-regression` exits 1" : "no regression"),
+        c.inconclusive ? badge("inconclusive rows", "v-inconclusive") : null]),
+      el("div", { "class": "dim" }, ["base ", el("a", { href: runHref(c.base.run_id) }, c.base.run_id), c.base.label ? " (" + c.base.label + ")" : "",
+        " → candidate ", el("a", { href: runHref(c.candidate.run_id) }, c.candidate.run_id), c.candidate.label ? " (" + c.candidate.label + ")" : ""])
+    ]));
+    c.warnings.forEach(function (w) { add(holder, el("div", { "class": "warnbox" }, w)); });
+    if (c.config_differences.length) {
+      add(holder, el("div", { "class": "card" }, [el("h2", null, "Config differences"),
+        el("table", { "class": "data" }, [el("thead", null, el("tr", null, [el("th", null, "suite"), el("th", null, "key"), el("th", null, "base"), el("th", null, "candidate")])),
+          el("tbody", null, c.config_differences.map(function (d) {
+            return el("tr", null, [el("td", null, d.suite || "(run)"), el("td", { "class": "mono" }, d.key),
+              el("td", { "class": "mono" }, pretty(d.base)), el("td", { "class": "mono" }, pretty(d.candidate))]);
+          }))])]));
+    }
+    Object.keys(c.suites).forEach(function (name) {
+      var s = c.suites[name];
+      var card = el("div", { "class": "card", "data-suite": name }, [
+        el("div", { "class": "row" }, [el("h2", null, name), badge(s.verdict, "v-" + s.verdict), s.regime ? el("span", { "class": "dim" }, s.regime) : null,
+          s.partial ? badge("partial", "v-inconclusive") : null]),
+        el("ul", { "class": "notes" }, s.reasons.map(function (r) { return el("li", null, r); })),
+        el("div", { "class": "dim" }, s.counts.compared + " compared · " + s.counts.changed + " changed · " + s.counts.added + " added · " +
+          s.counts.removed + " removed · errored " + s.errors.base_errored + " → " + s.errors.candidate_errored)
+      ]);
+      if (s.metrics.length) {
+        add(card, el("div", { "class": "scroll" }, el("table", { "class": "data" }, [
+          el("thead", null, el("tr", null, ["arm", "metric", "base", "candidate", "change", "allowed", "interval", "n", "method", "verdict"].map(function (h, i) {
+            return el("th", { "class": i > 1 && i < 8 ? "n" : "" }, h); }))),
+          el("tbody", null, s.metrics.map(function (m) {
+            var iv = m.interval ? (m.unit === "pct" ? m.interval[0].toFixed(1) + "% … " + m.interval[1].toFixed(1) + "%" : m.interval[0].toFixed(3) + " … " + m.interval[1].toFixed(3)) : "–";
+            return el("tr", null, [el("td", null, m.arm), el("td", null, m.name), el("td", { "class": "n" }, metricVal(m, m.base)),
+              el("td", { "class": "n" }, metricVal(m, m.candidate)), el("td", { "class": "n" }, change(m)),
+              el("td", { "class": "n" }, (m.unit === "pct" ? m.allowance + "%" : String(m.allowance))), el("td", { "class": "n" }, iv),
+              el("td", { "class": "n" }, m.n), el("td", { "class": "dim" }, m.method + (m.note ? " — " + m.note : "")),
+              el("td", null, [badge(m.verdict, "v-" + m.verdict), m.cases_needed ? el("span", { "class": "dim" }, " ~" + m.cases_needed + " cases to settle") : null])]);
+          }))])));
+      }
+      NAMED.forEach(function (pair) {
+        var items = s.cases[pair[0]] || [];
+        if (!items.length) return;
+        add(card, el("h3", null, pair[1] + " (" + items.length + ")"));
+        add(card, el("ul", { "class": "plain", "data-testid": pair[0] + "-cases" }, items.map(function (ref) {
+          var target = ref.candidate ? c.candidate.run_id : c.base.run_id;
+          return el("li", null, [el("a", { "class": "mono", href: runHref(target, { suite: name, q: ref.case_id }) }, ref.case_id),
+            ref.arm !== "default" ? " [" + ref.arm + "]" : "",
+            el("span", { "class": "dim" }, "  " + (ref.base || "absent") + " → " + (ref.candidate || "absent"))]);
+        })));
+      });
+      add(holder, card);
+    });
+  }
+
+  // ------------------------------------------------------------------ router
+
+  function render() {
+    generation += 1;
+    var gen = generation;
+    var r = route();
+    if (r.parts[0] === "run" && r.parts[1]) runView(gen, r.parts[1], r.params);
+    else if (r.parts[0] === "compare") compareView(gen, r.params);
+    else home(gen);
+  }
+
+  window.addEventListener("hashchange", render);
+  render();
+})();
