@@ -1,0 +1,155 @@
+"""A throwaway project for the runner's tests: numbered cases and targets that can be slow,
+crash, report tokens and cost, or say which run and case they are in.
+
+Case `n` has input `{"n": n}`; the `parity` target answers `even`/`odd`; the expected
+label is the parity except for every fifth case (n % 5 == 4), so some cases fail; with
+`crash_every=k` the target raises on n % k == k - 1, so some are errored. When
+`CALLS_FILE` is set, each call appends `case_id arm attempt` to it (from
+`evalh.context.current()`), so tests can count calls per (case, arm, attempt).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+TARGET_MODULE = "evalh_runner_target"
+
+TARGET_SOURCE = '''\
+import asyncio
+import os
+import time
+
+from evalh.context import current
+from evalh.targets.base import TargetOutput
+
+
+def _log():
+    path = os.environ.get("CALLS_FILE")
+    if path:
+        ctx = current()
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{ctx.case_id} {ctx.arm} {ctx.attempt}\\n")
+
+
+def _answer(inp):
+    crash_every = int(os.environ.get("CRASH_EVERY", "0"))
+    if crash_every and inp["n"] % crash_every == crash_every - 1:
+        raise RuntimeError(f"the product fell over on case {inp['n']}")
+    return {"verdict": "even" if inp["n"] % 2 == 0 else "odd"}
+
+
+def parity(inp):
+    time.sleep(float(os.environ.get("SLOW_S", "0")))
+    _log()
+    return _answer(inp)
+
+
+def wrong(inp):
+    _log()
+    return {"verdict": "even" if inp["n"] % 2 else "odd"}
+
+
+def crash(inp):
+    raise RuntimeError("the product fell over")
+
+
+def sleepy(inp):
+    time.sleep(0.3)
+    return {"verdict": "even"}
+
+
+async def sleepy_async(inp):
+    await asyncio.sleep(30)
+    return {"verdict": "even"}
+
+
+def priced(inp):
+    _log()
+    return TargetOutput(output=_answer(inp), tokens_in=100, tokens_out=50, cost_usd=0.01,
+                        model="fixture-model")
+
+
+def who(inp):
+    ctx = current()
+    return {"verdict": "even" if inp["n"] % 2 == 0 else "odd",
+            "env_run_id": os.environ.get("EVALH_RUN_ID"),
+            "env_case_id": os.environ.get("EVALH_CASE_ID"),
+            "ctx": [ctx.run_id, ctx.suite, ctx.case_id, ctx.arm, ctx.attempt]}
+
+
+async def who_async(inp):
+    await asyncio.sleep(0)
+    return who(inp)
+'''
+
+
+def write_project(
+    root: Path,
+    *,
+    cases: int = 12,
+    target: str = "parity",
+    concurrency: int = 2,
+    timeout_s: float = 10,
+    suite_extra: str = "",
+    extra: str = "",
+) -> Path:
+    """Write `evalh.toml` (one suite, `s`), `data/s.jsonl` and the target module under
+    `root`; returns the config path."""
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for n in range(cases):
+        parity = "even" if n % 2 == 0 else "odd"
+        expected = parity if n % 5 != 4 else ("odd" if parity == "even" else "even")
+        lines.append(json.dumps({"id": f"c{n:03d}", "input": {"n": n}, "expected": expected}))
+    (root / "data" / "s.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / f"{TARGET_MODULE}.py").write_text(TARGET_SOURCE, encoding="utf-8")
+    toml = f"""\
+[evalh]
+concurrency = {concurrency}
+timeout_s = {timeout_s}
+
+[suites.s]
+dataset = "data/s.jsonl"
+target = "{TARGET_MODULE}:{target}"
+scorers = [{{ type = "exact", field = "verdict" }}]
+{suite_extra}
+{extra}
+"""
+    path = root / "evalh.toml"
+    path.write_text(toml, encoding="utf-8")
+    return path
+
+
+def evalh_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`python -m evalh.cli.main ARGS` in `cwd`, stdout and stderr captured."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "evalh.cli.main", *args], cwd=cwd, env=full_env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def by_triple(doc: dict[str, Any], suite: str = "s") -> dict[tuple[str, str, int], dict[str, Any]]:
+    return {(r["case_id"], r["arm"], r["attempt"]): r for r in doc["suites"][suite]["cases"]}
+
+
+def journal_results(path: Path) -> list[dict[str, Any]]:
+    """Complete result lines of a journal (a torn last line is skipped, as the store does)."""
+    out = []
+    for line in path.read_bytes().splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if "result" in obj:
+            out.append(obj["result"])
+    return out
