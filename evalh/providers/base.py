@@ -26,15 +26,25 @@ class ProviderConfig(BaseModel):
     )
 
     provider: Literal["anthropic", "openai"]
+    """`anthropic` (the official SDK) or `openai` (any OpenAI-compatible server, via httpx)."""
     model: str
+    """The model id sent to the provider; also the key of its price."""
     base_url: str | None = None
+    """Server to call. Anthropic: without `/v1` (default `ANTHROPIC_BASE_URL`, else the API).
+    OpenAI-compatible: with `/v1`, e.g. `http://localhost:8000/v1` (default
+    `OPENAI_BASE_URL`, else the OpenAI API). `mock:PATH` serves replies from a mock script."""
     api_key_env: str | None = None
     """Name of the environment variable holding the key (default ANTHROPIC_API_KEY / OPENAI_API_KEY)."""
     max_tokens: int = Field(1024, ge=1)
+    """Output limit; a reply that reaches it is marked `truncated` (and never cached)."""
     temperature: float | None = None
+    """Sampling temperature; unset leaves the provider's default."""
     timeout_s: float = Field(60.0, gt=0)
+    """Per attempt; a timed-out attempt is retried."""
     max_retries: int = Field(4, ge=0)
+    """Retries after the first attempt on 429, 5xx, 529, timeouts, dropped connections."""
     max_in_flight: int = Field(16, ge=1)
+    """Ceiling of requests in flight to this endpoint; halved on 429, regained one by one."""
     rpm: int | None = Field(None, ge=1)
     """Requests per minute (optional)."""
     tpm: int | None = Field(None, ge=1)

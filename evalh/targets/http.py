@@ -48,22 +48,32 @@ class HttpTargetConfig(TargetConfig):
 
     kind: Literal["http"] = "http"
     url: str = Field(pattern=r"^https?://")
+    """The endpoint. Recorded in the run with any credentials in it replaced."""
     method: Literal["POST", "PUT"] = "POST"
     body: str | None = None
     """A Jinja2 template rendering the JSON body; default `{"input": <case input>}`."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra headers; values may reference `${VAR}`. Never written to a run document."""
     output_field: str = "output"
+    """Dotted path of the output in the JSON reply (`answer.text`, `choices.0`); `.` = all."""
     trace_field: str | None = None
+    """Dotted path of a list of tool calls, stored as the case's trace."""
     usage_field: str | None = None
+    """Dotted path of `{input_tokens, output_tokens[, cost_usd]}` (OpenAI names accepted)."""
     model: str | None = None
     """The model behind the endpoint, if known: prices its usage, keeps judges off it."""
     timeout_s: float = Field(60.0, gt=0)
+    """Per attempt; a timed-out attempt is retried."""
     max_retries: int = Field(2, ge=0)
+    """Retries on 429, 5xx, timeouts and dropped connections."""
     max_in_flight: int = Field(16, ge=1)
+    """Ceiling of requests in flight to this URL; halved on 429, regained one by one."""
     rpm: int | None = Field(None, ge=1)
+    """Requests per minute (optional)."""
     backoff_base_s: float = Field(0.5, ge=0)
+    """First retry waits up to this long (full jitter), doubling per attempt."""
     backoff_max_s: float = Field(30.0, ge=0)
+    """Cap of one backoff wait (a server's `retry-after` is honoured even when longer)."""
 
     def requires_env(self) -> list[str]:
         return sorted({m for v in self.headers.values() for m in _ENV_REF.findall(v)})

@@ -48,6 +48,8 @@ class ModelTargetConfig(TargetConfig, ProviderConfig):
     SNAPSHOT = ProviderConfig.SNAPSHOT | frozenset({"kind", "prompt", "system", "messages", "output"})
 
     kind: Literal["anthropic", "openai"]
+    provider: Literal["anthropic", "openai"] | None = None  # type: ignore[assignment]
+    """Follows `kind`; need not be written."""
     prompt: str | None = None
     """The user message, a template."""
     system: str | None = None
@@ -55,6 +57,8 @@ class ModelTargetConfig(TargetConfig, ProviderConfig):
     messages: list[MessageTemplate] | None = Field(None, min_length=1)
     """A conversation of templates, instead of `prompt`; the last one is the user's."""
     output: Literal["text", "json"] = "text"
+    """`json`: the reply is parsed as JSON (one Markdown code fence tolerated); a reply that
+    does not parse makes the case `errored`."""
 
     @model_validator(mode="before")
     @classmethod
