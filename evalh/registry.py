@@ -28,6 +28,10 @@ SCORER_TYPES: dict[str, str] = {
     "literal_quote": "evalh.scorers.literal",
     "literal_absence": "evalh.scorers.literal",
     "custom": "evalh.scorers.custom",
+    "judge": "evalh.scorers.judge",
+    "pairwise_judge": "evalh.scorers.judge_pairwise",
+    "citation_judge": "evalh.scorers.citations",
+    "external_score": "evalh.scorers.external_score",
     "classification": "evalh.core.classify",
 }
 

@@ -15,6 +15,7 @@ from evalh.cli import (
     export_cmd,
     label_cmd,
     mock_provider_cmd,
+    rejudge_cmd,
     report_cmd,
     run_cmd,
     runs_cmd,
@@ -42,6 +43,7 @@ app.add_typer(label_cmd.app, name="label")
 app.command("report")(report_cmd.report)
 app.command("ui")(ui_cmd.ui)
 app.command("mock-provider")(mock_provider_cmd.mock_provider)
+app.command("rejudge")(rejudge_cmd.rejudge)
 
 
 def main() -> None:

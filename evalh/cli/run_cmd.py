@@ -26,6 +26,7 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache: every model call goes to the provider.")] = False,
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID", help="Finish an interrupted, killed or budget-stopped run: only the cases it has no result for run, under the same run id.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
+    allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -73,6 +74,7 @@ def run(
         options = RunOptions(
             suites=suite, label=label, seed=seed, repeats=repeats, concurrency=concurrency,
             timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens, use_cache=not no_cache,
+            allow_self_judge=allow_self_judge,
         )
         prepared = prepare_run(cfg, options, directory)
     for name, missing in prepared.skipped:

@@ -1,0 +1,116 @@
+"""`evalh rejudge`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from evalh.cli.errors import translate_errors
+from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from evalh.core.rejudge import RejudgeResult
+
+
+@translate_errors
+def rejudge(
+    run_id: Annotated[str, typer.Argument(help="The run whose stored outputs are judged again (id or path).")],
+    everything: Annotated[
+        bool, typer.Option("--all/--missing", help="Judge every result again, or (default) only those whose judgment is missing or failed."),
+    ] = False,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge with this model instead of the configured judges.")] = None,
+    label: Annotated[str | None, typer.Option("--label", "-l", help="Label of the new run, e.g. 'judge=M'.")] = None,
+    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", help="Only this suite of the run (repeatable).")] = None,
+    allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade its own model's output (recorded in the run).")] = False,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", min=1, help="Results judged at once.")] = None,
+    config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Judge the outputs stored in a run again, without calling the target.
+
+    Only judge scorers run (from today's evalh.toml, so a fixed rubric or judge config
+    applies); every other score is kept as stored. A NEW run is written with
+    `derived_from: {run_id, how: rejudge}`; the original is never modified. The report
+    shows judge drift on the same outputs: raw agreement, Cohen's kappa, and the table of
+    old vs new verdicts. `evalh compare RUN_ID NEW_ID` then shows what the new judge changed.
+
+    Exit 0 when the new run is written; 2 on bad usage or input (nothing is written).
+
+    Examples:
+
+        evalh rejudge 20261129T201530123Z-3fa9c1
+
+        evalh rejudge 20261129T201530123Z-3fa9c1 --all --judge-model claude-sonnet-4-5 --label "judge=sonnet"
+    """
+    from evalh.cli.progress import ProgressObserver
+    from evalh.config import load_config
+    from evalh.console import err, out
+    from evalh.core.rejudge import RejudgeOptions
+    from evalh.core.rejudge import rejudge as run_rejudge
+    from evalh.store import RunStore, resolve_runs_dir
+
+    cfg = load_config(config, check_datasets=False)
+    store = RunStore(resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir))
+    opts = RejudgeOptions(run=run_id, everything=everything, judge_model=judge_model, label=label,
+                          suites=suite, concurrency=concurrency, allow_self_judge=allow_self_judge)
+    result = run_rejudge(cfg, store, opts, ProgressObserver(enabled=not quiet and not json_out))
+    if json_out:
+        import orjson
+
+        doc = {"run_id": result.run.run_id, "path": str(result.path), "status": result.run.status,
+               "derived_from": {"run_id": result.source.run_id, "how": "rejudge"}, "suites": result.suites}
+        out().file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    if not quiet:
+        render_rejudge(result, out())
+        err().print(f"wrote {result.path}", markup=False, highlight=False)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def render_rejudge(result: RejudgeResult, console: Console) -> None:
+    """What was judged again, and the drift of each judge (untrusted text kept as Text)."""
+    from rich.text import Text
+
+    console.print(Text(f"rejudge of {result.source.run_id} → {result.run.run_id}", style="bold"))
+    for name, s in result.suites.items():
+        line = Text(f"{name}: {s['rescored']} judged again, {s['carried_over']} carried over; "
+                    f"judge errors {s['judge_error_before']} → {s['judge_error_after']}")
+        if s.get("note"):
+            line.append(f" ({s['note']})", style="dim")
+        console.print(line)
+        for scorer, d in s["drift"].items():
+            _render_drift(console, name, scorer, d or {})
+
+
+def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    head = Text(f"  {scorer}: judged again {d.get('judged_again', 0)}, newly judged {d.get('newly_judged', 0)}, "
+                f"still failing {d.get('still_failed', 0)}")
+    console.print(head)
+    n = d.get("n", 0)
+    if not n:
+        console.print(Text("  drift: no judgment to compare (the old ones were missing or failed; "
+                           "use --all to judge everything again)", style="dim"))
+        return
+    console.print(Text(f"  drift over {n} judgments: agreement {_fmt(d.get('agreement'))}, "
+                       f"Cohen's kappa {_fmt(d.get('kappa'))}"))
+    confusion: dict[str, dict[str, int]] = d.get("confusion") or {}
+    labels = sorted(set(confusion) | {new for row in confusion.values() for new in row})
+    table = Table(title=Text(f"{suite} · {scorer}: old (rows) vs new (columns)"), title_justify="left")
+    table.add_column("old \\ new")
+    for label in labels:
+        table.add_column(Text(label), justify="right")
+    for old in labels:
+        row = confusion.get(old, {})
+        table.add_row(Text(old), *(Text(str(row.get(new, 0))) for new in labels))
+    console.print(table)

@@ -1,0 +1,244 @@
+"""`evalh rejudge`: judge again the outputs stored in a run, through the one runner core.
+
+The plan is built from the stored run: its cases (input, expected and metadata as
+recorded), its arms and attempts, and its outputs (`SuitePlan.stored`); the target is
+never called. Judge scorers (and other model-backed scorers) come from today's
+`evalh.toml` — a fixed rubric or judge config is what a rejudge is for — optionally with
+another judge model (`judge_model`); every other score is replayed as stored. By default
+only results whose judgment is missing or failed are judged again (`SuitePlan.rescore`);
+with `everything`, all of them. Results of a target that failed are never rescored.
+
+A NEW run document is written with `derived_from: {run_id, how: "rejudge"}` and the
+original is never touched. Its config is the original's snapshot with each rejudged
+suite's scorers replaced by what judged now, plus a `rejudge` record. The result carries
+each judge's drift on the outputs it judged again, also recorded in the suite's details
+under the scorer's name (`rejudge_drift`).
+
+Budget and cache: the runner counts the stored outputs' costs as it records them, so no
+budget applies to a rejudge (it would be spent by money not spent now); and a rejudge
+asks its judges again rather than replaying cached verdicts, so the response cache is off.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalh.config import ArmConfig, Config, SuiteConfig
+from evalh.core.plan import ArmPlan, RunPlan, SuitePlan, resolve_seed
+from evalh.core.rejudge_drift import Key
+from evalh.core.rejudge_parts import Rejudging, StoredScorer, StoredTarget, stored_target_config
+from evalh.core.runner import Observer, run_plan
+from evalh.core.services import Budget
+from evalh.core.session import RunOptions, make_services
+from evalh.datasets import Dataset
+from evalh.errors import ConfigError, EvalhError
+from evalh.models import Case, CaseMetadata, CaseResult, DerivedFrom, Run, SuiteResult
+from evalh.snapshot import snapshot
+from evalh.store import RunStore, new_run_id
+
+
+class RejudgeRefused(EvalhError):
+    """The run cannot be rejudged as it stands (unfinished, nothing to judge)."""
+
+
+@dataclass
+class RejudgeOptions:
+    run: str
+    """Run id or path of the run whose outputs are judged again."""
+    everything: bool = False
+    judge_model: str | None = None
+    """Judge with this model instead of the configured judges (one judge)."""
+    label: str | None = None
+    suites: list[str] | None = None
+    seed: int | None = None
+    concurrency: int | None = None
+    allow_self_judge: bool = False
+
+
+@dataclass
+class SuiteRejudge:
+    name: str
+    judges: list[Rejudging] = field(default_factory=list)
+    note: str | None = None
+
+
+@dataclass
+class RejudgeResult:
+    run: Run
+    source: Run
+    path: Path
+    suites: dict[str, dict[str, Any]]
+    """Per suite: results rescored and carried over, judge errors before/after, drift by scorer."""
+
+
+@dataclass(frozen=True)
+class _StoredDataset(Dataset):
+    """The stored run's dataset: its recorded digest, whatever the file says today."""
+
+    recorded_sha256: str = ""
+
+    @property
+    def sha256(self) -> str:
+        return self.recorded_sha256
+
+
+def _case(r: CaseResult) -> Case:
+    return Case(id=r.case_id, input=r.input, expected=r.expected, metadata=CaseMetadata.model_validate(r.metadata))
+
+
+def _arm_targets(source: Run, name: str, stored: SuiteResult, arms: list[str]) -> dict[str, Any]:
+    recorded = ((source.config.get("suites") or {}).get(name) or {})
+    by_arm = {a.get("name"): a.get("target") for a in recorded.get("arms") or [] if isinstance(a, dict)}
+    out = {}
+    for arm in arms:
+        snap = by_arm.get(arm) or recorded.get("target") or stored.target
+        out[arm] = stored_target_config(snap if isinstance(snap, dict) else {})
+    return out
+
+
+def _judge_config(cfg: Any, model: str | None) -> Any:
+    """`cfg` judged by `model` instead (one judge, the first one's provider settings)."""
+    judges = getattr(cfg, "judges", None)
+    if model is None or not judges:
+        return cfg
+    return cfg.model_copy(update={"judges": [judges[0].model_copy(update={"model": model})]})
+
+
+def _scorers(config: Config, name: str, stored: dict[Key, CaseResult], opts: RejudgeOptions,
+             recorded: list[dict[str, Any]]) -> tuple[list[Any], SuiteRejudge, list[dict[str, Any]]]:
+    """The suite's scorers for the runner, what it rejudges, and their config snapshot."""
+    from evalh.imports import ImportFailure
+    from evalh.scorers import build_scorer
+
+    info = SuiteRejudge(name)
+    stored_names = list(dict.fromkeys(s.scorer for r in stored.values() for s in r.scores))
+    judge_named = {s.scorer for r in stored.values() for s in r.scores if s.judge_model}
+    recorded_by_name = {(s.get("name") or s.get("type")): s for s in recorded if isinstance(s, dict)}
+    judges: dict[str, Rejudging] = {}
+    current = config.suites[name].scorers if name in config.suites else []
+    for i, scfg in enumerate(current):
+        try:
+            built = build_scorer(_judge_config(scfg, opts.judge_model), config.root)
+        except (ImportFailure, ValueError, OSError) as exc:
+            raise ConfigError(f"{config.path}: suites.{name}.scorers[{i}]: {exc}") from None
+        if built.kind == "judge":
+            judges[built.config.display_name] = Rejudging(built, stored, opts.everything)
+    info.judges = list(judges.values())
+    # The stored order of scores, then judges the original run did not have.
+    scorers: list[Any] = []
+    snaps: list[dict[str, Any]] = []
+    for n in [*stored_names, *(n for n in judges if n not in stored_names)]:
+        if n in judges:
+            scorers.append(judges[n])
+            snaps.append(snapshot(judges[n].config))
+        else:
+            scorers.append(StoredScorer(n, stored, "judge" if n in judge_named else "deterministic"))
+            snaps.append(recorded_by_name.get(n, {"name": n, "type": "stored"}))
+    if name not in config.suites:
+        info.note = "not in evalh.toml: carried over as it was"
+    elif not info.judges:
+        info.note = "no judge scorer in evalh.toml: carried over as it was"
+    return scorers, info, snaps
+
+
+def _suite_plan(config: Config, source: Run, name: str, opts: RejudgeOptions,
+                snap: dict[str, Any]) -> tuple[SuitePlan, SuiteRejudge]:
+    stored_suite = source.suites[name]
+    stored = {(r.case_id, r.arm, r.attempt): r for r in stored_suite.cases}
+    cases = list({r.case_id: _case(r) for r in stored_suite.cases}.values())
+    arm_names = list(dict.fromkeys(r.arm for r in stored_suite.cases))
+    if stored_suite.baseline_arm in arm_names:
+        arm_names.sort(key=lambda a: a != stored_suite.baseline_arm)
+    repeats = max((r.attempt for r in stored_suite.cases), default=0) + 1
+    missing = len(cases) * len(arm_names) * repeats - len(stored)
+    if missing:
+        raise RejudgeRefused(f"run {source.run_id}: suite {name!r} lacks {missing} results: finish the "
+                             f"run first (evalh run --resume {source.run_id})")
+    targets = _arm_targets(source, name, stored_suite, arm_names)
+    recorded = (snap.get("suites") or {}).get(name) or {}
+    scorers, info, scorer_snaps = _scorers(config, name, stored, opts, recorded.get("scorers") or [])
+    if name in snap.get("suites", {}):
+        snap["suites"][name]["scorers"] = scorer_snaps
+    current = config.suites.get(name)
+    named_arms = arm_names != ["default"]
+    suite_cfg = SuiteConfig.model_construct(
+        name=name, dataset=stored_suite.dataset.path, target=targets[arm_names[0]],
+        regime=stored_suite.regime, scorers=[],
+        arms=[ArmConfig.model_construct(name=a, target=targets[a]) for a in arm_names] if named_arms else [],
+        baseline_arm=stored_suite.baseline_arm if named_arms else None,
+        **({"thresholds": current.thresholds, "tier": current.tier} if current else {}),
+    )
+    judges = info.judges
+
+    def rescore(result: CaseResult) -> bool:
+        return result.error is None and result.status != "errored" and any(j.wants(result) for j in judges)
+
+    plan = SuitePlan(
+        config=suite_cfg,
+        dataset=_StoredDataset(Path(stored_suite.dataset.path), cases, stored_suite.dataset.sha256),
+        dataset_display=stored_suite.dataset.path, cases=cases,
+        arms=[ArmPlan(a, StoredTarget(targets[a])) for a in arm_names],  # type: ignore[arg-type]
+        scorers=scorers, repeats=repeats,
+        timeout_s=(current.timeout_s if current else None) or config.settings.timeout_s,
+        concurrency=opts.concurrency or (current.concurrency if current else None) or config.settings.concurrency,
+        stored=stored, rescore=rescore, details=copy.deepcopy(stored_suite.details),
+    )
+    return plan, info
+
+
+def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tuple[RunPlan, Run, list[SuiteRejudge]]:
+    """Load the run and build the rejudge plan (bad input → EvalhError, nothing written)."""
+    source = store.load(opts.run)
+    if source.status != "complete":
+        raise RejudgeRefused(f"run {source.run_id} is {source.status}: finish it first "
+                             f"(evalh run --resume {source.run_id}), then rejudge it")
+    names = opts.suites or list(source.suites)
+    unknown = [n for n in names if n not in source.suites]
+    if unknown:
+        raise RejudgeRefused(f"run {source.run_id} has no suite {unknown[0]!r} (it has: {', '.join(source.suites)})")
+    snap = copy.deepcopy(source.config)
+    suites, infos = [], []
+    for name in names:
+        plan, info = _suite_plan(config, source, name, opts, snap)
+        suites.append(plan)
+        infos.append(info)
+    if not any(i.judges for i in infos):
+        raise RejudgeRefused(f"run {source.run_id}: no suite has a judge scorer in {config.path.name}: nothing to judge again")
+    snap["rejudge"] = {"from": source.run_id, "all": opts.everything, "judge_model": opts.judge_model,
+                       "suites": names}
+    if opts.allow_self_judge:
+        snap["allow_self_judge"] = True
+    services = make_services(config, RunOptions(use_cache=False, allow_self_judge=opts.allow_self_judge), store.runs_dir)
+    services.budget = Budget()
+    plan = RunPlan(
+        run_id=new_run_id(), root=config.root, suites=suites, config_snapshot=snap,
+        seed=resolve_seed(opts.seed, config), services=services,
+        label=opts.label or f"rejudge of {source.run_id}",
+        derived_from=DerivedFrom(run_id=source.run_id, how="rejudge"),
+        options={"rejudge": source.run_id},
+    )
+    return plan, source, infos
+
+
+def rejudge(config: Config, store: RunStore, opts: RejudgeOptions, observer: Observer | None = None) -> RejudgeResult:
+    """Judge again and write the new run; its suites' details hold each judge's drift."""
+    plan, source, infos = prepare_rejudge(config, store, opts)
+    run = run_plan(plan, store, observer)
+    suites: dict[str, dict[str, Any]] = {}
+    for info in infos:
+        new_suite = run.suites.get(info.name)
+        details = new_suite.details if new_suite else {}
+        drift = {j.config.display_name: (details.get(j.config.display_name) or {}).get("rejudge_drift")
+                 for j in info.judges}
+        judged = set().union(*(j.judged for j in info.judges)) if info.judges else set()
+        suites[info.name] = {
+            "rescored": len(judged),
+            "carried_over": (len(new_suite.cases) if new_suite else 0) - len(judged),
+            "judge_error_before": source.suites[info.name].aggregate.judge_error,
+            "judge_error_after": new_suite.aggregate.judge_error if new_suite else None,
+            "note": info.note, "drift": drift,
+        }
+    return RejudgeResult(run=run, source=source, path=store.path_for(run.run_id), suites=suites)
