@@ -178,7 +178,8 @@ def judge_counts(scores: Iterable[Score]) -> dict[str, Any]:
             verdicts[s.verdict] += 1
     return {
         "scored": len(scores),
-        "judged": sum(1 for s in scores if s.error is None),
+        "judged": sum(1 for s in scores if s.error is None and not s.abstained),
+        "abstained": sum(1 for s in scores if s.error is None and s.abstained),
         "judge_error": sum(1 for s in scores if s.error is not None),
         NO_MAJORITY: sum(1 for s in scores if s.verdict == NO_MAJORITY),
         "truncated": sum(1 for s in scores if s.details.get("truncated")),
