@@ -457,3 +457,13 @@ def test_unreadable_cache_entry_is_a_miss(mp: MockProvider, tmp_path: Path) -> N
     reply = run(_chat_and_close(client, svc, request()))
     assert not reply.cached and mp.count() == 1
     assert svc.cache.get(key) is not None  # rewritten with the fresh reply
+
+
+def test_rate_limits_let_a_request_bigger_than_the_minute_through(mp: MockProvider, tmp_path: Path) -> None:
+    svc = services(tmp_path)
+    # the request reserves ~1024 tokens (its max_tokens) against a 10-token minute: it goes, alone
+    client, _ = client_for(config(mp, rpm=60, tpm=10), svc)
+    reply = run(_chat_and_close(client, svc, request()))
+    assert reply.text == "hello back to you"
+    d = svc.limits[client.endpoint].describe()
+    assert (d["rpm"], d["tpm"], d["requests"]) == (60, 10, 1)

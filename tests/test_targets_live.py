@@ -455,3 +455,15 @@ def test_answerer_against_the_mock_without_evalh(repo_root: Path, monkeypatch: p
         assert out.output["status"] == "answered" and out.output["attempts"] == 2
         assert out.trace[1]["reasons"] == ["uncited number '1.52 million'"]
         assert server.count() == 2
+
+
+def test_mock_provider_command_refuses_a_missing_script_or_a_taken_port(tmp_path: Path) -> None:
+    import socket
+
+    missing = invoke("mock-provider", "--port", "0", "--script", str(tmp_path / "nope.json"))
+    assert missing.exit_code == 2 and "nope.json" in missing.stderr
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        taken = invoke("mock-provider", "--port", str(sock.getsockname()[1]))
+    assert taken.exit_code == 2 and "cannot listen" in taken.stderr
