@@ -146,6 +146,30 @@ def test_adaptive_limit_halves_once_per_burst_and_recovers_by_one() -> None:
     assert (d["max_in_flight"], d["in_flight_limit"], d["in_flight_min"], d["rate_limited"]) == (16, 16, 1, 11)
 
 
+def test_cancelled_requests_give_their_slots_back() -> None:
+    async def scenario() -> EndpointLimits:
+        lim = EndpointLimits("x", max_in_flight=1)
+
+        async def hold() -> None:
+            async with lim.slot():
+                await asyncio.Event().wait()
+
+        holder = asyncio.create_task(hold())
+        await asyncio.sleep(0)
+        waiter = asyncio.create_task(hold())  # queued behind the holder
+        await asyncio.sleep(0)
+        assert lim.in_flight == 1 and len(lim._waiters) == 1
+        holder.cancel()
+        waiter.cancel()  # cancelled while it may just have been woken
+        await asyncio.gather(holder, waiter, return_exceptions=True)
+        async with lim.slot():  # the endpoint is usable again
+            pass
+        return lim
+
+    lim = run(scenario())
+    assert lim.in_flight == 0 and not lim._waiters and lim.requests == 2
+
+
 def test_in_flight_never_exceeds_the_limit(mp: MockProvider, tmp_path: Path) -> None:
     mp.latency_ms = 20
     svc = services(tmp_path)

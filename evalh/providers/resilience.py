@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -124,15 +125,9 @@ class EndpointLimits:
         """Most requests ever in flight at once."""
         self._epoch = 0
         self._pause_until = 0.0
-        self._cond: asyncio.Condition | None = None
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._rpm_limiter: Any = None
         self._tpm_limiter: Any = None
-
-    def _condition(self) -> asyncio.Condition:
-        # Created on first use so it belongs to the running loop.
-        if self._cond is None:
-            self._cond = asyncio.Condition()
-        return self._cond
 
     async def _rate(self, tokens: int) -> None:
         if self.rpm is None and self.tpm is None:
@@ -154,27 +149,39 @@ class EndpointLimits:
         """Hold one in-flight slot (waiting out any retry-after pause). Yields the epoch the
         request started in, which `on_rate_limited` uses to halve once per burst."""
         await self._rate(tokens)
-        cond = self._condition()
-        async with cond:
-            while True:
-                pause = self._pause_until - time.monotonic()
-                if pause > 0:
-                    with suppress(TimeoutError):
-                        await asyncio.wait_for(cond.wait(), pause)
-                    continue
-                if self.in_flight < self.current:
-                    break
-                await cond.wait()
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-            self.requests += 1
-            epoch = self._epoch
+        while True:
+            pause = self._pause_until - time.monotonic()
+            if pause > 0:
+                await asyncio.sleep(pause)
+                continue
+            if self.in_flight < self.current:
+                break
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+        # No await between the check and the increment: the slot is ours.
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        self.requests += 1
         try:
-            yield epoch
+            yield self._epoch
         finally:
-            async with cond:
-                self.in_flight -= 1
-                cond.notify_all()
+            # Synchronous, so a cancelled request can never keep its slot.
+            self.in_flight -= 1
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake as many waiters as there are free slots; they re-check on waking."""
+        free = self.current - self.in_flight
+        while free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
 
     def on_success(self) -> None:
         """Additive increase: one more in flight, up to the ceiling (waiters are woken when
