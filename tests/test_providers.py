@@ -491,3 +491,19 @@ def test_rate_limits_let_a_request_bigger_than_the_minute_through(mp: MockProvid
     assert reply.text == "hello back to you"
     d = svc.limits[client.endpoint].describe()
     assert (d["rpm"], d["tpm"], d["requests"]) == (60, 10, 1)
+
+
+def test_an_edited_mock_script_is_not_served_from_the_cache(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('[{"match": "hello", "text": "first"}]')
+    cfg = ProviderConfig(provider="anthropic", model=MODEL, base_url="mock:script.json")
+
+    def ask() -> Any:
+        svc = services(tmp_path, cache=True)
+        return run(_chat_and_close(get_provider(cfg, svc), svc, request()))
+
+    assert ask().text == "first"
+    assert ask().cached
+    script.write_text('[{"match": "hello", "text": "second"}]')
+    reply = ask()
+    assert reply.text == "second" and not reply.cached

@@ -44,6 +44,8 @@ def endpoint_of(base_url: str | None) -> str:
     """host[:port][/path] of a base URL: what identifies the server, never credentials."""
     if not base_url:
         return ""
+    if base_url.startswith("mock:"):
+        return base_url  # a mock script (and its digest) names the endpoint
     parts = urlsplit(base_url)
     host = parts.hostname or ""
     port = f":{parts.port}" if parts.port else ""

@@ -34,3 +34,10 @@ def mock_base_url(url: str, provider: str, services: RunServices) -> str:
             raise ConfigError(f"base_url {url!r}: no mock script at {path}")
         mock = providers[url] = MockProvider(Script.load(full)).start()
     return str(mock.openai_base_url if provider == "openai" else mock.base_url)
+
+
+def script_digest(url: str, services: RunServices) -> str:
+    """SHA-256 (first 16 hex) of the mock script's bytes: part of the cache key."""
+    import hashlib
+
+    return hashlib.sha256((services.root / url[len(MOCK_SCHEME):]).read_bytes()).hexdigest()[:16]

@@ -174,7 +174,12 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
     limits = services.limits.get(name)
     if limits is None:
         limits = services.limits[name] = EndpointLimits(name, config.max_in_flight, config.rpm, config.tpm)
-    client = providers[memo] = ManagedClient(config, backend, limits, services, stable_url)
+    cache_url = stable_url
+    if stable_url != base_url:  # a mock: an edited script must not be served stale replies
+        from evalh.providers.loopback import script_digest
+
+        cache_url = f"{stable_url}#{script_digest(stable_url, services)}"
+    client = providers[memo] = ManagedClient(config, backend, limits, services, cache_url)
     return client
 
 
