@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 CONFIGS: dict[str, type[ScorerConfig]] = {"pairwise_judge": PairwiseJudgeConfig}
 PENDING = "pending"
+BASELINE = "baseline"
 
 
 class PairwiseJudgeScorer(JudgeScorerBase):
@@ -118,7 +119,11 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         for (case_id, arm, attempt), other in rows.items():
             base = rows.get((case_id, baseline, attempt))
             score = find_score(other, self.name)
-            if arm == baseline or base is None or score is None or other.status == "errored" or base.status == "errored":
+            if arm == baseline and score is not None:
+                score.verdict = BASELINE
+                score.rationale = "the baseline arm: the other arms' outputs are compared with this one"
+                continue
+            if base is None or score is None or other.status == "errored" or base.status == "errored":
                 continue
             if self.incomplete(score) or score.details.get("vs") != baseline:
                 todo.append(one(base, other, score))
