@@ -39,6 +39,8 @@ class CaseFacts:
     scores: list[float] | tuple[()] = ()
     latencies: list[float] | tuple[()] = ()
     costs: list[float] | tuple[()] = ()
+    graded: bool = False
+    """Some score is not the pass indicator (1 on a pass, 0 on a fail)."""
 
     def add(self, r: CaseResult) -> None:
         status = r.status
@@ -53,8 +55,11 @@ class CaseFacts:
         else:
             self.skipped += 1
             return
-        if r.score is not None and (status == "passed" or status == "failed"):
-            self.scores = [*self.scores, r.score]
+        score = r.score
+        if score is not None and (status == "passed" or status == "failed"):
+            self.scores = [*self.scores, score]
+            if score != (1.0 if status == "passed" else 0.0):
+                self.graded = True
         if r.latency_ms is not None and not r.cached:
             self.latencies = [*self.latencies, r.latency_ms]
         if r.cost_usd is not None:
@@ -67,7 +72,8 @@ class CaseFacts:
 
     @property
     def pass_frac(self) -> float | None:
-        return self.passed / self.valid if self.valid else None
+        valid = self.passed + self.failed
+        return self.passed / valid if valid else None
 
     @property
     def score(self) -> float | None:
@@ -92,10 +98,9 @@ class CaseFacts:
         return "skipped"
 
     def binary_scores(self) -> bool:
-        """Every score is 1 on a pass and 0 on a fail (mean score is then the pass rate)."""
-        return len(self.scores) == self.valid and sum(s == 1.0 for s in self.scores) == self.passed and all(
-            s in (0.0, 1.0) for s in self.scores
-        )
+        """Every pass/fail attempt scored 1 on a pass and 0 on a fail: its mean score is
+        its pass rate."""
+        return not self.graded and len(self.scores) == self.passed + self.failed
 
 
 def group(results: Iterable[CaseResult]) -> dict[Key, CaseFacts]:
