@@ -211,7 +211,7 @@ def test_calibration_below_threshold_refuses_the_run(tmp_path: Path) -> None:
     assert doc is None or doc["status"] == "failed"
     (tmp_path / "judge.json").write_text(json.dumps({"rules": [
         {"match": "<output>\nParis", **verdict("pass")}, {"match": "<output>", **verdict("fail")}]}), encoding="utf-8")
-    result, doc = run(cfg, "--no-cache")  # the cache names a mock by its script path, not its content
+    result, doc = run(cfg)
     assert result.exit_code == 0, result.output
     calibration = doc["suites"]["s"]["details"]["judge"]["calibration"]  # type: ignore[index]
     assert (calibration["accuracy"], calibration["n"], calibration["min_accuracy"]) == (1.0, 3, 0.9)
