@@ -106,7 +106,8 @@ def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any]) 
                        f"Cohen's kappa {_fmt(d.get('kappa'))}"))
     confusion: dict[str, dict[str, int]] = d.get("confusion") or {}
     labels = sorted(set(confusion) | {new for row in confusion.values() for new in row})
-    table = Table(title=Text(f"{suite} · {scorer}: old (rows) vs new (columns)"), title_justify="left")
+    console.print(Text(f"  {suite} · {scorer}: old verdicts (rows) vs new (columns)"))
+    table = Table()
     table.add_column("old \\ new")
     for label in labels:
         table.add_column(Text(label), justify="right")
