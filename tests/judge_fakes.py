@@ -16,7 +16,7 @@ from evalh.providers.base import ChatRequest, ChatResponse, ProviderConfig
 from evalh.scorers.base import ScoreContext
 from evalh.targets.base import TargetOutput
 
-Reply = ChatResponse | Exception | Callable[[ChatRequest], ChatResponse]
+Reply = ChatResponse | Exception | Callable[[ChatRequest], ChatResponse | Exception]
 
 
 def reply(obj: Any = None, *, text: str | None = None, truncated: bool = False, tokens: int = 10) -> ChatResponse:
@@ -38,9 +38,10 @@ class FakeClient:
         self.requests.append(request)
         await asyncio.sleep(0)
         r = self.replies.popleft() if len(self.replies) > 1 else self.replies[0]
-        if isinstance(r, Exception):
-            raise r
-        return r(request) if callable(r) else r
+        out = r(request) if callable(r) and not isinstance(r, Exception) else r
+        if isinstance(out, Exception):
+            raise out
+        return out
 
     async def aclose(self) -> None:
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from pydantic import ValidationError
 from evalh.core.runner import decide_status
 from evalh.errors import ConfigError, EvalhError
 from evalh.providers.base import ProviderError
+from evalh.scorers.citations import CitationJudgeConfig, CitationJudgeScorer
+from evalh.scorers.citations_text import cited_numbers, paragraphs, precheck, sources_of
 from evalh.scorers.judge import JudgeScorer
 from evalh.scorers.judge_base import CalibrationFailed, SelfJudgeRefused, model_key
 from evalh.scorers.judge_config import JudgeConfig
@@ -357,3 +360,106 @@ def test_calibration_dataset_errors_name_file_and_case(tmp_path: Path) -> None:
     scorer = judge(tmp_path, FakeClient(JUDGE, reply(GOOD)), calibration={"dataset": "cal.jsonl", "min_accuracy": 0.5})
     with pytest.raises(ConfigError, match=r"cal.jsonl: case 'x': expected 'maybe' is not a verdict"):
         run(scorer.prepare(suite_plan(models=[None]), services(tmp_path)))
+
+
+# --------------------------------------------------------------------------- citations
+
+MENTION = r"\[(?P<speaker>[^\]]+)\]\(/mp/[^)]*\)\s*\((?P<party>[^)]+)\)"
+TALKS = {
+    "1": {"text": "We will double the library grant.", "speaker": "Sara Berg", "party": "L"},
+    "2": {"text": "We reject a new grant.", "speaker": "Erik Holm", "party": "M"},
+    "3": {"text": "Unrelated talk about roads.", "speaker": "Jonas Ek", "party": "C"},
+}
+
+
+def test_paragraphs_and_citation_markers() -> None:
+    text = "Intro line.\r\n\r\nFirst claim [1].\nstill first [2, 3].\n\n- item one [1]\n  continued\n* item two\n1. item three [4]"
+    assert paragraphs(text) == ["Intro line.", "First claim [1].\nstill first [2, 3].",
+                                "- item one [1]\n  continued", "* item two", "1. item three [4]"]
+    assert cited_numbers("a [2][1] b [1; 3] and a link [12](/mp/x) and [note]") == [2, 1, 3]
+
+
+def test_sources_of_shapes() -> None:
+    assert sources_of(["a", "b"])[2].text == "b"  # type: ignore[index]
+    s = sources_of({"1": {"text": "t", "speaker": "X"}, " 2 ": "plain"})
+    assert s is not None and s[1].meta == {"speaker": "X"} and s[2].text == "plain"
+    assert sources_of({"one": "x"}) is None and sources_of("text") is None
+
+
+def test_precheck_compares_stated_metadata_with_the_cited_source() -> None:
+    src = sources_of(TALKS)
+    assert src is not None
+    rx = [re.compile(MENTION)]
+    assert precheck("[Sara Berg](/mp/sb) (L) wants more books [1].", src, rx) is None
+    assert precheck("[Erik Holm](/mp/eh) (M) wants more books [1].", src, rx) == (
+        "the paragraph states speaker 'Erik Holm', party 'M', but [1] has speaker 'Sara Berg', party 'L'")
+    assert "party 'M'" in (precheck("[Sara Berg](/mp/sb) (M) said so [1].", src, rx) or "")
+    # each statement is checked against the sources cited in its own sentence
+    two = "[Sara Berg](/mp/sb) (L) wants books [1]. [Erik Holm](/mp/eh) (M) does not [2]."
+    assert precheck(two, src, rx) is None
+    swapped = "[Sara Berg](/mp/sb) (L) wants books [2]. [Erik Holm](/mp/eh) (M) does not [1]."
+    assert (precheck(swapped, src, rx) or "").count("the paragraph states") == 2
+    # nothing checkable: no pattern match, or a cited source without that metadata
+    assert precheck("Sara Berg said so [1].", src, rx) is None
+    assert precheck("[X](/mp/x) (Y) said so [9].", src, rx) is None
+
+
+def citation_judge(tmp_path: Path, *clients: FakeClient, **cfg: Any) -> CitationJudgeScorer:
+    raw = {"type": "citation_judge", "provider": "anthropic", "model": JUDGE, "mention_patterns": [MENTION], **cfg}
+    return CitationJudgeScorer(CitationJudgeConfig.model_validate(raw), tmp_path, factory(*clients))
+
+
+def by_paragraph(request: Any) -> Any:
+    text = request.messages[0]["content"]
+    if "(/mp/eh) (M) wants more books" in text:
+        return reply({"verdict": "wrong_speaker", "rationale": "it was Sara Berg (L)"})
+    if "Roads are" in text:
+        return ProviderError("judge down")
+    return reply({"verdict": "supported", "rationale": "the source says so"})
+
+
+def test_citation_judge_paragraph_by_paragraph(tmp_path: Path) -> None:
+    client = FakeClient(JUDGE, by_paragraph)
+    scorer = citation_judge(tmp_path, client)
+    answer = ("Here is what was said.\n\n[Sara Berg](/mp/sb) (L) wants to double the grant [1].\n\n"
+              "[Erik Holm](/mp/eh) (M) wants more books [1].\n\nHolm rejects a new grant [2][7].")
+    c = case(input={"question": "Who said what?", "sources": TALKS}, expected=MARKER)
+    s = run(scorer.score(c, answer, ctx(services())))
+    rows = s.details["paragraphs"]
+    assert [(r["index"], r["verdict"], r["cited"]) for r in rows] == [
+        (1, "supported", [1]), (2, "wrong_speaker", [1]), (3, "supported", [2, 7])]
+    assert rows[1]["metadata_mismatch"].startswith("the paragraph states speaker 'Erik Holm'")
+    assert rows[2]["missing_sources"] == [7] and rows[0]["metadata_mismatch"] is None
+    assert s.value == pytest.approx(2 / 3) and s.passed is False
+    assert s.details["verdicts"] == {"supported": 2, "wrong_speaker": 1}
+    assert s.details["precheck"] == {"metadata_mismatch": 1, "caught_by_precheck": 1, "only_by_judge": 0,
+                                     "mismatch_judged_supported": 0}
+    assert s.details["paragraphs_total"] == 4 and s.details["usage"]["calls"] == 3
+    prompts = {r.messages[0]["content"] for r in client.requests}
+    hinted = next(p for p in prompts if "(/mp/eh) (M) wants more books" in p)
+    assert "<precheck>" in hinted and "speaker: Sara Berg" in hinted and "Erik Holm" in hinted
+    assert "roads" not in " ".join(prompts)  # an uncited source is never sent
+    assert "[7], which no source carries" in next(p for p in prompts if "Holm rejects" in p)
+    assert all(MARKER not in p for p in prompts)  # blind: the label never reaches the judge
+
+
+def test_citation_judge_failures_and_abstentions(tmp_path: Path) -> None:
+    scorer = citation_judge(tmp_path, FakeClient(JUDGE, by_paragraph))
+    c = case(input={"sources": TALKS})
+    s = run(scorer.score(c, "Books matter [1].\n\nRoads are fine [3].", ctx(services())))
+    assert s.error == "1 of 2 cited paragraphs could not be judged: judge judge-model: judge call failed: judge down"
+    assert s.details["paragraphs"][0]["verdict"] == "supported"  # what was judged is kept
+    assert decide_status([s], {s.scorer})[0] == "judge_error"
+    none = run(scorer.score(c, "No citations here.", ctx(services())))
+    assert none.abstained and none.passed is None and none.rationale == "no paragraph carries a citation"
+    bad = run(scorer.score(case(input={"q": 1}), "x [1]", ctx(services())))
+    assert bad.error == "case input has no numbered sources at 'sources'"
+
+
+def test_citation_judge_config_checks() -> None:
+    base = {"type": "citation_judge", "provider": "anthropic", "model": JUDGE}
+    assert CitationJudgeConfig.model_validate(base).verdicts["partial"].outcome() == (0.5, False)
+    with pytest.raises(ValidationError, match="needs named groups"):
+        CitationJudgeConfig.model_validate({**base, "mention_patterns": [r"\[(.+)\]"]})
+    with pytest.raises(ValidationError, match="does not compile"):
+        CitationJudgeConfig.model_validate({**base, "mention_patterns": ["(?P<x>"]})

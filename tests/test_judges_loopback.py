@@ -268,3 +268,46 @@ def test_shipped_citations_suite_end_to_end(repo_root: Path, tmp_path: Path) -> 
     mismatch = score(wrong, "citation_judge")["details"]["paragraphs"][0]["metadata_mismatch"]
     assert mismatch == ("the paragraph states speaker 'Erik Holm', party 'M', "
                         "but [1] has speaker 'Sara Berg', party 'L'")
+
+
+def test_external_score_wire_shape_transform_and_bad_values(tmp_path: Path) -> None:
+    import asyncio
+
+    from evalh.core.services import RunServices
+    from evalh.models import Case
+    from evalh.providers.registry import close_providers
+    from evalh.scorers.base import ScoreContext
+    from evalh.scorers.external_score import ExternalScoreConfig, ExternalScorer
+    from evalh.targets.base import TargetOutput
+    from evalh.testing import MockProvider
+
+    answer = "Intro.\n\nParis is the capital [1].\n\nLyon is big [2]."
+    case = Case(id="c", input={"sources": ["Paris is the capital of France.", "Lyon is a large city."]})
+    rules = [{"endpoint": "score", "match": "Paris is the capital [1]", "score": 2.0},
+             {"endpoint": "score", "match": "Lyon is big", "score": -1.0}]
+
+    async def score(mp: MockProvider, **cfg: Any) -> Any:
+        services = RunServices(root=tmp_path)
+        scorer = ExternalScorer(ExternalScoreConfig.model_validate(
+            {"type": "external_score", "url": mp.base_url + "/v1/score", "model": "rr", **cfg}))
+        ctx = ScoreContext(run_id="r", suite="s", arm="default", attempt=0,
+                           target_output=TargetOutput(output=answer), services=services)
+        try:
+            return await scorer.score(case, answer, ctx)
+        finally:
+            await close_providers(services)
+
+    with MockProvider(rules) as mp:
+        s = asyncio.run(score(mp, mode="paragraphs", transform="sigmoid"))
+        assert s.details["scores"] == pytest.approx([0.8807970779778823, 0.2689414213699951])
+        assert s.value == pytest.approx((0.8807970779778823 + 0.2689414213699951) / 2) and s.passed is None
+        sent = [r.body for r in mp.requests if r.path == "/v1/score"]
+        assert len(sent) == 1 and sent[0]["text_1"] == ["Paris is the capital [1].", "Lyon is big [2]."]
+        assert sent[0]["text_2"] == ["Paris is the capital of France.", "Lyon is a large city."]
+        raw = asyncio.run(score(mp, mode="paragraphs"))  # logits without the sigmoid: not a 0–1 score
+        assert raw.value is None and raw.abstained and "outside 0–1" in raw.rationale
+        whole = asyncio.run(score(mp, mode="answer", transform="sigmoid"))
+        assert whole.details["pairs"] == 1 and whole.value is not None
+        mp.inject("server_error", times=5, endpoint="score")
+        down = asyncio.run(score(mp, retries=1))
+        assert down.value is None and down.details["null_reason"].endswith("HTTP 500")
