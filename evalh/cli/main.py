@@ -12,6 +12,8 @@ from __future__ import annotations
 import typer
 
 from evalh.cli import (
+    baseline_cmd,
+    compare_cmd,
     export_cmd,
     label_cmd,
     mock_provider_cmd,
@@ -44,6 +46,8 @@ app.command("report")(report_cmd.report)
 app.command("ui")(ui_cmd.ui)
 app.command("mock-provider")(mock_provider_cmd.mock_provider)
 app.command("rejudge")(rejudge_cmd.rejudge)
+app.command("compare")(compare_cmd.compare)
+app.add_typer(baseline_cmd.app, name="baseline")
 
 
 def main() -> None:

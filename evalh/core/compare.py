@@ -248,13 +248,13 @@ def _one_sided(
 ) -> SuiteComparison:
     n = len({(r.case_id, r.arm) for r in sr.cases})
     if verdict == "added":
-        reason = f"suite {name} is only in the candidate ({n} cases)"
+        reason = f"suite {name} is only in the candidate ({n} case(s))"
         counts = SuiteCounts(candidate_cases=n, added=n)
     elif partial:
         reason = f"suite {name} was not run by the candidate (the candidate run is not complete)"
         counts = SuiteCounts(base_cases=n, not_run=n)
     else:
-        reason = f"suite {name} is only in the base ({n} cases)"
+        reason = f"suite {name} is only in the base ({n} case(s))"
         counts = SuiteCounts(base_cases=n, removed=n)
     return SuiteComparison(
         suite=name, regime=sr.regime, verdict=verdict, reasons=[reason], partial=partial,
@@ -423,11 +423,12 @@ def _finish(out: SuiteComparison, named: NamedCases, arm_verdicts: dict[str, Ver
 
 def _row_reason(m: MetricRow) -> str:
     arm = f" [{m.arm}]" if m.arm != "default" else ""
-    unit = " pts" if m.unit == "abs" else " %"
-    scale = 100.0 if m.unit == "abs" else 1.0
-    change = f"{(m.change or 0) * scale:+.2f}{unit}"
+    rate = m.name in ("pass_rate", "error_rate")
+    unit = " %" if m.unit == "pct" else (" pp" if rate else "")
+    scale = 100.0 if rate else 1.0
+    change = f"{(m.change or 0) * scale:+.3g}{unit}"
     iv = (
-        f" (interval {m.interval[0] * scale:+.2f} to {m.interval[1] * scale:+.2f})"
+        f" (interval {m.interval[0] * scale:+.3g} to {m.interval[1] * scale:+.3g})"
         if m.interval else ""
     )
     text = f"{m.name}{arm} {m.verdict}: {change}{iv}, allowance {m.allowance * scale:g}{unit}"

@@ -1,0 +1,323 @@
+"""Renderers of a `Comparison`: terminal (rich), JSON, markdown and JUnit XML.
+
+Every string from a run (suite names, case ids, labels, config values) is untrusted: the
+terminal gets it as `rich.text.Text` (never markup), markdown gets it escaped, and XML is
+built with ElementTree (escaped) after dropping characters XML 1.0 cannot carry.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from evalh.core.compare_models import CaseRef, Comparison, MetricRow, SuiteComparison
+from evalh.report.render import md_escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+MAX_NAMED = 20
+"""Named cases shown per list in the terminal and markdown (JSON keeps them all)."""
+
+_RATES = ("pass_rate", "error_rate")
+_LISTS = (
+    ("regressed", "regressed"), ("improved", "improved"), ("errored_new", "newly errored"),
+    ("errored_fixed", "no longer erroring"), ("judge_error", "judge errors (not compared)"),
+    ("changed", "changed content (not compared)"), ("added", "added"), ("removed", "removed"),
+    ("not_run", "not run"),
+)
+
+
+def to_json(cmp: Comparison) -> str:
+    """The `evalh.compare/1` document, indented, keys in their stable model order."""
+    return orjson.dumps(cmp.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def value(row: MetricRow, v: float | None) -> str:
+    if v is None:
+        return "—"
+    if row.name in _RATES:
+        return f"{v * 100:.1f} %"
+    if row.name == "cost_usd":
+        return f"${v:.4g}"
+    if row.name == "latency_ms_p50":
+        return f"{v:.0f} ms"
+    return f"{v:.3f}"
+
+
+def _unit(row: MetricRow) -> str:
+    """Relative changes are in percent; rates move in percentage points (pp)."""
+    return " %" if row.unit == "pct" else (" pp" if row.name in _RATES else "")
+
+
+def _signed(row: MetricRow, x: float) -> str:
+    if row.unit == "pct":
+        return f"{x:+.1f}"
+    if row.name in _RATES:
+        return f"{x * 100:+.1f}"
+    return f"{x:+.3f}"
+
+
+def delta(row: MetricRow) -> str:
+    return "—" if row.change is None else _signed(row, row.change) + _unit(row)
+
+
+def allowance(row: MetricRow) -> str:
+    """How far the change may go the wrong way and stay flat (signed that way)."""
+    if row.interval is None and row.method.startswith("by case"):
+        return "by case"
+    a = row.allowance if row.better == "lower" else -row.allowance
+    return f"{_signed(row, a)}{_unit(row)}"
+
+
+def interval(row: MetricRow) -> str:
+    if row.interval is None:
+        return "—"
+    return f"[{_signed(row, row.interval[0])}, {_signed(row, row.interval[1])}]{_unit(row)}"
+
+
+_LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "error_rate": "error rate",
+           "cost_usd": "cost", "latency_ms_p50": "latency p50"}
+
+
+def metric_label(row: MetricRow) -> str:
+    name = _LABELS.get(row.name, row.name)
+    return name if row.arm == "default" else f"{name} [{row.arm}]"
+
+
+def list_label(s: SuiteComparison, key: str) -> str:
+    """Display title of a named-case list; in a stochastic suite the pass/fail lists are
+    flips, named for the record (the verdict comes from the metric rows)."""
+    if s.regime == "stochastic" and key in ("regressed", "improved"):
+        return "flipped pass → fail" if key == "regressed" else "flipped fail → pass"
+    return dict(_LISTS)[key]
+
+
+def detail(row: MetricRow) -> str:
+    """Method, p-value, cases needed and note, in one line."""
+    parts = [f"n = {row.n}", row.method]
+    if row.p_value is not None:
+        parts.append(f"p = {row.p_value:.3g}")
+    if row.cases_needed is not None:
+        parts.append(f"~{row.cases_needed} cases would settle it")
+    if row.note:
+        parts.append(row.note)
+    return "; ".join(parts)
+
+
+def case_text(ref: CaseRef) -> str:
+    arm = f" [{ref.arm}]" if ref.arm != "default" else ""
+    return f"{ref.case_id}{arm}: {ref.base or '—'} → {ref.candidate or '—'}"
+
+
+def run_text(cmp: Comparison, side: str) -> str:
+    ref = cmp.base if side == "base" else cmp.candidate
+    bits = [ref.run_id]
+    if ref.label:
+        bits.append(f"({ref.label})")
+    if ref.git_sha:
+        bits.append(f"git {ref.git_sha[:10]}{' dirty' if ref.git_dirty else ''}")
+    if ref.status != "complete":
+        bits.append(f"[{ref.status}]")
+    return " ".join(bits)
+
+
+def difference_text(d: Any) -> str:
+    where = f"{d.suite}: " if d.suite else ""
+    return f"{where}{d.key}: {d.base!r} → {d.candidate!r}"
+
+
+def _confidence(cmp: Comparison) -> str:
+    return f"{float(cmp.policy.get('confidence', 0.95)) * 100:g} %"
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def to_markdown(cmp: Comparison, *, max_named: int = MAX_NAMED) -> str:
+    """GitHub-flavoured markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`."""
+    e = md_escape
+    out = [
+        f"## evalh compare: **{cmp.verdict.upper()}**",
+        "",
+        f"base {e(run_text(cmp, 'base'))} → candidate {e(run_text(cmp, 'candidate'))}",
+        "",
+    ]
+    if cmp.config_differences:
+        out += ["> **The runs' configuration differs:**"]
+        out += [f"> - {e(difference_text(d))}" for d in cmp.config_differences]
+        out += [""]
+    out += [f"> **warning:** {e(w)}" for w in cmp.warnings]
+    if cmp.warnings:
+        out.append("")
+    out += ["| suite | regime | verdict | compared | cases needed |", "| --- | --- | --- | ---: | ---: |"]
+    for s in cmp.suites.values():
+        needed = str(s.cases_needed) if s.cases_needed else ""
+        partial = " (partial)" if s.partial else ""
+        out.append(f"| {e(s.suite)} | {s.regime or '—'} | **{s.verdict}**{partial} | "
+                   f"{s.counts.compared} | {needed} |")
+    out.append("")
+    for s in cmp.suites.values():
+        out += _suite_markdown(cmp, s, max_named)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _suite_markdown(cmp: Comparison, s: SuiteComparison, max_named: int) -> list[str]:
+    e = md_escape
+    out = [f"### {e(s.suite)}: {s.verdict}", ""]
+    out += [f"- {e(r)}" for r in s.reasons]
+    if s.reasons:
+        out.append("")
+    if s.metrics:
+        out += [
+            f"| metric | n | base | candidate | delta | allowance | {_confidence(cmp)} interval "
+            "| verdict | method |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        ]
+        for m in s.metrics:
+            out.append(
+                f"| {e(metric_label(m))} | {m.n} | {value(m, m.base)} | {value(m, m.candidate)} | "
+                f"{delta(m)} | {allowance(m)} | {interval(m)} | **{m.verdict}** | {e(detail(m))} |"
+            )
+        out.append("")
+    for key, _ in _LISTS:
+        refs: list[CaseRef] = getattr(s.cases, key)
+        if not refs:
+            continue
+        out += [f"<details><summary>{e(list_label(s, key))} ({len(refs)})</summary>", ""]
+        out += [f"- {e(case_text(r))}" for r in refs[:max_named]]
+        if len(refs) > max_named:
+            out.append(f"- … and {len(refs) - max_named} more (see `--format json`)")
+        out += ["", "</details>", ""]
+    return out
+
+
+# --------------------------------------------------------------------------- terminal
+
+_STYLE = {"regressed": "bold red", "improved": "green", "inconclusive": "yellow",
+          "incomparable": "yellow", "flat": "", "added": "cyan", "removed": "cyan"}
+
+
+def render_terminal(cmp: Comparison, console: Console, *, max_named: int = MAX_NAMED) -> None:
+    """Draw the comparison: differences and warnings first, then one table per suite."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print(Text.assemble(
+        ("base ", "dim"), run_text(cmp, "base"), ("  →  candidate ", "dim"), run_text(cmp, "candidate")
+    ))
+    if cmp.config_differences:
+        console.print(Text("the runs' configuration differs:", style="yellow"))
+        for d in cmp.config_differences:
+            console.print(Text(f"  {difference_text(d)}", style="yellow"))
+    for w in cmp.warnings:
+        console.print(Text(f"warning: {w}", style="yellow"))
+    for s in cmp.suites.values():
+        title = Text.assemble(f"{s.suite} ({s.regime or 'regime changed'}): ",
+                              (s.verdict + (" (partial)" if s.partial else ""), _STYLE[s.verdict]))
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                      collapse_padding=True)
+        for col in ("metric", "base", "cand", "delta", "allowed", f"{_confidence(cmp)} CI", "verdict"):
+            table.add_column(col, justify="left" if col in ("metric", "verdict") else "right",
+                             no_wrap=col in ("metric", "verdict"))
+        for m in s.metrics:
+            table.add_row(Text(metric_label(m)), value(m, m.base), value(m, m.candidate),
+                          delta(m), allowance(m), interval(m), Text(m.verdict, style=_STYLE[m.verdict]))
+        if s.metrics:
+            console.print(table)
+        else:
+            console.print(title)
+        for m in s.metrics:
+            console.print(Text(f"  {metric_label(m)}: {detail(m)}", style="dim"))
+        for r in s.reasons:
+            console.print(Text(f"  {r}"))
+        for key, _ in _LISTS:
+            refs: list[CaseRef] = getattr(s.cases, key)
+            if refs:
+                console.print(Text(f"  {list_label(s, key)} ({len(refs)}):", style=_STYLE.get(key, "")))
+                for ref in refs[:max_named]:
+                    console.print(Text(f"    {case_text(ref)}"))
+                if len(refs) > max_named:
+                    console.print(Text(f"    … and {len(refs) - max_named} more (--format json)", style="dim"))
+    console.print(Text.assemble("overall: ", (cmp.verdict, _STYLE[cmp.verdict])))
+
+
+# --------------------------------------------------------------------------- JUnit XML
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _x(text: str) -> str:
+    """Text XML 1.0 can carry (ElementTree escapes markup, not forbidden characters)."""
+    return _XML_BAD.sub("\ufffd", text)
+
+
+def to_junit_xml(cmp: Comparison) -> str:
+    """JUnit XML: one <testsuite> per compared suite.
+
+    Deterministic suites: each compared case is a testcase, each regressed case a
+    <failure>. Stochastic suites: each metric row is a testcase (a regressed row fails, an
+    inconclusive one is <skipped>), and each compared case a passing testcase. Changed
+    cases are <skipped> testcases ("not compared").
+    """
+    root = ET.Element("testsuites", name="evalh compare")
+    total = failures = skipped = 0
+    for s in cmp.suites.values():
+        if s.verdict in ("added", "removed"):
+            continue
+        suite_el = ET.SubElement(root, "testsuite", name=_x(s.suite))
+        props = ET.SubElement(suite_el, "properties")
+        for k, v in (("verdict", s.verdict), ("regime", s.regime or ""),
+                     ("base_run", cmp.base.run_id), ("candidate_run", cmp.candidate.run_id)):
+            ET.SubElement(props, "property", name=k, value=_x(v))
+        n, f, sk = _suite_cases(suite_el, s)
+        suite_el.set("tests", str(n))
+        suite_el.set("failures", str(f))
+        suite_el.set("skipped", str(sk))
+        suite_el.set("errors", "0")
+        total, failures, skipped = total + n, failures + f, skipped + sk
+    root.set("tests", str(total))
+    root.set("failures", str(failures))
+    root.set("skipped", str(skipped))
+    root.set("errors", "0")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _suite_cases(el: ET.Element, s: SuiteComparison) -> tuple[int, int, int]:
+    n = f = sk = 0
+    cls = f"evalh.{_x(s.suite)}"
+    regressed = {(r.case_id, r.arm) for r in s.cases.regressed} if s.regime == "deterministic" else set()
+    if s.regime == "stochastic":
+        for m in s.metrics:
+            tc = ET.SubElement(el, "testcase", classname=cls, name=_x(f"metric: {metric_label(m)}"))
+            n += 1
+            text = (f"{m.name}: base {value(m, m.base)}, candidate {value(m, m.candidate)}, "
+                    f"change {delta(m)}, allowance {allowance(m)}, interval {interval(m)}; {detail(m)}")
+            if m.verdict == "regressed":
+                ET.SubElement(tc, "failure", message=_x(f"{metric_label(m)} regressed"), type="regression").text = _x(text)
+                f += 1
+            elif m.verdict == "inconclusive":
+                ET.SubElement(tc, "skipped", message=_x(f"inconclusive: {text}"))
+                sk += 1
+    for case_id, arm, bo, co in s.compared_cases:
+        name = case_id if arm == "default" else f"{case_id} [{arm}]"
+        tc = ET.SubElement(el, "testcase", classname=cls, name=_x(name))
+        n += 1
+        if (case_id, arm) in regressed:
+            ET.SubElement(tc, "failure", message=_x(f"regressed: {bo} → {co}"), type="regression")
+            f += 1
+    for ref in s.cases.changed:
+        name = ref.case_id if ref.arm == "default" else f"{ref.case_id} [{ref.arm}]"
+        tc = ET.SubElement(el, "testcase", classname=cls, name=_x(name))
+        ET.SubElement(tc, "skipped", message="content changed (digest differs): not compared")
+        n += 1
+        sk += 1
+    return n, f, sk
