@@ -40,6 +40,8 @@ def test_outcome_cells() -> None:
     assert lens_outcome("survived", "refuted", "refuted") == "fp"
     assert lens_outcome("survived", "survived", "refuted") == "tn"
     assert lens_outcome("refuted", ERRORED, "refuted") == "errored"
+    # a boolean class matches its text spelling either way round
+    assert lens_outcome(True, "true", True) == "tp" and lens_outcome(False, True, "true") == "fp"
 
 
 def test_verdict_of_treats_missing_null_and_error_as_errored() -> None:

@@ -178,6 +178,8 @@ def test_observe_maps_binary_labels_by_the_positive_value() -> None:
     results = [CaseResult(case_id="a", status="passed", score=0.2, expected={"bad": True}),
                CaseResult(case_id="b", status="passed", score=0.2, expected={"bad": False})]
     assert [o.label for o in observe(spec, results, "w")] == ["true", "not true"]
+    from_cli = resolve_spec({}, {"positive": "true", "label": "bad"})  # a command-line string
+    assert [o.label for o in observe(from_cli, results, "w")] == ["true", "not true"]
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -67,13 +67,25 @@ def verdict_of(value: Any, verdict_key: str = "verdict") -> tuple[Any, str | Non
     return ERRORED, f"unusable verdict of type {type(value).__name__}"
 
 
+def is_positive(value: Any, positive: Any) -> bool:
+    """Labels compare as text (`true` the JSON boolean equals `"true"`), so a class given on
+    the command line or in TOML matches however the dataset spelled it."""
+    return _text(value) == _text(positive)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def lens_outcome(expected: Any, predicted: Any, positive: Any) -> Outcome:
     """The confusion cell of one labelled lens. `predicted` may be `ERRORED`."""
     if predicted is ERRORED:
         return "errored"
-    if expected == positive:
-        return "tp" if predicted == positive else "fn"
-    return "fp" if predicted == positive else "tn"
+    if is_positive(expected, positive):
+        return "tp" if is_positive(predicted, positive) else "fn"
+    return "fp" if is_positive(predicted, positive) else "tn"
 
 
 @dataclass
@@ -236,7 +248,7 @@ def observations(
             labels, _ = labels_of(config, r.expected)
             lenses = {k: {"expected": v, "outcome": "errored"} for k, v in labels.items()}
         for lens, row in lenses.items():
-            yield lens, row["outcome"], row["expected"] == config.positive
+            yield lens, row["outcome"], is_positive(row["expected"], config.positive)
 
 
 def suite_confusion(config: ClassificationConfig, results: Iterable[CaseResult]) -> dict[str, Any]:

@@ -88,7 +88,9 @@ def measure_of(spec: SweepConfig, result: CaseResult) -> float | None:
     if items is None:
         return None
     verdicts = [verdict_of(v, spec.verdict_key)[0] for v in items]
-    return float(sum(v is not ERRORED and v == spec.count_value for v in verdicts))
+    # compared as text, so `--count-value true` counts JSON `true` verdicts
+    want = _name(spec.count_value)
+    return float(sum(v is not ERRORED and _name(v) == want for v in verdicts))
 
 
 def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> list[Observation]:
@@ -107,7 +109,7 @@ def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> lis
                         f"{'.' + spec.label if spec.label else ''} is not one of {', '.join(decisions)}"
                     )
             else:
-                label = decisions[0] if raw == spec.positive else decisions[1]
+                label = decisions[0] if _name(raw) == _name(spec.positive) else decisions[1]
         out.append(Observation(r.case_id, r.attempt, measure_of(spec, r), label))
     return out
 
