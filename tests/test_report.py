@@ -155,6 +155,17 @@ def test_verdict_distributions_per_result_and_per_paragraph() -> None:
     assert worst[0].why == "judge says unsupported"
 
 
+def test_paragraph_rows_of_the_citation_judge_are_read_as_it_writes_them() -> None:
+    rows = [{"index": 0, "verdict": "supported", "passed": True},
+            {"index": 1, "verdict": "partial", "passed": False, "metadata_mismatch": "wrong party"},
+            {"index": 2, "verdict": None, "error": "judge reply unparseable"}]
+    score = Score(scorer="citations", value=0.5, passed=False, details={"paragraphs": rows})
+    arm = one(build_report([make_run("r", {"s": suite([res("a", "failed", scores=[score])])})]))
+    para = next(v for v in arm.verdicts if v.level == "paragraph")
+    assert {v.verdict: v.count for v in para.verdicts} == {"supported": 1, "partial": 1, "(judge error)": 1}
+    assert (arm.worst[0].bad_paragraphs, arm.worst[0].paragraphs) == (1, 3)
+
+
 def test_worst_cases_rank_by_failed_attempts_and_name_the_error() -> None:
     rs = [res("flaky", "failed", attempt=0), res("flaky", "passed", attempt=1),
           res("bad", "failed", attempt=0), res("bad", "errored", attempt=1, error=("Timeout", "took 30 s")),

@@ -2,15 +2,23 @@
 
 `build_report(runs, by)` is pure and returns a `Report`; the renderers turn it into a
 terminal table (`render_terminal`), markdown (`to_markdown`), JSON (`to_json`) or one
-self-contained HTML file (`to_html`).
+self-contained HTML file (`to_html`). Renderers are imported on first use, so building a
+report (what the dashboard does) never loads the template engine.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from evalh.report.build import build_report
-from evalh.report.html import to_html
 from evalh.report.models import REPORT_SCHEMA, Report
-from evalh.report.render import render_terminal, to_json, to_markdown
+
+if TYPE_CHECKING:
+    from evalh.report.html import to_html
+    from evalh.report.render import render_terminal, to_json, to_markdown
+
+_LAZY = {"to_html": "evalh.report.html", "render_terminal": "evalh.report.render",
+         "to_json": "evalh.report.render", "to_markdown": "evalh.report.render"}
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -21,3 +29,11 @@ __all__ = [
     "to_json",
     "to_markdown",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'evalh.report' has no attribute {name!r}")

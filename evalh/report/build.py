@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evalh.core.aggregate import aggregate
 from evalh.models import CaseResult, Run, SuiteResult
 from evalh.report.models import ArmReport, Report, RunHeader, SuiteReport
 from evalh.report.parts import breakdown, counts, economics, tool_usage, verdicts, worst_cases
@@ -60,10 +61,11 @@ def arm_report(
     arm: str, results: Sequence[CaseResult], regime: str, by: Sequence[str] = (),
     *, baseline: bool = False, worst: int = 10,
 ) -> ArmReport:
+    agg = aggregate(results)
     return ArmReport(
         arm=arm, baseline=baseline, cases=len({r.case_id for r in results}),
-        counts=counts(results), interval=interval(results, regime),
-        economics=economics(results), verdicts=verdicts(results),
+        counts=counts(results, agg), interval=interval(results, regime),
+        economics=economics(results, agg), verdicts=verdicts(results),
         worst=worst_cases(results, worst), breakdowns=[breakdown(results, f) for f in by],
         tools=tool_usage(results), repeats=repeats(results),
     )

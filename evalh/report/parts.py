@@ -3,12 +3,13 @@ cases, `--by` breakdowns and tool usage. Pure functions over `CaseResult`s."""
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evalh.core.aggregate import aggregate, percentile
-from evalh.models import CaseResult, Score
+from evalh.models import Aggregate, CaseResult, Score
 from evalh.report.models import (
     Breakdown,
     Counts,
@@ -39,9 +40,10 @@ def _rate(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def counts(results: Sequence[CaseResult]) -> Counts:
-    """Outcome counts with denominators, from the one `aggregate` the runner uses."""
-    agg = aggregate(results)
+def counts(results: Sequence[CaseResult], agg: Aggregate | None = None) -> Counts:
+    """Outcome counts with denominators, from the one `aggregate` the runner uses
+    (`agg`: that aggregate of `results`, when the caller already has it)."""
+    agg = agg or aggregate(results)
     den = agg.n - agg.skipped
     return Counts(
         n=agg.n, passed=agg.passed, failed=agg.failed, errored=agg.errored,
@@ -52,9 +54,9 @@ def counts(results: Sequence[CaseResult]) -> Counts:
     )
 
 
-def economics(results: Sequence[CaseResult]) -> Economics:
+def economics(results: Sequence[CaseResult], agg: Aggregate | None = None) -> Economics:
     """Token and cost sums over the results that reported them; null when none did."""
-    agg = aggregate(results)
+    agg = agg or aggregate(results)
     with_tokens = [r for r in results if r.tokens_in is not None or r.tokens_out is not None]
     tin = [r.tokens_in for r in results if r.tokens_in is not None]
     tout = [r.tokens_out for r in results if r.tokens_out is not None]
@@ -82,7 +84,8 @@ def paragraphs(score: Score) -> list[tuple[str, bool]]:
 
     A paragraph is bad when it says `passed: false`; else when its verdict is outside the
     scorer's `pass_verdicts` (details) or, lacking those, outside
-    `GOOD_PARAGRAPH_VERDICTS`.
+    `GOOD_PARAGRAPH_VERDICTS`. A paragraph the judge could not judge (it carries `error`)
+    is `(judge error)` and never bad: the product is not blamed for the judge.
     """
     items = score.details.get("paragraphs") if isinstance(score.details, dict) else None
     if not isinstance(items, list):
@@ -92,6 +95,9 @@ def paragraphs(score: Score) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     for item in items:
         if not isinstance(item, dict):
+            continue
+        if item.get("error") is not None:
+            out.append(("(judge error)", False))
             continue
         verdict = str(item.get("verdict")) if item.get("verdict") is not None else "(no verdict)"
         passed = item.get("passed")
@@ -138,21 +144,24 @@ def worst_cases(results: Sequence[CaseResult], limit: int = 10) -> list[WorstCas
     by_case: dict[str, list[CaseResult]] = defaultdict(list)
     for r in results:
         by_case[r.case_id].append(r)
-    rows = []
+    ranked = []
     for cid, rs in by_case.items():
-        paras = [p for r in rs for s in r.scores for p in paragraphs(s)]
-        row = WorstCase(
-            case_id=cid, attempts=len(rs),
-            failed=sum(r.status == "failed" for r in rs),
-            errored=sum(r.status == "errored" for r in rs),
+        failed = sum(r.status == "failed" for r in rs)
+        errored = sum(r.status == "errored" for r in rs)
+        paras = [p for r in rs for s in r.scores if s.details for p in paragraphs(s)]
+        bad = sum(b for _, b in paras)
+        if failed or errored or bad:
+            ranked.append((-(failed + errored), -bad, cid, failed, errored, len(paras)))
+    out = []
+    for _, neg_bad, cid, failed, errored, n_paras in heapq.nsmallest(limit, ranked):
+        rs = sorted(by_case[cid], key=lambda r: r.attempt)
+        out.append(WorstCase(
+            case_id=cid, attempts=len(rs), failed=failed, errored=errored,
             judge_error=sum(r.status == "judge_error" for r in rs),
-            bad_paragraphs=sum(bad for _, bad in paras), paragraphs=len(paras),
-            why=next((w for w in map(_why, sorted(rs, key=lambda r: r.attempt)) if w), None),
-        )
-        if row.failed or row.errored or row.bad_paragraphs:
-            rows.append(row)
-    rows.sort(key=lambda w: (-(w.failed + w.errored), -w.bad_paragraphs, w.case_id))
-    return rows[:limit]
+            bad_paragraphs=-neg_bad, paragraphs=n_paras,
+            why=next((w for w in map(_why, rs) if w), None),
+        ))
+    return out
 
 
 # --------------------------------------------------------------------------- breakdowns
