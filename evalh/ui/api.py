@@ -74,31 +74,44 @@ class DashboardApi:
             return None
 
     def runs(self) -> dict[str, Any]:
-        """The history: every run's summary, oldest first, and the BASELINE run id."""
+        """The history: every run's summary, oldest first, the BASELINE run id, and the
+        trends of the headline numbers (the same as `/api/trends`, in one request)."""
+        summaries = self.index.summaries()
         return {"runs_dir": str(self.index.runs_dir), "baseline": self.baseline(),
-                "runs": self.index.summaries()}
+                "runs": summaries, "trends": trends(summaries)}
 
     def trends(self) -> dict[str, Any]:
         return trends(self.index.summaries())
 
     def run(self, run_id: str) -> dict[str, Any]:
-        """One run: its summary and report (without the raw-attempts rows, which the case
-        list pages through), and the suites with their case counts."""
+        """One run's header: its summary and its suites with their result counts. Cheap:
+        the case rows are listed, not validated (see `report`)."""
+        from evalh.ui.index import summarize
+
+        loaded = self.index.load(run_id)
+        if "summary" not in loaded.extra:
+            loaded.extra["summary"] = summarize(loaded.header)
+        return {"summary": loaded.extra["summary"],
+                "suites": {n: len(rows) for n, rows in loaded.rows.items()},
+                "baseline": self.baseline() == run_id}
+
+    def report(self, run_id: str) -> dict[str, Any]:
+        """The run's report (`build_report`), without the raw-attempts rows, which the
+        case list pages through."""
         loaded = self.index.load(run_id)
         if "report" not in loaded.extra:
             from evalh.report import build_report
-            from evalh.ui.index import summarize
+            from evalh.ui.index import _gc_paused
 
-            report = build_report([loaded.run]).to_dict()
+            run = loaded.run()
+            with _gc_paused():
+                report = build_report([run]).to_dict()
             for suite in report["suites"]:
                 for arm in suite["arms"]:
                     if arm.get("repeats"):
                         arm["repeats"]["raw"] = []
-            loaded.extra["report"] = {
-                "summary": summarize(loaded.run), "report": report,
-                "suites": {n: len(rows) for n, rows in loaded.rows.items()},
-            }
-        return {**loaded.extra["report"], "baseline": self.baseline() == run_id}
+            loaded.extra["report"] = report
+        return loaded.extra["report"]
 
     def cases(self, run_id: str, params: Mapping[str, str]) -> dict[str, Any]:
         """A page of one suite's case rows, filtered by arm, status and id substring."""
@@ -134,11 +147,12 @@ class DashboardApi:
         suite = params.get("suite") or ""
         if suite not in loaded.rows:
             raise BadRequest(f"suite: no suite {suite!r} in run {run_id}")
-        cases = loaded.run.suites[suite].cases
-        if not cases:
+        count = len(loaded.rows[suite])
+        if not count:
             raise RunNotFound(f"suite {suite!r} of run {run_id} has no results")
-        i = _int(params, "i", 0, 0, len(cases) - 1)
-        return {"run_id": run_id, "suite": suite, "i": i, "result": cases[i].model_dump(mode="json")}
+        i = _int(params, "i", 0, 0, count - 1)
+        return {"run_id": run_id, "suite": suite, "i": i,
+                "result": loaded.case(suite, i).model_dump(mode="json")}
 
     def compare(self, params: Mapping[str, str]) -> dict[str, Any]:
         """`compare_runs` of two runs (default: BASELINE, else the second newest, against
@@ -155,7 +169,7 @@ class DashboardApi:
         with self._lock:
             hit = self._compares.get(key)
         if hit is None:
-            hit = compare_runs(b.run, c.run, ComparePolicy()).to_dict()
+            hit = compare_runs(b.run(), c.run(), ComparePolicy()).to_dict()
             with self._lock:
                 self._compares[key] = hit
                 while len(self._compares) > 8:

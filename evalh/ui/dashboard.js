@@ -146,9 +146,9 @@
 
   function home(gen) {
     setNav("home");
-    Promise.all([getJSON("/api/runs"), getJSON("/api/trends")]).then(function (res) {
+    getJSON("/api/runs").then(function (data) {
       if (gen !== generation) return;
-      var data = res[0], tr = res[1];
+      var tr = data.trends;
       document.getElementById("where").textContent = data.runs_dir;
       clear(app);
       add(app, el("h1", null, "Runs"));
@@ -159,7 +159,7 @@
       var S = tr.series;
       var latency = [];
       S.latency_ms_p50.forEach(function (s, i) { latency.push({ name: s.name + " p50", values: s.values, color: i }); });
-      S.latency_ms_p95.forEach(function (s, i) { latency.push({ name: s.name + " p95", values: s.values, color: i, dash: true }); });
+      S.latency_ms_p95.forEach(function (s, i) { latency.push({ name: s.name + " p95 (dashed)", values: s.values, color: i, dash: true }); });
       add(app, el("div", { "class": "charts" }, [
         chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", tr.runs, S.pass_rate, { max: 1, fmt: pct }),
         chart("mean_score", "Mean score per suite", tr.runs, S.mean_score, { max: 1, fmt: function (v) { return num(v, 2); } }),
@@ -231,6 +231,7 @@
           el("td", { "class": "n" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : ""))
         ]));
         if (iv.reason) add(notes, el("li", null, name + ": no interval — " + iv.reason));
+        else add(notes, el("li", null, name + ": Wilson 95% interval of " + iv.of + ", " + iv.successes + "/" + iv.n));
         if (a.repeats) {
           var r = a.repeats;
           add(notes, el("li", null, name + ": " + r.stable_pass + " stable pass, " + r.flaky + " flaky, " + r.stable_fail +
@@ -243,7 +244,7 @@
           (c.n === null ? pct(c.accuracy) : rate(c.accuracy, c.correct, c.n))));
       });
     });
-    return el("div", { "class": "card" }, [el("h2", null, "Suites"),
+    return el("div", { "class": "card", "data-testid": "suites-card" }, [el("h2", null, "Suites"),
       el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "suites" }, [el("thead", null, head), body])), notes]);
   }
 
@@ -258,17 +259,25 @@
         data.baseline ? badge("BASELINE", "base") : null, s.label ? el("span", null, s.label) : null]));
       add(app, el("div", { "class": "dim" }, "started " + when(s.started_at) + " · finished " + when(s.finished_at) + " · git " + git));
       if (s.status !== "complete") add(app, el("div", { "class": "warnbox" }, "run is " + s.status + ": " + (s.status_reason || "no reason recorded")));
-      add(app, summaryTable(data.report));
+      var suitesCard = el("div", { "class": "card", "data-testid": "suites-card" }, [el("h2", null, "Suites"), el("p", { "class": "dim" }, "computing the report…")]);
+      add(app, suitesCard);
       var names = Object.keys(data.suites);
       var state = { run: runId, suite: params.suite && names.indexOf(params.suite) >= 0 ? params.suite : names[0],
                     status: params.status || "", q: params.q || "", arm: params.arm || "",
                     offset: parseInt(params.offset || "0", 10) || 0, i: params.i };
-      if (!names.length) { add(app, el("p", { "class": "dim" }, "This run has no suites.")); return; }
-      caseBrowser(gen, state, names);
+      var report = function () {
+        getJSON("/api/runs/" + encodeURIComponent(runId) + "/report").then(function (rep) {
+          if (gen !== generation) return;
+          suitesCard.replaceWith(summaryTable(rep));
+        }).catch(function (e) { clear(suitesCard); add(suitesCard, el("p", { "class": "err" }, "Could not build the report: " + e.message)); });
+      };
+      if (!names.length) { add(app, el("p", { "class": "dim" }, "This run has no suites.")); report(); return; }
+      // The first page of cases first, then the report: both need the run, the list needs less.
+      caseBrowser(gen, state, names, report);
     }).catch(fail);
   }
 
-  function caseBrowser(gen, state, names) {
+  function caseBrowser(gen, state, names, then) {
     var list = el("div", { "class": "card" });
     var detail = el("div", { "class": "card detail", id: "case-detail", "data-testid": "case-detail" },
                     el("p", { "class": "dim" }, "Click a case to see its input, output, scores and trace."));
@@ -286,6 +295,7 @@
         q: state.q, arm: state.arm, offset: state.offset, limit: PAGE })).then(function (page) {
         if (gen !== generation) return;
         draw(page);
+        if (then) { var next = then; then = null; next(); }
       }).catch(fail);
     }
 

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from evalh.errors import RunDocumentError, RunNotFound
+from evalh.migrations import migrate
 from evalh.models import CaseResult, Run
 from evalh.store import RunStore, parse_run, validate_run_id
 
@@ -69,39 +71,99 @@ def summarize(run: Run) -> dict[str, Any]:
     }
 
 
-def _light_run(data: bytes, shown: str) -> Run:
-    """The run without its case rows: validated like any run, at a fraction of the cost."""
+def _raw(data: bytes, shown: str) -> dict[str, Any]:
     try:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
-    if isinstance(raw, dict):
-        for suite in (raw.get("suites") or {}).values():
+    if not isinstance(raw, dict) or not str(raw.get("schema", "")).startswith("evalh.run/"):
+        raise RunDocumentError(f"{shown}: not an evalh run document (no `schema: evalh.run/1`)")
+    return migrate(raw, shown)
+
+
+def _split(raw: dict[str, Any], shown: str) -> tuple[Run, dict[str, list[Any]]]:
+    """The run without its case rows (validated as any run is, by `parse_run`), and the
+    raw case rows per suite, left unvalidated until somebody needs them."""
+    cases: dict[str, list[Any]] = {}
+    light = dict(raw)
+    suites = raw.get("suites")
+    if isinstance(suites, dict):
+        light["suites"] = {}
+        for name, suite in suites.items():
             if isinstance(suite, dict):
-                suite["cases"] = []
-    return parse_run(orjson.dumps(raw), shown)
+                rows = suite.get("cases")
+                cases[name] = rows if isinstance(rows, list) else []
+                suite = {**suite, "cases": []}
+            light["suites"][name] = suite
+    return parse_run(orjson.dumps(light), shown), cases
 
 
-def case_row(i: int, r: CaseResult) -> dict[str, Any]:
-    """One line of the case list (the detail is fetched on demand)."""
+def _light_run(data: bytes, shown: str) -> Run:
+    """The run without its case rows: validated like any run, at a fraction of the cost."""
+    return _split(_raw(data, shown), shown)[0]
+
+
+def _invalid(shown: str, exc: ValidationError, prefix: str = "") -> RunDocumentError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
+    return RunDocumentError(f"{shown}: invalid run document at {loc}: {err['msg']}")
+
+
+def case_row(i: int, r: dict[str, Any]) -> dict[str, Any]:
+    """One line of the case list, from a raw case row (the detail is fetched on demand)."""
+    error = r.get("error")
     return {
-        "i": i, "case_id": r.case_id, "arm": r.arm, "attempt": r.attempt, "status": r.status,
-        "score": r.score, "latency_ms": r.latency_ms, "cost_usd": r.cost_usd,
-        "error": r.error.type if r.error else None,
+        "i": i, "case_id": str(r.get("case_id")), "arm": str(r.get("arm", "default")),
+        "attempt": r.get("attempt", 0), "status": r.get("status"), "score": r.get("score"),
+        "latency_ms": r.get("latency_ms"), "cost_usd": r.get("cost_usd"),
+        "error": error.get("type") if isinstance(error, dict) else None,
     }
 
 
 @dataclass
 class LoadedRun:
-    """A whole run, with its case rows flattened per suite for listing."""
+    """A run read for the dashboard: its header validated, its case rows flattened for
+    listing, and the whole validated `Run` built on first use (`run()`), since listing and
+    opening cases never needs it."""
 
     key: FileKey
-    run: Run
+    shown: str
+    header: Run
+    """The run with empty case lists."""
+    raw_cases: dict[str, list[Any]]
     rows: dict[str, list[dict[str, Any]]]
     search: dict[str, list[str]]
     """Lower-cased case id of each row, for the text filter."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Things derived from the run and cached with it (the report)."""
+    _run: Run | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self) -> Run:
+        """The whole run, validated (once). Raises RunDocumentError."""
+        with self._lock:
+            if self._run is None:
+                suites = {}
+                with _gc_paused():
+                    for name, suite in self.header.suites.items():
+                        cases = []
+                        for i, c in enumerate(self.raw_cases.get(name, [])):
+                            try:
+                                cases.append(CaseResult.model_validate(c))
+                            except ValidationError as exc:
+                                raise _invalid(self.shown, exc, f"suites.{name}.cases.{i}") from None
+                        suites[name] = suite.model_copy(update={"cases": cases})
+                    self._run = self.header.model_copy(update={"suites": suites})
+            return self._run
+
+    def case(self, suite: str, i: int) -> CaseResult:
+        """One result, validated on its own."""
+        if self._run is not None:
+            return self._run.suites[suite].cases[i]
+        try:
+            return CaseResult.model_validate(self.raw_cases[suite][i])
+        except ValidationError as exc:
+            raise _invalid(self.shown, exc, f"suites.{suite}.cases.{i}") from None
 
 
 class RunIndex:
@@ -111,6 +173,11 @@ class RunIndex:
         self.store = RunStore(runs_dir)
         self.max_loaded = max_loaded
         self._lock = threading.Lock()
+        self._refresh = threading.Lock()
+        """Held while summaries are brought up to date: concurrent requests wait for one
+        refresh instead of each parsing the same documents."""
+        self._load = threading.Lock()
+        """Held while a run is read, so two requests for a cold run parse it once."""
         self._summaries: dict[str, tuple[FileKey, dict[str, Any] | None]] = {}
         self._loaded: OrderedDict[str, LoadedRun] = OrderedDict()
 
@@ -120,6 +187,10 @@ class RunIndex:
 
     def summaries(self) -> list[dict[str, Any]]:
         """Every readable run's summary, oldest first. Unreadable documents are left out."""
+        with self._refresh:
+            return self._summaries_now()
+
+    def _summaries_now(self) -> list[dict[str, Any]]:
         out = []
         for run_id in self.store.list_ids():
             path = self.store.path_for(run_id)
@@ -150,16 +221,31 @@ class RunIndex:
             key = _file_key(path)
         except OSError:
             raise RunNotFound(f"no run {run_id!r} in {self.store.runs_dir}") from None
+        hit = self._cached(run_id, key)
+        if hit is not None:
+            return hit
+        with self._load:
+            return self._cached(run_id, key) or self._read(run_id, path, key)
+
+    def _cached(self, run_id: str, key: FileKey) -> LoadedRun | None:
         with self._lock:
             hit = self._loaded.get(run_id)
             if hit is not None and hit.key == key:
                 self._loaded.move_to_end(run_id)
                 return hit
+        return None
+
+    def _read(self, run_id: str, path: Path, key: FileKey) -> LoadedRun:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            raise RunNotFound(f"no run {run_id!r} in {self.store.runs_dir}") from None
         with _gc_paused():
-            run = parse_run(path.read_bytes(), str(path))
-            rows = {n: [case_row(i, r) for i, r in enumerate(s.cases)] for n, s in run.suites.items()}
+            header, raw_cases = _split(_raw(data, str(path)), str(path))
+            rows = {n: [case_row(i, c) if isinstance(c, dict) else case_row(i, {}) for i, c in enumerate(cs)]
+                    for n, cs in raw_cases.items()}
         search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
-        loaded = LoadedRun(key=key, run=run, rows=rows, search=search)
+        loaded = LoadedRun(key=key, shown=str(path), header=header, raw_cases=raw_cases, rows=rows, search=search)
         with self._lock:
             self._loaded[run_id] = loaded
             self._loaded.move_to_end(run_id)

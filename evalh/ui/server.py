@@ -9,9 +9,10 @@ styles and same-origin fetches, and nothing else.
 Routes::
 
     GET /                                  the dashboard (one self-contained document)
-    GET /api/runs                          history: summaries of every run, BASELINE
+    GET /api/runs                          history: summaries of every run, BASELINE, trends
     GET /api/trends                        headline series across runs
-    GET /api/runs/<id>                     one run: summary and report
+    GET /api/runs/<id>                     one run: summary and suites
+    GET /api/runs/<id>/report              its report (build_report)
     GET /api/runs/<id>/cases?suite=&arm=&status=&q=&offset=&limit=
     GET /api/runs/<id>/case?suite=&i=      one result in full
     GET /api/compare?base=&candidate=      compare_runs of two runs
@@ -24,6 +25,7 @@ import hashlib
 import ipaddress
 import logging
 import socket
+import threading
 from functools import lru_cache
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -150,6 +152,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(HTTPStatus.OK, api.compare(params))
             case ["runs", run_id]:
                 self._json(HTTPStatus.OK, api.run(run_id))
+            case ["runs", run_id, "report"]:
+                self._json(HTTPStatus.OK, api.report(run_id))
             case ["runs", run_id, "cases"]:
                 self._json(HTTPStatus.OK, api.cases(run_id, params))
             case ["runs", run_id, "case"]:
@@ -169,8 +173,27 @@ class DashboardServer(ThreadingHTTPServer):
         self.loopback_only = _is_loopback(address[0])
 
 
-def make_server(runs_dir: Path, root: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> DashboardServer:
+def make_server(
+    runs_dir: Path, root: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, warm: bool = True
+) -> DashboardServer:
     """A server over `runs_dir` (BASELINE read from `root`), bound but not yet serving.
-    Port 0 picks a free port (`server.server_address[1]`)."""
+    Port 0 picks a free port (`server.server_address[1]`). With `warm`, the run summaries
+    are read in a background thread right away, so the history is ready by the time a
+    browser asks (a request that comes sooner waits for that one read)."""
+    # Import what the first requests need now, so nobody waits for it on first click.
+    import evalh.core.compare  # noqa: F401
+    import evalh.report.build  # noqa: F401
+
     api = DashboardApi(RunIndex(runs_dir), root)
-    return DashboardServer((host, port), api)
+    page()
+    server = DashboardServer((host, port), api)
+    if warm:
+        threading.Thread(target=_warm, args=(api,), name="evalh-ui-warm", daemon=True).start()
+    return server
+
+
+def _warm(api: DashboardApi) -> None:
+    try:
+        api.index.summaries()
+    except Exception:  # the first request will report whatever went wrong
+        log.debug("warming the run index failed", exc_info=True)

@@ -1,0 +1,187 @@
+"""The dashboard and the HTML report in a real headless Chromium (Debian's `chromium`
+package, driven by Playwright's Python package; never a downloaded browser).
+
+The dashboard loads without console errors, its trend chart has one point per run,
+clicking a case opens its drill-down, the compare view names the regressed case, and a
+hostile output is shown as text and runs no script. The HTML report opens from file://
+without a single network request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalh.baseline import write_baseline
+from evalh.report import build_report, to_html
+from evalh.ui.server import make_server
+from tests.report_factory import HOSTILE_IMG, HOSTILE_SCRIPT, make_run, res, series, suite
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.browser
+if not CHROMIUM.exists():
+    pytest.skip("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; .ci/run does)",
+                allow_module_level=True)
+
+OUTCOMES = [
+    {"a": "passed", "b": "passed", "c": "failed"},
+    {"a": "passed", "b": "failed", "c": "failed"},
+    {"a": "passed", "b": "passed", "c": "passed"},
+    {"a": "failed", "b": "passed", "c": "passed"},
+]
+PWNED = "() => [window.__evalh_pwned, window.__evalh_pwned_script]"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    root = tmp_path_factory.mktemp("site")
+    runs = series(root / "eval_runs", OUTCOMES, hostile_in=1)
+    write_baseline(root, runs[0].run_id)
+    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", [r.run_id for r in runs]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+class Page:
+    """A fresh page that records console errors, page errors and every request."""
+
+    def __init__(self, browser: Any) -> None:
+        self.context = browser.new_context(viewport={"width": 1300, "height": 900})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Page]:
+    p = Page(browser)
+    yield p
+    p.close()
+
+
+def test_dashboard_loads_clean_with_one_trend_point_per_run(page: Page, site: tuple[str, list[str]]) -> None:
+    url, ids = site
+    page.page.goto(url + "/")
+    points = page.page.locator("[data-testid=chart-pass_rate] circle.pt")
+    points.first.wait_for()
+    assert points.count() == len(ids)
+    assert [points.nth(i).get_attribute("data-run") for i in range(len(ids))] == ids
+    rows = page.page.locator("[data-testid=history] tbody tr")
+    assert rows.count() == len(ids)
+    assert rows.first.get_attribute("data-run") == ids[-1]  # newest first
+    assert "66.7% (2/3)" in rows.last.inner_text()
+    assert "BASELINE" in rows.last.inner_text() and "BASELINE" not in rows.first.inner_text()
+    assert page.errors == []
+    assert all(u.startswith(url) for u in page.requests), page.requests
+
+
+def test_clicking_a_trend_point_and_a_case_opens_its_drill_down(page: Page, site: tuple[str, list[str]]) -> None:
+    url, ids = site
+    page.page.goto(url + "/")
+    page.page.locator(f"[data-testid=chart-pass_rate] circle.pt[data-run='{ids[0]}']").click()
+    page.page.locator("[data-testid=cases] tbody tr[data-case='c']").click()
+    title = page.page.locator("[data-testid=case-title]")
+    title.wait_for()
+    assert title.inner_text() == "c"
+    detail = page.page.locator("[data-testid=case-detail]").inner_text()
+    assert "failed" in detail and "Input" in detail and "Scores" in detail
+    assert page.page.locator("[data-testid=case-output]").inner_text() == '{\n  "verdict": "failed"\n}'
+    assert ids[0] in page.page.url and "i=2" in page.page.url
+    assert page.errors == []
+
+
+def test_case_list_filters_by_status(page: Page, site: tuple[str, list[str]]) -> None:
+    url, ids = site
+    page.page.goto(f"{url}/#/run/{ids[1]}")
+    page.page.locator("button[data-status=failed]").click()
+    page.page.wait_for_function(
+        "() => document.querySelector('[data-testid=pager]').textContent.endsWith('of 3')")
+    cases = page.page.locator("[data-testid=cases] tbody tr")
+    assert sorted(cases.nth(i).get_attribute("data-case") for i in range(cases.count())) == ["b", "c", "hostile.case"]
+
+
+def test_compare_view_names_the_regressed_case(page: Page, site: tuple[str, list[str]]) -> None:
+    url, ids = site
+    page.page.goto(f"{url}/#/compare?base={ids[2]}&candidate={ids[3]}")
+    regressed = page.page.locator("[data-testid=regressed-cases]")
+    regressed.wait_for()
+    assert regressed.locator("li").count() == 1
+    assert regressed.inner_text().startswith("a")
+    assert "passed → failed" in regressed.inner_text()
+    assert page.page.locator("[data-testid=verdict]").inner_text() == "regressed"
+    assert page.errors == []
+
+
+def test_hostile_output_is_shown_as_text_and_runs_no_script(page: Page, site: tuple[str, list[str]]) -> None:
+    url, ids = site
+    page.page.goto(url + "/")
+    page.page.locator("[data-testid=history]").wait_for()
+    assert HOSTILE_IMG in page.page.locator("[data-testid=history]").inner_text()  # the label
+    page.page.goto(f"{url}/#/run/{ids[1]}?q=hostile")
+    page.page.locator("[data-testid=cases] tbody tr[data-case='hostile.case']").click()
+    out = page.page.locator("[data-testid=case-output]")
+    out.wait_for()
+    assert out.inner_text() == HOSTILE_IMG + " " + HOSTILE_SCRIPT
+    assert HOSTILE_IMG in page.page.locator("[data-testid=score]").inner_text()  # the rationale
+    assert page.page.locator("img").count() == 0
+    assert page.page.locator("script").count() == 1  # the dashboard's own
+    assert page.page.evaluate(PWNED) == [None, None]
+    assert page.errors == []
+
+
+def test_html_report_opens_offline_from_file_and_escapes_everything(page: Page, tmp_path: Path) -> None:
+    hostile = res("hostile.case", "failed", output=HOSTILE_IMG, metadata={"complexity": HOSTILE_SCRIPT},
+                  trace=[{"name": HOSTILE_IMG}])
+    rs = [hostile] + [res(f"c{i}", "passed" if (i + a) % 3 else "failed", attempt=a,
+                          metadata={"complexity": "low" if i % 2 else "high"}, trace=[{"name": "search"}])
+                      for i in range(5) for a in range(3)]
+    runs = [make_run(f"2026010{k}T000000000Z-00000{k}", {"s": suite(rs, "stochastic")},
+                     label=HOSTILE_SCRIPT if k == 2 else f"run {k}", started_at=f"2026-01-0{k}T00:00:00.000Z")
+            for k in (1, 2)]
+    path = tmp_path / "report.html"
+    path.write_text(to_html(build_report(runs, ["complexity"])), encoding="utf-8")
+    page.page.goto(path.as_uri())
+    page.page.locator("h1").wait_for()
+    text = page.page.locator("body").inner_text()
+    assert HOSTILE_IMG in text and HOSTILE_SCRIPT in text
+    assert "Raw attempts" in text and "pass@k" in text
+    assert page.page.locator("img").count() == 0
+    assert page.page.evaluate(PWNED) == [None, None]
+    assert page.page.evaluate("() => window.evalhReport.runs[1].label") == HOSTILE_SCRIPT
+    assert page.page.locator("svg.trend circle").count() == 2  # pass rate across the two runs
+    assert page.requests == [path.as_uri()]  # nothing else: no CDN, no font, no favicon
+    assert page.errors == []
+    # the sortable tables work offline: sort the worst cases by case id
+    header = page.page.locator("table.sortable th", has_text="case").first
+    header.click()
+    assert header.get_attribute("data-dir") == "asc"
+
