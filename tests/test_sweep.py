@@ -203,6 +203,10 @@ def test_cli_sweeps_the_panel_run_from_its_config_table(repo_root: Path, tmp_pat
     if res["recommended"] is None:
         assert len(res["tied_top"]) > 1 and "does not discriminate" in res["verdict"]
     assert all(r["params"]["structural"] <= res["observations"]["max"] for r in res["candidates"])
+    # without evalh.toml (the test runs in an empty directory) the run's config snapshot serves
+    alone = invoke("sweep", run_id, "--runs-dir", str(runs), "--json")
+    assert alone.exit_code == 0, alone.output
+    assert json.loads(alone.stdout)["candidates"] == res["candidates"]
     table = invoke("sweep", run_id, "--suite", "panel", "--config", cfg, "--runs-dir", str(runs),
                    "--grid", "structural=2:4", "--objective", "balanced_accuracy")
     assert table.exit_code == 0, table.output
