@@ -68,6 +68,20 @@ async def sleepy_async(inp):
     return {"verdict": "even"}
 
 
+_barrier = None
+
+
+def together(inp):
+    """Passes only if `BARRIER` calls are running at the same time (each waits for the rest)."""
+    import threading
+
+    global _barrier
+    if _barrier is None:
+        _barrier = threading.Barrier(int(os.environ["BARRIER"]), timeout=10)
+    _barrier.wait()
+    return {"verdict": "even" if inp["n"] % 2 == 0 else "odd"}
+
+
 def priced(inp):
     _log()
     return TargetOutput(output=_answer(inp), tokens_in=100, tokens_out=50, cost_usd=0.01,

@@ -108,6 +108,19 @@ def test_a_timeout_is_errored_with_timeout_error(tmp_path: Path, target: str) ->
     assert doc["config"]["run_options"] == {"timeout_s": 0.05}
 
 
+def test_sync_targets_get_as_many_threads_as_the_concurrency(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 16 calls must be in flight at once: more than asyncio's default pool (CPUs + 4) holds
+    monkeypatch.setenv("BARRIER", "16")
+    cfg = write_project(tmp_path, cases=16, target="together", concurrency=16)
+    result, doc = _run(cfg, tmp_path / "runs")
+    assert doc is not None, result.output
+    errors = [r["error"] for r in doc["suites"]["s"]["cases"] if r["error"]]
+    assert errors == []
+    assert doc["suites"]["s"]["aggregate"]["passed"] == 13  # c004, c009, c014 mislabelled
+
+
 # ---------------------------------------------------------------------------- who is running
 
 

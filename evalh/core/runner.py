@@ -17,6 +17,7 @@ import random
 import signal
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,6 +30,7 @@ from evalh.models import (
     CaseResult,
     DatasetInfo,
     ErrorInfo,
+    GitInfo,
     Run,
     Score,
     SuiteResult,
@@ -103,6 +105,22 @@ class Runner:
         self.stop_reason: str | None = None
         self.started_at = plan.started_at or now_iso()
         self.journal = store.journal(plan.run_id)
+        # Computed once: a Case's digest and a Dataset's sha256 are recomputed on each access.
+        self._case_facts: dict[int, tuple[str, dict[str, Any]]] = {}
+        self._dataset_sha: dict[str, str] = {}
+        self._git: Future[GitInfo] | None = None
+
+    def _facts(self, case: Case) -> tuple[str, dict[str, Any]]:
+        facts = self._case_facts.get(id(case))
+        if facts is None:
+            facts = (case.digest, case.metadata.model_dump(mode="json", exclude_none=True))
+            self._case_facts[id(case)] = facts
+        return facts
+
+    def dataset_sha(self, suite: SuitePlan) -> str:
+        if suite.name not in self._dataset_sha:
+            self._dataset_sha[suite.name] = suite.dataset.sha256
+        return self._dataset_sha[suite.name]
 
     # ------------------------------------------------------------------ one item
 
@@ -158,10 +176,10 @@ class Runner:
         scope = CaseContext(self.plan.run_id, suite.name, case.id, item.arm.name, item.attempt)
         with case_scope(scope):
             out, err, latency = await self._call(suite, item)
+        digest, metadata = self._facts(case)
         base = dict(
-            case_id=case.id, case_digest=case.digest, arm=item.arm.name, attempt=item.attempt,
-            input=case.input, expected=case.expected,
-            metadata=case.metadata.model_dump(mode="json", exclude_none=True),
+            case_id=case.id, case_digest=digest, arm=item.arm.name, attempt=item.attempt,
+            input=case.input, expected=case.expected, metadata=dict(metadata),
             latency_ms=round(latency, 3), started_at=started,
         )
         if out is None or err is not None:
@@ -295,7 +313,7 @@ class Runner:
                 regime=suite.config.regime,
                 target=_snapshot_target(target),
                 dataset=DatasetInfo(
-                    path=suite.dataset_display, sha256=suite.dataset.sha256, cases=len(suite.cases)
+                    path=suite.dataset_display, sha256=self.dataset_sha(suite), cases=len(suite.cases)
                 ),
                 aggregate=aggregate(results),
                 arms=arms,
@@ -306,20 +324,38 @@ class Runner:
         run = Run(
             run_id=plan.run_id, label=plan.label, status=status,  # type: ignore[arg-type]
             status_reason=reason, started_at=self.started_at, finished_at=now_iso(),
-            git=git_info(plan.root), environment=environment_info(), config=plan.config_snapshot,
+            git=self._git_info(), environment=environment_info(), config=plan.config_snapshot,
             seed=plan.seed, derived_from=plan.derived_from,
             limits=_limits(plan.services.limits), suites=suites,
         )
         run.summary = summarize(run)
         return run
 
+    def _git_info(self) -> GitInfo:
+        if self._git is None:
+            return git_info(self.plan.root)
+        try:
+            return self._git.result(timeout=30)
+        except Exception:
+            return GitInfo()
+
     async def execute(self) -> Run:
+        # git state is asked in the background (three subprocesses) while the cases run.
+        git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
+        self._git = git_pool.submit(git_info, self.plan.root)
+        git_pool.shutdown(wait=False)
+        # Sync targets run in the loop's default executor (asyncio.to_thread), whose default
+        # size is min(32, CPUs + 4): too few threads would cap --concurrency for them.
+        workers = max((s.concurrency for s in self.plan.suites), default=1)
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalh-target")
+        )
         header = {
             "run_id": self.plan.run_id, "label": self.plan.label, "seed": self.plan.seed,
             "started_at": self.started_at, "config": self.plan.config_snapshot,
             "suites": [s.name for s in self.plan.suites],
             "derived_from": self.plan.derived_from.model_dump() if self.plan.derived_from else None,
-            "datasets": {s.name: s.dataset.sha256 for s in self.plan.suites},
+            "datasets": {s.name: self.dataset_sha(s) for s in self.plan.suites},
             "options": self.plan.options,
         }
         self.journal.open(header)
