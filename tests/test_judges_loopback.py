@@ -311,3 +311,14 @@ def test_external_score_wire_shape_transform_and_bad_values(tmp_path: Path) -> N
         mp.inject("server_error", times=5, endpoint="score")
         down = asyncio.run(score(mp, retries=1))
         assert down.value is None and down.details["null_reason"].endswith("HTTP 500")
+
+
+def test_judge_tokens_count_against_the_run_budget(tmp_path: Path) -> None:
+    cfg = project(tmp_path, f'{{ type = "judge", {JUDGE}, rubric = "r" }}', [{"match": "<output>", **verdict("pass")}], n=3)
+    result, doc = run(cfg, "--max-tokens", "1", "--concurrency", "1")
+    assert doc is not None, result.output
+    # the target (Python) spends no tokens: only the judge's usage can have spent the budget
+    assert doc["status"] == "partial" and doc["status_reason"].startswith("token budget reached")
+    assert len(doc["suites"]["s"]["cases"]) == 1
+    usage = score(doc["suites"]["s"]["cases"][0], "judge")["details"]["usage"]
+    assert usage["tokens_in"] > 0 and doc["suites"]["s"]["cases"][0]["tokens_in"] is None

@@ -101,7 +101,7 @@ def test_rejudge_touches_only_missing_or_failed_judgments(tmp_path: Path) -> Non
     cfg, run_id, before = original(tmp_path)
     old = by_case(json.loads(before))
     assert [old[q]["status"] for q in QUESTIONS] == ["passed", "failed", "judge_error", "judge_error", "errored"]
-    out, doc = rejudge(cfg, run_id)
+    out, doc = rejudge(cfg, run_id, "--missing")  # the default, said explicitly
     assert doc["derived_from"] == {"run_id": run_id, "how": "rejudge"} and out["derived_from"]["run_id"] == run_id
     assert doc["run_id"] != run_id and doc["label"] == f"rejudge of {run_id}" and doc["status"] == "complete"
     new = by_case(doc)
