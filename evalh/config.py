@@ -245,6 +245,9 @@ def _suite(path: Path, name: str, raw: Any) -> SuiteConfig:
     if "target" not in raw:
         raise ConfigError(f"{path}: {where}.target: missing")
     raw["target"] = _target(path, f"{where}.target", raw["target"])
+    for key in ("scorers", "arms"):  # a string or a table here would be iterated as one
+        if not isinstance(raw.get(key, []), list):
+            raise ConfigError(f"{path}: {where}.{key}: expected a list of tables")
     raw["scorers"] = [
         _scorer(path, f"{where}.scorers[{i}]", s) for i, s in enumerate(raw.get("scorers", []))
     ]
@@ -301,7 +304,9 @@ def load_config(path: Path | str | None = None, *, check_datasets: bool = True) 
     except ValidationError as exc:
         raise _fail(cfg_path, "evalh", exc) from None
     prices: dict[str, Price] = {}
-    for model, p in (raw.get("prices") or {}).items():
+    if not isinstance(raw.get("prices", {}), dict):
+        raise ConfigError(f"{cfg_path}: prices: expected a table of models")
+    for model, p in raw.get("prices", {}).items():
         try:
             prices[model] = Price.model_validate(p)
         except ValidationError as exc:

@@ -256,3 +256,25 @@ def test_validate_reports_a_bad_dataset_line(project: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         "error: data/smoke.jsonl:4: duplicate case id 'smoke.yes' (first at line 1)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("prices = 3\n", "prices"),
+        ("prices = []\n", "prices"),
+        ("evalh = []\n", "evalh"),
+        ("suites = []\n", "suites"),
+        ("suites.s = 3\n", "suites.s"),
+        (SUITE.format(name="s").replace('[{ type = "exact", field = "verdict" }]', '"exact"'),
+         "suites.s.scorers"),
+        (SUITE.format(name="s") + 'arms = { name = "a" }\n', "suites.s.arms"),
+        (SUITE.format(name="s").replace('[{ type = "exact", field = "verdict" }]', "[3]"),
+         "suites.s.scorers[0]"),
+        (SUITE.format(name="s").replace('"evalh_fixture_target:answer"', "3"), "suites.s.target"),
+        (SUITE.format(name="s") + "arms = [3]\n", "suites.s.arms[0]"),
+    ],
+)
+def test_tables_of_the_wrong_shape_name_the_key(project: Path, text: str, key: str) -> None:
+    msg = _refused(_write(project, text))
+    assert f": {key}: " in msg, msg
