@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from evalh.models import Case, CaseResult, Score
 from evalh.scorers._util import _MISSING, pick
@@ -61,6 +61,9 @@ cited sources' text and metadata. If a pre-check note is given, verify it agains
 
 
 class CitationJudgeConfig(JudgeBase):
+    """`type = "citation_judge"`: each cited paragraph of an answer judged against the
+    sources it cites, after a deterministic metadata pre-check (see docs/judges.md)."""
+
     SNAPSHOT = JudgeBase.SNAPSHOT | {
         "verdicts", "answer_field", "sources_field", "source_text_key", "question_field",
         "mention_patterns", "max_source_chars", "min_supported_share",
@@ -68,13 +71,15 @@ class CitationJudgeConfig(JudgeBase):
     rubric_required: ClassVar[bool] = False
 
     type: Literal["citation_judge"]
-    verdicts: dict[str, VerdictSpec] = Field(
-        default_factory=lambda: {k: VerdictSpec.model_validate(v) for k, v in DEFAULT_VERDICTS.items()})
+    verdicts: dict[str, VerdictSpec] | None = None
+    """The verdict vocabulary; unset: supported, partial, unsupported, wrong_speaker,
+    wrong_attribution (only `supported` passes). The run records the one used."""
     answer_field: str | None = None
     """Dotted path of the answer text in the output (the whole output when unset)."""
     sources_field: str = "sources"
     """Dotted path of the numbered sources in the case input."""
     source_text_key: str = "text"
+    """Key of a source object's text; its other keys are its metadata."""
     question_field: str | None = None
     """Dotted path of the question in the case input, shown to the judge (not shown when unset)."""
     mention_patterns: list[str] = Field(default_factory=list)
@@ -82,6 +87,7 @@ class CitationJudgeConfig(JudgeBase):
     max_source_chars: int = Field(28_000, ge=200)
     """Cited source text sent with one paragraph, in total (each source gets its share)."""
     min_supported_share: float = Field(1.0, ge=0, le=1)
+    """The case passes when this share of its cited paragraphs passes (default: all)."""
 
     _verdict_names = field_validator("verdicts")(check_verdicts)
 
@@ -97,10 +103,17 @@ class CitationJudgeConfig(JudgeBase):
                 raise ValueError(f"mention pattern {p!r} needs named groups, e.g. (?P<speaker>…)")
         return v
 
+    @model_validator(mode="after")
+    def _default_vocabulary(self) -> CitationJudgeConfig:
+        if self.verdicts is None:
+            self.verdicts = {k: VerdictSpec.model_validate(v) for k, v in DEFAULT_VERDICTS.items()}
+        return self
+
     def default_rubric(self) -> str:
         return DEFAULT_RUBRIC
 
     def make_scale(self) -> Scale:
+        assert self.verdicts is not None
         return verdict_scale(self.verdicts)
 
 

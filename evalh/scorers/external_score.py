@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 
 class ExternalScoreConfig(ScorerConfig):
+    """`type = "external_score"`: a 0–1 grounding score from a scoring endpoint (vLLM
+    `/v1/score` shape); unreachable gives null, never 0."""
+
     SNAPSHOT = frozenset({
         "type", "name", "url", "url_env", "model", "api_key_env", "mode", "claim_field",
         "sources_field", "source_text_key", "max_source_chars", "transform", "pass_at",
@@ -52,21 +55,33 @@ class ExternalScoreConfig(ScorerConfig):
 
     type: Literal["external_score"]
     url: str | None = None
+    """The scoring endpoint, e.g. `http://127.0.0.1:8001/v1/score`, or `mock:PATH` (the mock
+    provider's `/v1/score`, started for the run)."""
     url_env: str | None = None
     """A variable whose value, when set, is the URL (it wins over `url`)."""
     model: str
+    """The model name sent with each request."""
     api_key_env: str | None = None
     """A variable holding a bearer token, if the endpoint wants one (name only, never the value)."""
     mode: Literal["answer", "paragraphs"] = "answer"
+    """`answer`: the whole answer against all sources; `paragraphs`: each cited paragraph
+    against the sources it cites (the value is their mean)."""
     claim_field: str | None = None
     """Dotted path of the answer text in the output (the whole output when unset)."""
     sources_field: str = "sources"
+    """Dotted path of the numbered sources in the case input."""
     source_text_key: str = "text"
+    """Key of a source object's text."""
     max_source_chars: int = Field(28_000, ge=100)
+    """Source text sent with one claim, at most."""
     transform: Literal["none", "sigmoid"] = "none"
+    """`sigmoid` turns logits into 0–1; a value outside 0–1 is null, never clipped."""
     pass_at: float | None = Field(None, ge=0, le=1)
+    """With it the value passes at this score or above; without it the score is a signal."""
     timeout_s: float = Field(30.0, gt=0)
+    """Per request."""
     retries: int = Field(1, ge=0, le=5)
+    """Retries after a connection error, a 429 or a 5xx; then the value is null."""
 
     @model_validator(mode="after")
     def _where(self) -> ExternalScoreConfig:

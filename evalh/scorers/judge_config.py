@@ -66,7 +66,9 @@ class VerdictSpec(BaseModel):
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset({"passed", "score", "description"})
 
     passed: bool | None = Field(None, validation_alias=AliasChoices("pass", "passed"))
+    """Whether the verdict passes (unset: only a score of 1 passes)."""
     score: float | None = Field(None, ge=0, le=1)
+    """The verdict's value (unset: 1 when it passes, 0 when it fails)."""
     description: str | None = None
     """Shown to the judge next to the verdict's name."""
 
@@ -128,7 +130,9 @@ class CalibrationConfig(BaseModel):
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset({"dataset", "min_accuracy"})
 
     dataset: str
+    """Path of the calibration dataset, relative to the project root."""
     min_accuracy: float = Field(ge=0, le=1)
+    """Lowest accuracy (correct ÷ all items) at which the judge is accepted."""
 
 
 class JudgeBase(ScorerConfig):
@@ -140,12 +144,17 @@ class JudgeBase(ScorerConfig):
     )
 
     judges: list[JudgeModel] = Field(default_factory=list)
+    """Who judges: provider tables that vote (or one judge's `provider`, `model`, … given on
+    the scorer itself)."""
     rubric: str | None = None
+    """The rubric, inline."""
     rubric_path: str | None = None
     """A file holding the rubric, relative to the project root."""
     rubric_sha256: str | None = None
     """Computed when the scorer is built (rubric, scale and evalh's prompt version)."""
     max_tokens: int = Field(4096, ge=1)
+    """Reply limit of each judge call. A reply cut there is a `truncated` judge error (what
+    parsed is kept), never "unparseable": raise the limit."""
     judge_repeats: int = Field(1, ge=1, le=5)
     """2 = double judging: each judge judges each output twice; a split is low_confidence."""
     reply_retries: int = Field(2, ge=0, le=5)
@@ -214,22 +223,27 @@ class JudgeConfig(JudgeBase):
 
     type: Literal["judge"]
     scale: Literal["binary", "ordinal", "verdicts"] = "binary"
+    """`binary` (pass/fail), `ordinal` (0, 0.25, 0.5, 0.75, 1) or `verdicts` (a vocabulary)."""
     steps: list[float] | None = None
     """Accepted only as the fixed steps 0, 0.25, 0.5, 0.75, 1 (say it, or leave it out)."""
     pass_at: float = 0.75
     """Ordinal scale: the lowest step that passes."""
     verdicts: dict[str, VerdictSpec] = Field(default_factory=dict)
+    """The vocabulary of `scale = "verdicts"`: name → `"pass"`, `"fail"`, a score, or a table."""
     criteria: list[str] = Field(default_factory=list)
     """Named criteria judged one by one; the case passes when every criterion passes."""
     show_input: bool = True
+    """Show the case input (the task) to the judge."""
     input_field: str | None = None
     """Dotted path into the case input shown as the task (the whole input when unset)."""
     output_field: str | None = None
+    """Dotted path of what is judged in the output (the whole output when unset)."""
     reference_field: str | None = None
     """Reference material shown to the judge: `input.<path>` or `metadata.<path>`."""
     keywords_field: str | None = None
     """Expected keywords shown to the judge: `input.<path>` or `metadata.<path>`."""
     calibration: CalibrationConfig | None = None
+    """Known verdicts judged before the suite; below `min_accuracy` the judge is refused."""
 
     _material = field_validator("reference_field", "keywords_field")(check_material_path)
     _verdict_names = field_validator("verdicts")(check_verdicts)
@@ -267,8 +281,11 @@ class PairwiseJudgeConfig(JudgeBase):
 
     type: Literal["pairwise_judge"]
     show_input: bool = True
+    """Show the case input (the task) to the judge."""
     input_field: str | None = None
+    """Dotted path into the case input shown as the task (the whole input when unset)."""
     output_field: str | None = None
+    """Dotted path of what is compared in each output (the whole output when unset)."""
     min_consistency: float = Field(0.85, ge=0, le=1)
     """consistency_under_order_swap below this is flagged as position bias."""
 
