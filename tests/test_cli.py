@@ -297,6 +297,14 @@ def test_runs_and_show(project: Path) -> None:
     assert json.loads(by_path.stdout)["label"] == "first"
 
 
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_runs_limit_must_be_positive(project: Path, limit: str) -> None:
+    """`[-0:]` would list every run: a limit below 1 is a usage error."""
+    run_project(project, "-q")
+    result = invoke("runs", "--runs-dir", str(project / "runs"), "--limit", limit)
+    assert result.exit_code == 2
+
+
 def test_runs_with_no_runs(project: Path) -> None:
     result = invoke("runs", "--runs-dir", str(project / "empty"), "--json")
     assert result.exit_code == 0, result.output

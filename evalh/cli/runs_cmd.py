@@ -26,7 +26,7 @@ def _store(runs_dir, config):  # type: ignore[no-untyped-def]
 
 @translate_errors
 def runs(
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Show the newest N runs.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the newest N runs.")] = 20,
     runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
