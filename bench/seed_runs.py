@@ -90,7 +90,11 @@ def live(rng: random.Random, quality: float, n: int = 20, repeats: int = 3) -> S
                 scores=[Score(scorer="citations", value=round(good, 3), passed=passed,
                               verdict="supported" if passed else "unsupported", judge_model="claude-haiku-4-5",
                               rationale=f"{sum(p == 'supported' for p in paras)} of {len(paras)} paragraphs supported",
-                              details={"paragraphs": [{"verdict": p} for p in paras]})],
+                              details={"paragraphs": [
+                                  {"index": j, "text": f"Paragraph {j + 1} of the answer [{j + 1}].", "cited": [j + 1],
+                                   "verdict": p, "passed": p == "supported",
+                                   "rationale": "the cited debate says so" if p == "supported" else f"judged {p}"}
+                                  for j, p in enumerate(paras)]})],
                 metadata={"split": "heldout", "complexity": complexity},
                 trace=[{"name": t, "args": {"q": "housing"}} for t in tools],
                 latency_ms=round(rng.lognormvariate(8.3, 0.35), 1), tokens_in=tin, tokens_out=tout,

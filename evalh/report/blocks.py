@@ -64,7 +64,10 @@ def money(value: float | None) -> str:
 def ci(iv: Interval) -> str:
     if iv.low is None or iv.high is None:
         return "none"
-    return f"{iv.low:.1%}–{iv.high:.1%}"
+    text = f"{iv.low:.1%}–{iv.high:.1%}"
+    if iv.of != "pass rate over cases":  # with repeats: not the interval of the pass rate beside it
+        text += f" ({iv.successes}/{iv.n} {iv.of})"
+    return text
 
 
 def tokens(e: Economics) -> str:

@@ -224,11 +224,12 @@
           el("td", { "class": "n o-failed" }, c.failed), el("td", { "class": "n o-errored" }, c.errored),
           el("td", { "class": "n o-judge_error" }, c.judge_error), el("td", { "class": "n" }, c.skipped),
           el("td", { "class": "n" }, rate(c.pass_rate, c.passed, c.pass_rate_denominator)),
-          el("td", { "class": "n", title: iv.reason || "" }, iv.low === null ? "none" : pct(iv.low) + "–" + pct(iv.high)),
+          el("td", { "class": "n wrap", title: iv.reason || "" }, iv.low === null ? "none" : pct(iv.low) + "–" + pct(iv.high) +
+            (iv.of === "pass rate over cases" ? "" : " (" + iv.successes + "/" + iv.n + " " + iv.of + ")")),
           el("td", { "class": "n" }, c.mean_score === null ? "–" : num(c.mean_score) + " (n=" + c.mean_score_denominator + ")"),
           el("td", { "class": "n" }, ms(e.latency_ms_p50)), el("td", { "class": "n" }, ms(e.latency_ms_p95)),
-          el("td", { "class": "n" }, e.tokens_in === null && e.tokens_out === null ? "unknown" : (e.tokens_in || 0) + " / " + (e.tokens_out || 0)),
-          el("td", { "class": "n" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : ""))
+          el("td", { "class": "n wrap" }, e.tokens_in === null && e.tokens_out === null ? "unknown" : (e.tokens_in || 0) + " in / " + (e.tokens_out || 0) + " out"),
+          el("td", { "class": "n wrap" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : ""))
         ]));
         if (iv.reason) add(notes, el("li", null, name + ": no interval — " + iv.reason));
         else add(notes, el("li", null, name + ": Wilson 95% interval of " + iv.of + ", " + iv.successes + "/" + iv.n));
@@ -364,6 +365,21 @@
     return [el("h3", null, title), el("pre", { "class": "val" }, pretty(value))];
   }
 
+  function voteTable(title, rows, keys) {
+    var used = keys.filter(function (k) { return rows.some(function (r) { return r && r[k] !== undefined && r[k] !== null; }); });
+    return [el("div", { "class": "dim" }, title + " (" + rows.length + ")"),
+      el("div", { "class": "scroll" }, el("table", { "class": "data" }, [
+        el("thead", null, el("tr", null, used.map(function (k) { return el("th", null, k.replace("_", " ")); }))),
+        el("tbody", null, rows.map(function (r) {
+          return el("tr", null, used.map(function (k) {
+            var v = r ? r[k] : null;
+            var bad = k === "verdict" && r && r.passed === false;
+            return el("td", { "class": k === "verdict" ? (bad ? "o-failed" : r && r.passed ? "o-passed" : "") : (k === "error" ? "err" : "") },
+              v === null || v === undefined ? "" : (typeof v === "object" ? JSON.stringify(v) : String(v)));
+          }));
+        }))]))];
+  }
+
   function openCase(gen, state, detail) {
     clear(detail);
     add(detail, el("p", { "class": "dim" }, "loading…"));
@@ -395,7 +411,10 @@
         var box = el("div", { "class": "card", "data-testid": "score" }, [el("div", null, head)]);
         if (s.rationale) add(box, el("pre", { "class": "val" }, s.rationale));
         if (s.error) add(box, el("pre", { "class": "val err" }, s.error));
-        if (s.details && Object.keys(s.details).length) add(box, [el("div", { "class": "dim" }, "details (judge votes, paragraphs, flags)"), el("pre", { "class": "val" }, pretty(s.details))]);
+        var d = s.details || {};
+        if (Array.isArray(d.judges) && d.judges.length) add(box, voteTable("Judge votes", d.judges, ["model", "verdict", "value", "rationale", "error"]));
+        if (Array.isArray(d.paragraphs) && d.paragraphs.length) add(box, voteTable("Paragraphs", d.paragraphs, ["index", "verdict", "text", "rationale", "metadata_mismatch", "error"]));
+        if (Object.keys(d).length) add(box, el("details", null, [el("summary", { "class": "dim" }, "all details (JSON)"), el("pre", { "class": "val" }, pretty(d))]));
         add(detail, box);
       });
       add(detail, el("h3", null, "Trace"));
