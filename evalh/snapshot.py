@@ -86,3 +86,11 @@ def scrub_secrets(
         if encoded and encoded in data:
             data = data.replace(encoded, REDACTED.encode())
     return data
+
+
+def scrub_text(text: str, *, env: list[str] | None = None) -> str:
+    """`scrub_secrets` for text shown on a terminal: CI keeps that output as a log."""
+    for secret in secret_env_values() if env is None else env:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text

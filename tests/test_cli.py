@@ -337,3 +337,26 @@ def test_help_does_not_import_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HEAVY=\n" in out.stdout, out.stdout[-500:]
+
+
+def test_terminal_output_never_shows_an_env_secret(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI keeps the terminal output as a log: an error or rationale echoing a key is redacted."""
+    secret = "sk-test-SECRET123456"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    (project / "evalh_leaky.py").write_text(
+        "import os\n"
+        "def run(inp):\n"
+        "    if 'no' in inp['text']:\n"
+        "        raise RuntimeError('auth failed for key ' + os.environ['ANTHROPIC_API_KEY'])\n"
+        "    return os.environ['ANTHROPIC_API_KEY']\n",
+        encoding="utf-8",
+    )
+    cfg = project / "evalh.toml"
+    cfg.write_text(cfg.read_text().replace("evalh_fixture_target:answer", "evalh_leaky:run")
+                   .replace('{ type = "exact", field = "verdict" }', "{ type = \"exact\" }"))
+    result, docs = run_project(project)
+    assert result.exit_code == 1, result.output
+    assert "auth failed for key" in result.stdout and "got " in result.stdout
+    assert secret not in result.output
+    shown = invoke("show", str(docs[0]))
+    assert "auth failed for key" in shown.stdout and secret not in shown.output

@@ -37,6 +37,11 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from evalh.snapshot import scrub_text, secret_env_values
+
+    # the run in memory is not scrubbed (only its document is): errors and rationales may
+    # quote a key the product echoed, and CI keeps this output as a log
+    secrets = secret_env_values()
     title = Text(f"run {run.run_id}" + (f" · {run.label}" if run.label else ""))
     table = Table(title=title, title_justify="left")
     rows = []
@@ -63,10 +68,11 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
             )
             arm = f" [{r.arm}]" if r.arm != "default" else ""
             att = f" #{r.attempt}" if r.attempt else ""
-            line = Text(f"  {r.status:<11} {r.case_id}{arm}{att}  ")
-            line.append(why[:160], style="dim")
+            line = Text(scrub_text(f"  {r.status:<11} {r.case_id}{arm}{att}  ", env=secrets))
+            line.append(scrub_text(why, env=secrets)[:160], style="dim")
             console.print(line)
         if len(bad) > max_failures:
             console.print(Text(f"  … and {len(bad) - max_failures} more (evalh show {run.run_id})", style="dim"))
     if run.status != "complete":
-        console.print(Text(f"run is {run.status}: {run.status_reason}", style="yellow"))
+        console.print(Text(scrub_text(f"run is {run.status}: {run.status_reason}", env=secrets),
+                           style="yellow"))
