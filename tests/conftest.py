@@ -118,6 +118,12 @@ def not_json(inp):
     return {"verdict": object()}
 
 
+def exits(inp):
+    import sys
+
+    sys.exit(0)
+
+
 def whoami(inp):
     """Reports the run and case it belongs to, as a product's own logs would."""
     from evalh.context import current
@@ -136,7 +142,7 @@ def project(tmp_path: Path) -> Path:
     """A project root holding `evalh.toml` (one deterministic suite, `smoke`, of three cases
     that all pass), `data/smoke.jsonl`, and the target module `evalh_fixture_target`
     (functions `answer`, `answer_async`, `always_accept`, `crash`, `crash_on_no`, `hang`,
-    `echo_env`, `not_json`, `whoami`).
+    `echo_env`, `exits`, `not_json`, `whoami`).
 
     Tests change it by rewriting or appending to the files; the module is forgotten after
     each test, so every test imports its own copy.
