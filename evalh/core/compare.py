@@ -22,11 +22,9 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from pydantic import ValidationError
 
 from evalh.config import Thresholds
+from evalh.core.compare_config import config_differences, thresholds_for
 from evalh.core.compare_metrics import (
     CaseFacts,
     Key,
@@ -39,7 +37,6 @@ from evalh.core.compare_models import (
     CaseRef,
     ComparePolicy,
     Comparison,
-    ConfigDifference,
     ErrorCounts,
     MetricRow,
     NamedCases,
@@ -51,7 +48,7 @@ from evalh.core.compare_models import (
 )
 from evalh.models import Run, SuiteResult
 
-__all__ = ["ComparePolicy", "Comparison", "SuiteComparison", "compare_runs"]
+__all__ = ["ComparePolicy", "Comparison", "SuiteComparison", "compare_runs", "config_differences"]
 
 
 @contextmanager
@@ -80,7 +77,7 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
     names = list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
     suites: dict[str, SuiteComparison] = {}
     for name in names:
-        th, source, warn = _thresholds(name, base, candidate, policy)
+        th, source, warn = thresholds_for(name, base, candidate, policy)
         if warn:
             warnings.append(warn)
         suites[name] = _compare_suite(
@@ -124,91 +121,6 @@ def _partial_warning(side: str, run: Run) -> str | None:
         f"{side} run {run.run_id} is {run.status}{why}: cases it did not finish are reported "
         "as not run, and verdicts cover only the cases both runs finished"
     )
-
-
-def _thresholds(
-    name: str, base: Run, cand: Run, policy: ComparePolicy
-) -> tuple[Thresholds, str, str | None]:
-    """Allowances for one suite: the candidate's snapshot, else the base's, else defaults;
-    then the policy's overrides. An unreadable table is skipped with a warning."""
-    warn = None
-    source = "defaults"
-    raw: dict[str, Any] | None = None
-    for side, run in (("candidate", cand), ("base", base)):
-        table = ((run.config.get("suites") or {}).get(name) or {}).get("thresholds")
-        if isinstance(table, dict):
-            known = {k: v for k, v in table.items() if k in Thresholds.model_fields}
-            try:
-                Thresholds.model_validate(known)
-            except ValidationError:
-                warn = f"suite {name}: the {side} run's thresholds are invalid; ignored"
-                continue
-            raw, source = known, f"{side} config"
-            break
-    th = policy.resolve(raw)
-    if policy.overrides():
-        source += " with command-line overrides (" + ", ".join(sorted(policy.overrides())) + ")"
-    return th, source, warn
-
-
-_PRIORITY = ("target", "judge_models", "scorers", "dataset", "regime", "repeats", "arms")
-
-
-def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for k in sorted(value, key=str):
-            _flatten(value[k], f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _flatten(v, f"{prefix}[{i}]", out)
-    else:
-        out[prefix] = value
-
-
-def _suite_facts(run: Run, name: str, sr: SuiteResult) -> dict[str, Any]:
-    snap = dict((run.config.get("suites") or {}).get(name) or {})
-    snap.setdefault("target", sr.target)
-    snap.setdefault("regime", sr.regime)
-    snap["dataset_sha256"] = sr.dataset.sha256
-    snap["dataset_cases"] = sr.dataset.cases
-    judges = sorted({s.judge_model for r in sr.cases for s in r.scores if s.judge_model})
-    snap["judge_models"] = judges or None
-    return snap
-
-
-def _diff(suite: str | None, b: Any, c: Any) -> list[ConfigDifference]:
-    fb: dict[str, Any] = {}
-    fc: dict[str, Any] = {}
-    _flatten(b, "", fb)
-    _flatten(c, "", fc)
-    keys = sorted(set(fb) | set(fc))
-    out = [ConfigDifference(suite=suite, key=k, base=fb.get(k), candidate=fc.get(k))
-           for k in keys if fb.get(k) != fc.get(k)]
-
-    def rank(d: ConfigDifference) -> int:
-        head = d.key.split(".")[0].split("[")[0]
-        for i, p in enumerate(_PRIORITY):
-            if head.startswith(p):
-                return i
-        return len(_PRIORITY)
-
-    return sorted(out, key=rank)
-
-
-def config_differences(base: Run, cand: Run) -> list[ConfigDifference]:
-    """Settings that differ, suites both runs have first (target, judge, dataset digest…),
-    then run-wide settings. Suites only one run has are reported as added/removed."""
-    out: list[ConfigDifference] = []
-    for name, sc in cand.suites.items():
-        sb = base.suites.get(name)
-        if sb is not None:
-            out.extend(_diff(name, _suite_facts(base, name, sb), _suite_facts(cand, name, sc)))
-    rest_b = {k: v for k, v in base.config.items() if k != "suites"}
-    rest_c = {k: v for k, v in cand.config.items() if k != "suites"}
-    rest_b["evalh_version"] = base.environment.evalh
-    rest_c["evalh_version"] = cand.environment.evalh
-    out.extend(_diff(None, rest_b, rest_c))
-    return out
 
 
 # --------------------------------------------------------------------------- suite level
