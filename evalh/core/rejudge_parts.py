@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from evalh.core.rejudge_drift import Key, find_score, measure
+from evalh.core.rejudge_drift import Key, measure
 from evalh.models import Case, CaseResult, Score
 from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.judge_base import find_score
 from evalh.targets.base import TargetConfig
 
 if TYPE_CHECKING:

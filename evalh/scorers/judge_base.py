@@ -64,6 +64,11 @@ class JudgeScorerBase:
         self.scale: Scale = config.make_scale()
         self.client_factory = client_factory or _default_factory
         self.self_judge_allowed = False
+        # Each judge's provider table with the scorer's reply limit unless it sets its own.
+        self.judge_configs = [
+            j if j.max_tokens is not None else j.model_copy(update={"max_tokens": config.max_tokens})
+            for j in config.judges
+        ]
 
     @property
     def name(self) -> str:
@@ -74,8 +79,7 @@ class JudgeScorerBase:
     def clients(self, services: RunServices) -> list[tuple[JudgeModel, ProviderClient]]:
         """Each judge with its client. Raises `MissingCredentials` when a key is unset."""
         out = []
-        for j in self.config.judges:
-            cfg = j if j.max_tokens is not None else j.model_copy(update={"max_tokens": self.config.max_tokens})
+        for cfg in self.judge_configs:
             try:
                 out.append((cfg, self.client_factory(cfg, services)))
             except ProviderError as exc:
