@@ -329,6 +329,7 @@
       var body = el("tbody");
       page.rows.forEach(function (r) {
         var tr = el("tr", { "class": "click" + (String(r.i) === String(state.i) ? " sel" : ""), "data-case": r.case_id, "data-i": r.i,
+          tabindex: 0, onkeydown: function (ev) { if (ev.key === "Enter") tr.click(); },
           onclick: function () {
             list.querySelectorAll("tr.sel").forEach(function (x) { x.className = "click"; });
             tr.className = "click sel";
