@@ -463,3 +463,13 @@ def test_citation_judge_config_checks() -> None:
         CitationJudgeConfig.model_validate({**base, "mention_patterns": [r"\[(.+)\]"]})
     with pytest.raises(ValidationError, match="does not compile"):
         CitationJudgeConfig.model_validate({**base, "mention_patterns": ["(?P<x>"]})
+
+
+def test_dry_run_estimate_of_a_judge(tmp_path: Path) -> None:
+    scorer = judge(tmp_path, FakeClient("j-a", reply(GOOD)), FakeClient("j-b", reply(GOOD)), provider=None, model=None,
+                   judge_repeats=2, max_tokens=512,
+                   judges=[{"provider": "anthropic", "model": "j-a"}, {"provider": "anthropic", "model": "j-b", "max_tokens": 64}])
+    requests = scorer.estimate(case(expected=MARKER))
+    assert [(m, out) for m, _, out in requests] == [("j-a", 512), ("j-a", 512), ("j-b", 64), ("j-b", 64)]
+    system, user = scorer.prompt(case(), "")
+    assert requests[0][1] == (len(system) + len(user)) // 4 > 0

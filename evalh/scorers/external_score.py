@@ -197,6 +197,10 @@ class ExternalScorer:
         return Score(scorer=self.name, value=value, passed=passed, rationale=f"mean of {len(values)} scores: {value:.3f}",
                      details={"pairs": len(pairs), "nulls": 0, "scores": values})
 
+    def requests_per_case(self) -> int:
+        """For `evalh run --dry-run`: one request per case, in either mode."""
+        return 1
+
     def incomplete(self, score: Score | None) -> bool:
         """For rejudge: no score yet, or a null one."""
         return score is None or (score.value is None and bool(score.details.get("nulls")))

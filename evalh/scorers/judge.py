@@ -52,6 +52,15 @@ class JudgeScorer(JudgeScorerBase):
             reference_field=c.reference_field, keywords_field=c.keywords_field,
         )
 
+    def estimate(self, case: Case) -> list[tuple[str, int, int]]:
+        """For `evalh run --dry-run`: (model, prompt tokens, max output tokens) of each request
+        judging this case — the prompt without the output (unknown before the run), re-asks
+        not counted."""
+        system, user = self.prompt(case, "")
+        tokens_in = (len(system) + len(user)) // 4
+        return [(cfg.model, tokens_in, cfg.max_tokens or self.config.max_tokens)
+                for cfg in self.judge_configs for _ in range(self.config.judge_repeats)]
+
     async def judge(self, case: Case, output: Any, services: RunServices, attempt: int = 0) -> Score:
         shown = pick(output, self.config.output_field)
         if shown is _MISSING:
