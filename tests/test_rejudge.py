@@ -140,6 +140,12 @@ def test_rejudge_all_measures_drift(tmp_path: Path) -> None:
                                  "old": "pass", "new": "fail"}]
     assert out["suites"]["s"]["rescored"] == 4 and new["boom"]["status"] == "errored"
     assert (tmp_path / "runs" / f"{run_id}.json").read_bytes() == before
+    # evalh compare reads the derived run like any other: it names what the new judge changed
+    result = cli(cfg, "compare", run_id, out["run_id"], "--format", "json")
+    assert result.exit_code == 0, result.output
+    named = json.loads(result.stdout)["suites"]["s"]["cases"]
+    assert [(c["case_id"], c["base"], c["candidate"]) for c in named["regressed"]] == [("alpha", "passed", "failed")]
+    assert {c["case_id"] for c in named["judge_error"]} == {"gamma", "delta"}
 
 
 def test_rejudge_with_another_judge_model_is_recorded(tmp_path: Path) -> None:
