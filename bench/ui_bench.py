@@ -147,6 +147,7 @@ def main() -> int:
     size = (WORK / "eval_runs" / f"{big}.json").stat().st_size
     total = sum(p.stat().st_size for p in (WORK / "eval_runs").glob("*.json"))
     results: list[dict[str, float]] = []
+    load_before = os.getloadavg()[0]
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         version = browser.version
@@ -160,7 +161,9 @@ def main() -> int:
         "",
         f"Runs directory: {RUNS} runs ({total / 1e6:.0f} MB); the newest has {BIG:,} cases in one suite "
         f"({size / 1e6:.1f} MB). Machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, "
-        f"Python {platform.python_version()}, Chromium {version} headless. Each trial starts a fresh "
+        f"Python {platform.python_version()}, Chromium {version} headless, load average "
+        f"{load_before:.1f} before and {os.getloadavg()[0]:.1f} after the trials (other work shares the "
+        "machine: numbers scale with it). Each trial starts a fresh "
         "`evalh ui` process (cold caches). Median of the trials, milliseconds.",
         "",
         "| measurement | median ms | min | max |",
