@@ -66,7 +66,7 @@ def ci(iv: Interval) -> str:
         return "none"
     text = f"{iv.low:.1%}–{iv.high:.1%}"
     if iv.of != "pass rate over cases":  # with repeats: not the interval of the pass rate beside it
-        text += f" ({iv.successes}/{iv.n} {iv.of})"
+        text += f" ({iv.successes}/{iv.n} all attempts)"
     return text
 
 

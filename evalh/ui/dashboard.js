@@ -225,7 +225,7 @@
           el("td", { "class": "n o-judge_error" }, c.judge_error), el("td", { "class": "n" }, c.skipped),
           el("td", { "class": "n" }, rate(c.pass_rate, c.passed, c.pass_rate_denominator)),
           el("td", { "class": "n wrap", title: iv.reason || "" }, iv.low === null ? "none" : pct(iv.low) + "–" + pct(iv.high) +
-            (iv.of === "pass rate over cases" ? "" : " (" + iv.successes + "/" + iv.n + " " + iv.of + ")")),
+            (iv.of === "pass rate over cases" ? "" : " (" + iv.successes + "/" + iv.n + " all attempts)")),
           el("td", { "class": "n" }, c.mean_score === null ? "–" : num(c.mean_score) + " (n=" + c.mean_score_denominator + ")"),
           el("td", { "class": "n" }, ms(e.latency_ms_p50)), el("td", { "class": "n" }, ms(e.latency_ms_p95)),
           el("td", { "class": "n wrap" }, e.tokens_in === null && e.tokens_out === null ? "unknown" : (e.tokens_in || 0) + " in / " + (e.tokens_out || 0) + " out"),
