@@ -258,3 +258,20 @@ def test_measure_counts_only_units_judged_twice() -> None:
     assert (d.judged_again, d.newly_judged, d.still_failed, d.n) == (3, 1, 1, 1)
     assert d.agreement == 1.0 and d.kappa is None  # one label throughout: kappa is undefined
     assert d.confusion == {"pass": {"pass": 1}}
+
+
+def test_rejudge_one_suite_keeps_the_others_as_they_were(tmp_path: Path) -> None:
+    cfg = project(tmp_path)
+    text = cfg.read_text(encoding="utf-8")
+    cfg.write_text(text + text.replace("[suites.s]", "[suites.t]"), encoding="utf-8")
+    result = cli(cfg, "run", "--json")
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.stdout)["run_id"]
+    script(tmp_path, SECOND)
+    out, doc = rejudge(cfg, run_id, "--suite", "s")
+    assert set(doc["suites"]) == {"s", "t"}
+    assert doc["suites"]["s"]["aggregate"]["judge_error"] == 0
+    old = json.loads((tmp_path / "runs" / f"{run_id}.json").read_bytes())
+    assert doc["suites"]["t"]["cases"] == old["suites"]["t"]["cases"]
+    assert out["suites"]["t"]["note"] == "not chosen with --suite: carried over as it was"
+    assert out["suites"]["t"]["rescored"] == 0 and doc["config"]["rejudge"]["suites"] == ["s"]

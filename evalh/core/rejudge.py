@@ -108,8 +108,9 @@ def _judge_config(cfg: Any, model: str | None) -> Any:
 
 
 def _scorers(config: Config, name: str, stored: dict[Key, CaseResult], opts: RejudgeOptions,
-             recorded: list[dict[str, Any]]) -> tuple[list[Any], SuiteRejudge, list[dict[str, Any]]]:
-    """The suite's scorers for the runner, what it rejudges, and their config snapshot."""
+             recorded: list[dict[str, Any]], chosen: bool) -> tuple[list[Any], SuiteRejudge, list[dict[str, Any]]]:
+    """The suite's scorers for the runner, what it rejudges, and their config snapshot
+    (a suite not `chosen` by --suite keeps every score as stored)."""
     from evalh.imports import ImportFailure
     from evalh.scorers import build_scorer
 
@@ -118,7 +119,7 @@ def _scorers(config: Config, name: str, stored: dict[Key, CaseResult], opts: Rej
     judge_named = {s.scorer for r in stored.values() for s in r.scores if s.judge_model}
     recorded_by_name = {(s.get("name") or s.get("type")): s for s in recorded if isinstance(s, dict)}
     judges: dict[str, Rejudging] = {}
-    current = config.suites[name].scorers if name in config.suites else []
+    current = config.suites[name].scorers if name in config.suites and chosen else []
     for i, scfg in enumerate(current):
         try:
             built = build_scorer(_judge_config(scfg, opts.judge_model), config.root)
@@ -137,7 +138,9 @@ def _scorers(config: Config, name: str, stored: dict[Key, CaseResult], opts: Rej
         else:
             scorers.append(StoredScorer(n, stored, "judge" if n in judge_named else "deterministic"))
             snaps.append(recorded_by_name.get(n, {"name": n, "type": "stored"}))
-    if name not in config.suites:
+    if not chosen:
+        info.note = "not chosen with --suite: carried over as it was"
+    elif name not in config.suites:
         info.note = "not in evalh.toml: carried over as it was"
     elif not info.judges:
         info.note = "no judge scorer in evalh.toml: carried over as it was"
@@ -145,7 +148,7 @@ def _scorers(config: Config, name: str, stored: dict[Key, CaseResult], opts: Rej
 
 
 def _suite_plan(config: Config, source: Run, name: str, opts: RejudgeOptions,
-                snap: dict[str, Any]) -> tuple[SuitePlan, SuiteRejudge]:
+                snap: dict[str, Any], chosen: bool) -> tuple[SuitePlan, SuiteRejudge]:
     stored_suite = source.suites[name]
     stored = {(r.case_id, r.arm, r.attempt): r for r in stored_suite.cases}
     cases = list({r.case_id: _case(r) for r in stored_suite.cases}.values())
@@ -159,7 +162,7 @@ def _suite_plan(config: Config, source: Run, name: str, opts: RejudgeOptions,
                              f"run first (evalh run --resume {source.run_id})")
     targets = _arm_targets(source, name, stored_suite, arm_names)
     recorded = (snap.get("suites") or {}).get(name) or {}
-    scorers, info, scorer_snaps = _scorers(config, name, stored, opts, recorded.get("scorers") or [])
+    scorers, info, scorer_snaps = _scorers(config, name, stored, opts, recorded.get("scorers") or [], chosen)
     if name in snap.get("suites", {}):
         snap["suites"][name]["scorers"] = scorer_snaps
     current = config.suites.get(name)
@@ -201,8 +204,10 @@ def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tu
         raise RejudgeRefused(f"run {source.run_id} has no suite {unknown[0]!r} (it has: {', '.join(source.suites)})")
     snap = copy.deepcopy(source.config)
     suites, infos = [], []
-    for name in names:
-        plan, info = _suite_plan(config, source, name, opts, snap)
+    # Every suite of the run is in the new document (so compare sees the same suites);
+    # only the chosen ones are judged again.
+    for name in source.suites:
+        plan, info = _suite_plan(config, source, name, opts, snap, name in names)
         suites.append(plan)
         infos.append(info)
     if not any(i.judges for i in infos):
