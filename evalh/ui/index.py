@@ -154,14 +154,17 @@ class LoadedRun:
                                 raise _invalid(self.shown, exc, f"suites.{name}.cases.{i}") from None
                         suites[name] = suite.model_copy(update={"cases": cases})
                     self._run = self.header.model_copy(update={"suites": suites})
+                self.raw_cases = {}  # the validated rows replace them: keep one copy in memory
             return self._run
 
     def case(self, suite: str, i: int) -> CaseResult:
         """One result, validated on its own."""
-        if self._run is not None:
-            return self._run.suites[suite].cases[i]
+        raw = self.raw_cases  # read before `_run`: `run()` sets `_run` before it drops these
+        run = self._run
+        if run is not None:
+            return run.suites[suite].cases[i]
         try:
-            return CaseResult.model_validate(self.raw_cases[suite][i])
+            return CaseResult.model_validate(raw[suite][i])
         except ValidationError as exc:
             raise _invalid(self.shown, exc, f"suites.{suite}.cases.{i}") from None
 
