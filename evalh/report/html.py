@@ -72,6 +72,22 @@ def _bar(arm: ArmReport, width: float = 420.0) -> list[dict[str, Any]]:
     return out
 
 
+def _ticks(report: Report) -> list[dict[str, Any]]:
+    """Labels under the trend's x axis: every run up to 8, else the first and the last."""
+    n = len(report.runs)
+    if n < 2:
+        return []
+    step = (560.0 - 2 * 28.0) / (n - 1)
+    keep = range(n) if n <= 8 else (0, n - 1)
+    out = []
+    for j in keep:
+        run = report.runs[j]
+        text = run.label or run.started_at[:16].replace("T", " ")
+        out.append({"x": round(28.0 + j * step, 1), "text": text if len(text) <= 22 else text[:21] + "…",
+                    "anchor": "start" if j == 0 else ("end" if j == n - 1 else "middle")})
+    return out
+
+
 def _trend(report: Report) -> list[dict[str, Any]]:
     """Pass rate per (suite, arm) across the runs of the report, in the order given; one
     series per suite and arm, a gap where a run has no decisive result."""
@@ -105,6 +121,7 @@ def to_html(report: Report, *, title: str | None = None) -> str:
         title=title or ("evalh report · " + ", ".join(r.run_id for r in report.runs)),
         views=[_suite_view(i, s) for i, s in enumerate(report.suites, 1)],
         trend=_trend(report),
+        ticks=_ticks(report),
         css=Markup(_asset("report.css")),
         script=Markup(script),
         csp=f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {csp_hash(script)}",
