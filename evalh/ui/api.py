@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from evalh.errors import EvalhError, RunNotFound
@@ -59,7 +60,7 @@ def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 class DashboardApi:
     """The endpoints over one runs directory. `root` is the project root (for BASELINE)."""
 
-    def __init__(self, index: RunIndex, root: Any) -> None:
+    def __init__(self, index: RunIndex, root: Path) -> None:
         self.index = index
         self.root = root
         self._compares: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
