@@ -21,6 +21,7 @@ import orjson
 from pydantic import ValidationError
 
 from evalh.errors import InvalidRunId, RunDocumentError, RunNotFound
+from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
 from evalh.snapshot import scrub_secrets, secret_env_values
 
@@ -86,6 +87,11 @@ def serialize_run(run: Run) -> bytes:
 
 
 def parse_run(data: bytes, shown: str) -> Run:
+    with gc_paused():
+        return _parse_run(data, shown)
+
+
+def _parse_run(data: bytes, shown: str) -> Run:
     try:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -34,10 +34,10 @@ def set_(
     not complete can be the baseline, with a warning.
     """
     from evalh.baseline import write_baseline
-    from evalh.cli.compare_cmd import project
+    from evalh.cli.project import open_project
     from evalh.console import err, warn
 
-    root, store = project(config, runs_dir)
+    root, store = open_project(config, runs_dir)
     loaded = store.load(run)
     if not store.path_for(loaded.run_id).is_file():
         warn(f"{run} is not in {store.runs_dir}: `evalh compare` will look for "
@@ -59,11 +59,11 @@ def show(
     import orjson
 
     from evalh.baseline import baseline_path, require_baseline
-    from evalh.cli.compare_cmd import project
+    from evalh.cli.project import open_project
     from evalh.console import out, warn
     from evalh.errors import RunNotFound
 
-    root, store = project(config, runs_dir)
+    root, store = open_project(config, runs_dir)
     run_id = require_baseline(root)
     try:
         exists = store.resolve(run_id) is not None

@@ -10,6 +10,7 @@ import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, RunsDirOpt
+from evalh.cli.project import open_project
 
 if TYPE_CHECKING:
     from evalh.core.compare_models import Comparison
@@ -20,22 +21,6 @@ class CompareFormat(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
-
-
-def project(config: Path | None, runs_dir: Path | None) -> tuple[Path, RunStore]:
-    """The project root (where evalh.toml and BASELINE live; else the current directory)
-    and the run store. An explicit --config must load; a missing evalh.toml is fine."""
-    from evalh.config import find_config, load_config
-    from evalh.errors import ConfigError
-    from evalh.store import RunStore, resolve_runs_dir
-
-    try:
-        cfg = load_config(config if config is not None else find_config(), check_datasets=False)
-    except ConfigError:
-        if config is not None:
-            raise
-        return Path.cwd(), RunStore(resolve_runs_dir(runs_dir))
-    return cfg.root, RunStore(resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir))
 
 
 def exit_code(cmp: Comparison, *, fail_on_regression: bool, fail_on_inconclusive: bool) -> int:
@@ -142,32 +127,25 @@ def compare(
 
         evalh compare --fail-on-regression --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
-    import gc
 
     from evalh.console import warn
     from evalh.core.compare import ComparePolicy, compare_runs
+    from evalh.gcpause import gc_paused
 
     policy = ComparePolicy(
         pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
         cost_increase_pct=cost_increase_pct, latency_p50_increase_pct=latency_increase_pct,
         seed=seed,
     )
-    root, store = project(config, runs_dir)
+    root, store = open_project(config, runs_dir)
     base_ref, cand_ref = _refs(store, root, base, candidate)
-    # Loading two large runs allocates millions of objects and no garbage cycles: with the
-    # cycle collector paused, two 100,000-case runs load ~3.7× faster (bench/compare_results.md).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():  # two large runs: millions of acyclic objects (see evalh.gcpause)
         base_run = store.load(base_ref)
         cand_run = store.load(cand_ref)
         if base_run.run_id == cand_run.run_id:
             warn(f"comparing run {base_run.run_id} with itself")
         cmp = compare_runs(base_run, cand_run, policy)
         emit_comparison(cmp, fmt, junit_xml)
-    finally:
-        if enabled:
-            gc.enable()
     code = exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:
         raise typer.Exit(code=code)

@@ -38,12 +38,12 @@ def export_requests(
     """
     import orjson
 
-    from evalh.cli.runs_cmd import _store
+    from evalh.cli.project import open_store
     from evalh.console import err, out
     from evalh.labels import build_export, load_labels, save_labels, sidecar_path
     from evalh.store import atomic_write_bytes
 
-    store = _store(runs_dir, config)
+    store = open_store(runs_dir, config)
     run_path = store.resolve(run_id)
     run = store.load(run_id)
     side = sidecar_path(run_path, run.run_id)

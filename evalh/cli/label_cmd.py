@@ -51,12 +51,12 @@ def import_(
     """
     from rich.text import Text
 
-    from evalh.cli.runs_cmd import _store
+    from evalh.cli.project import open_store
     from evalh.console import err
     from evalh.labels import import_ratings, load_labels, save_labels, sidecar_path
     from evalh.labels.export import sha256_of_bytes
 
-    store = _store(runs_dir, config)
+    store = open_store(runs_dir, config)
     run_path = store.resolve(run)
     doc = store.load(run)
     side = sidecar_path(run_path, doc.run_id)
@@ -100,11 +100,11 @@ def report(
 
         evalh label report RUN_ID --suite panel --positive defect --random-sample --json
     """
-    from evalh.cli.runs_cmd import _store
+    from evalh.cli.project import open_store
     from evalh.console import out
     from evalh.labels import label_report, load_labels, sidecar_path
 
-    store = _store(runs_dir, config)
+    store = open_store(runs_dir, config)
     run_path = store.resolve(run)
     doc = store.load(run)
     labels = load_labels(sidecar_path(run_path, doc.run_id), doc.run_id)

@@ -58,7 +58,7 @@ def report(
 
         evalh report RUN_A RUN_B --format html -o report.html
     """
-    from evalh.cli.runs_cmd import _store
+    from evalh.cli.project import open_store
     from evalh.errors import EvalhError, RunNotFound
     from evalh.report import build_report, render_terminal, to_html, to_json, to_markdown
 
@@ -66,7 +66,7 @@ def report(
     for field in fields:
         if not field.strip():
             raise EvalhError("--by: a metadata field name cannot be empty")
-    store = _store(runs_dir, config)
+    store = open_store(runs_dir, config)
     refs = list(run_ids or [])
     if not refs:
         ids = store.list_ids()

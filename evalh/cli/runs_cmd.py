@@ -8,20 +8,7 @@ import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, JsonOpt, RunsDirOpt
-
-
-def _store(runs_dir, config):  # type: ignore[no-untyped-def]
-    from evalh.config import find_config, load_config
-    from evalh.errors import ConfigError
-    from evalh.store import RunStore, resolve_runs_dir
-
-    try:
-        cfg = load_config(config if config is not None else find_config(), check_datasets=False)
-        return RunStore(resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir))
-    except ConfigError:
-        if config is not None:
-            raise
-        return RunStore(resolve_runs_dir(runs_dir))
+from evalh.cli.project import open_project, open_store
 
 
 @translate_errors
@@ -39,9 +26,9 @@ def runs(
     from evalh.baseline import read_baseline
     from evalh.console import out
 
-    store = _store(runs_dir, config)
+    root, store = open_project(config, runs_dir)
     runs_ = list(store.iter_runs())[-limit:]
-    baseline = read_baseline(store.runs_dir.resolve().parent)
+    baseline = read_baseline(root)
     rows = [
         {
             "run_id": r.run_id, "label": r.label, "status": r.status, "started_at": r.started_at,
@@ -75,7 +62,7 @@ def show(
     from evalh.cli.render_run import render_run
     from evalh.console import out
 
-    run = _store(runs_dir, config).load(run_id)
+    run = open_store(runs_dir, config).load(run_id)
     if json_out:
         out().file.write(run.to_json_bytes().decode() + "\n")
         return

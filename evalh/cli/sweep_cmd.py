@@ -76,7 +76,7 @@ def sweep(
 
         evalh sweep RUN_ID --suite judge --measure scorer:rubric --label bad --positive true --grid threshold=0.3:0.9:0.1
     """
-    from evalh.cli.runs_cmd import _store
+    from evalh.cli.project import open_store
     from evalh.console import out
     from evalh.core.sweep import (
         SweepError,
@@ -87,7 +87,7 @@ def sweep(
     )
 
     cfg = _config(config)
-    run = _store(runs_dir, config).load(run_id)
+    run = open_store(runs_dir, config).load(run_id)
     if suite is None:
         if len(run.suites) != 1:
             raise SweepError(f"run {run.run_id} has {len(run.suites)} suites: choose one with --suite")

@@ -31,13 +31,12 @@ def ui(
 
         evalh ui --port 8080 --runs-dir ci_runs/
     """
-    from evalh.cli.runs_cmd import _store
+    from evalh.cli.project import open_project
     from evalh.console import err, warn
     from evalh.errors import EvalhError
     from evalh.ui.server import _is_loopback, make_server
 
-    store = _store(runs_dir, config)
-    root = store.runs_dir.resolve().parent
+    root, store = open_project(config, runs_dir)
     try:
         server = make_server(store.runs_dir, root, host, port)
     except OSError as exc:

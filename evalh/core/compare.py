@@ -19,10 +19,6 @@ in a deterministic suite; in a stochastic suite the error rate is a row of its o
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from evalh.config import Thresholds
 from evalh.core.compare_config import config_differences, thresholds_for
 from evalh.core.compare_metrics import (
@@ -46,28 +42,15 @@ from evalh.core.compare_models import (
     Verdict,
     worst,
 )
+from evalh.gcpause import gc_paused
 from evalh.models import Run, SuiteResult
 
 __all__ = ["ComparePolicy", "Comparison", "SuiteComparison", "compare_runs", "config_differences"]
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cycle collector: comparing two large runs allocates a few objects per
-    case and creates no cycles, yet every full collection would walk both loaded runs
-    (millions of objects) again — a 100,000-case comparison ran three times slower."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def compare_runs(base: Run, candidate: Run, policy: ComparePolicy | None = None) -> Comparison:
     """Compare `candidate` against `base`, suite by suite. Pure and deterministic."""
-    with _gc_paused():
+    with gc_paused():
         return _compare_runs(base, candidate, policy or ComparePolicy())
 
 

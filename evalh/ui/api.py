@@ -101,11 +101,11 @@ class DashboardApi:
         case list pages through."""
         loaded = self.index.load(run_id)
         if "report" not in loaded.extra:
+            from evalh.gcpause import gc_paused
             from evalh.report import build_report
-            from evalh.ui.index import _gc_paused
 
             run = loaded.run()
-            with _gc_paused():
+            with gc_paused():
                 report = build_report([run]).to_dict()
             for suite in report["suites"]:
                 for arm in suite["arms"]:

@@ -8,11 +8,8 @@ a 10,000-case run does not parse it again. Safe to share between server threads.
 
 from __future__ import annotations
 
-import gc
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,24 +18,12 @@ import orjson
 from pydantic import ValidationError
 
 from evalh.errors import RunDocumentError, RunNotFound
+from evalh.gcpause import gc_paused
 from evalh.migrations import migrate
 from evalh.models import CaseResult, Run
 from evalh.store import RunStore, parse_run, validate_run_id
 
 FileKey = tuple[str, int, int]
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Parsing a large run allocates millions of acyclic objects; a cycle collection in
-    the middle would walk them all again for nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _file_key(path: Path) -> FileKey:
@@ -144,7 +129,7 @@ class LoadedRun:
         with self._lock:
             if self._run is None:
                 suites = {}
-                with _gc_paused():
+                with gc_paused():
                     for name, suite in self.header.suites.items():
                         cases = []
                         for i, c in enumerate(self.raw_cases.get(name, [])):
@@ -205,7 +190,7 @@ class RunIndex:
                 cached = self._summaries.get(run_id)
             if cached is None or cached[0] != key:
                 try:
-                    with _gc_paused():
+                    with gc_paused():
                         summary: dict[str, Any] | None = summarize(_light_run(path.read_bytes(), str(path)))
                 except (OSError, RunDocumentError):
                     summary = None
@@ -243,7 +228,7 @@ class RunIndex:
             data = path.read_bytes()
         except OSError:
             raise RunNotFound(f"no run {run_id!r} in {self.store.runs_dir}") from None
-        with _gc_paused():
+        with gc_paused():
             header, raw_cases = _split(_raw(data, str(path)), str(path))
             rows = {n: [case_row(i, c) if isinstance(c, dict) else case_row(i, {}) for i, c in enumerate(cs)]
                     for n, cs in raw_cases.items()}
