@@ -63,13 +63,27 @@ def snapshot(model: BaseModel) -> dict[str, Any]:
     return {name: _value(getattr(model, name)) for name in type(model).model_fields if name in allowed}
 
 
+_REGISTERED: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Name a secret this process holds that is not in a secret-looking environment variable
+    (a header value written in evalh.toml, a key read from a file), so it is scrubbed too."""
+    if value and len(value) >= 4:
+        _REGISTERED.add(value)
+
+
+def _looks_secret(value: str, min_len: int) -> bool:
+    # A plain lowercase word ("complete", "disabled") in a variable named *_AUTH_MODE is a
+    # setting, not a secret; replacing it would corrupt enum fields of the document.
+    return len(value) >= min_len and not (value.isalpha() and value.islower())
+
+
 def secret_env_values(min_len: int = 8) -> list[str]:
-    """Values of environment variables whose names look secret (API keys, tokens)."""
-    return sorted(
-        {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= min_len},
-        key=len,
-        reverse=True,
-    )
+    """Secrets to scrub: values of environment variables whose names look secret (API keys,
+    tokens, passwords) and every value given to `register_secret`; longest first."""
+    found = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and _looks_secret(v, min_len)}
+    return sorted(found | _REGISTERED, key=len, reverse=True)
 
 
 def scrub_secrets(

@@ -467,3 +467,19 @@ def test_mock_provider_command_refuses_a_missing_script_or_a_taken_port(tmp_path
         sock.listen()
         taken = invoke("mock-provider", "--port", str(sock.getsockname()[1]))
     assert taken.exit_code == 2 and "cannot listen" in taken.stderr
+
+
+def test_a_header_value_echoed_by_the_product_is_scrubbed(mp: MockProvider, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header value from a variable whose name does not look secret (so the environment
+    scrub alone would miss it) is still kept out of the run document when echoed back."""
+    leaked = "hunter2-0123456789-passphrase"
+    toml = HTTP_TOML.format(url=mp.base_url + "/v1/product/answer", body="").replace(
+        "PRODUCT_TOKEN", "PRODUCT_PHRASE")
+    cfg = write_project(tmp_path, toml, {"product.jsonl": PRODUCT_CASES})
+    monkeypatch.setenv("PRODUCT_PHRASE", leaked)
+    mp.set_script([{"match": "capital of France", "text": f"Paris (your header was {leaked})"}])
+    result, doc, raw = run_config(cfg)
+    assert result.exit_code == 0, result.output
+    assert doc is not None and doc["suites"]["product"]["cases"][0]["output"].startswith("Paris")
+    assert leaked.encode() not in raw and b"[REDACTED]" in raw

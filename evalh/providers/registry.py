@@ -112,6 +112,7 @@ class ManagedClient:
 def api_key_for(config: ProviderConfig) -> str:
     """The key from the environment variable the config names; ProviderError if unset."""
     from evalh.providers.loopback import MOCK_KEY, is_mock_url
+    from evalh.snapshot import register_secret
 
     name = config.key_env()
     key = os.environ.get(name)
@@ -120,6 +121,7 @@ def api_key_for(config: ProviderConfig) -> str:
     if not key:
         raise ProviderError(f"{config.provider} {config.model}: set {name} in the environment",
                             retryable=False)
+    register_secret(key)  # `api_key_env` may name a variable that does not look secret
     return key
 
 

@@ -34,6 +34,7 @@ from pydantic import Field
 from evalh.errors import TargetError
 from evalh.models import Case
 from evalh.providers.base import ProviderError
+from evalh.snapshot import register_secret
 from evalh.targets.base import CallContext, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
 
@@ -139,6 +140,8 @@ class HttpTarget:
             return value
 
         headers = {k: _ENV_REF.sub(expand, v) for k, v in self.config.headers.items()}
+        for value in headers.values():  # a product that echoes a header must not leak it
+            register_secret(value.split(" ", 1)[-1])
         headers.update({
             "X-Evalh-Run-Id": ctx.run_id, "X-Evalh-Case-Id": case.id,
             "X-Evalh-Attempt": str(ctx.attempt),
