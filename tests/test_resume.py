@@ -221,6 +221,8 @@ def test_resume_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
     result = runner.invoke(app, [*base, "--resume", run_id, "--suite", "s"])
     assert result.exit_code == 2 and "drop --suite" in result.output
+    result = runner.invoke(app, [*base, "--resume", run_id, "--seed", "1", "--allow-self-judge"])
+    assert result.exit_code == 2 and "drop --seed, --allow-self-judge" in result.output
 
     result = runner.invoke(app, [*base, "--resume", "20260101T000000000Z-abcdef"])
     assert result.exit_code == 2 and "no run" in result.output

@@ -61,11 +61,12 @@ def run(
         from evalh.errors import EvalhError
 
         given = [flag for flag, value in (("--suite", suite), ("--label", label), ("--seed", seed),
-                                          ("--repeats", repeats), ("--timeout", timeout))
+                                          ("--repeats", repeats), ("--timeout", timeout),
+                                          ("--allow-self-judge", allow_self_judge or None))
                  if value is not None]
         if given:
-            raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats and "
-                             f"timeout: drop {', '.join(given)}")
+            raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats, timeout "
+                             f"and judge settings: drop {', '.join(given)}")
         prepared = prepare_resume(
             cfg, resume, directory, concurrency=concurrency, max_cost_usd=max_cost,
             max_tokens=max_tokens, use_cache=False if no_cache else None,

@@ -1,0 +1,210 @@
+"""Turn bench/runner_results.json into bench/runner_results.md (see run_bench.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+AIM_OVERHEAD_RATIO = 20.0
+AIM_ONE_CASE_S = 1.0
+AIM_EFFICIENCY = 0.90
+
+
+def _ms(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1000:.3f} ms"
+
+
+def _get(d: dict[str, Any], *keys: Any) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k, d.get(str(k)))  # json turns int keys into strings
+    return d
+
+
+def _per_case(entry: dict[str, Any] | None, n: int) -> float | None:
+    wall = _get(entry or {}, n, "wall_s")
+    return wall / n if wall is not None else None
+
+
+def _marginal(entry: dict[str, Any] | None) -> float | None:
+    a, b = _get(entry or {}, 1000, "wall_s"), _get(entry or {}, 10000, "wall_s")
+    return (b - a) / 9000 if a is not None and b is not None else None
+
+
+def _verdict(ok: bool | None) -> str:
+    return "–" if ok is None else ("met" if ok else "**missed**")
+
+
+def render_markdown(r: dict[str, Any]) -> str:
+    m = r.get("machine", {})
+    lines = [
+        "# Runner benchmarks",
+        "",
+        "Reproduce with `python bench/run_bench.py` (add `--inspect-python PATH` when inspect_ai "
+        "lives in another venv; `--quick` for a short pass). Raw numbers: `runner_results.json`.",
+        "",
+        f"Machine: {m.get('cpus')} CPUs, Python {m.get('python')}, {m.get('platform')}; "
+        f"inspect_ai {m.get('inspect_ai') or 'not installed'}; load average at start "
+        f"{m.get('load_at_start', 0):.2f}; {r.get('date')}"
+        + (" (quick pass)" if r.get("quick") else ""),
+        "",
+        "Harness time = wall time of the library call that loads the dataset, runs every case,"
+        " scores it and writes the run (evalh `prepare_run` + `execute`, inspect_ai `eval()`),"
+        " in a fresh interpreter, imports excluded. Each figure is the median of its runs.",
+        "",
+    ]
+    o = r.get("overhead")
+    if o:
+        lines += [
+            "## 1. Harness overhead per case, instant target",
+            "",
+            "| target | 1,000 cases | per case | 10,000 cases | per case | marginal per case |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        names = {
+            "evalh_python": "evalh, Python callable (sync, in a worker thread)",
+            "evalh_anthropic": "evalh, `anthropic` target → loopback mock (HTTP, official SDK)",
+            "evalh_openai": "evalh, `openai` target → loopback mock (HTTP, httpx)",
+            "inspect_ai": "inspect_ai, `mockllm/model` (in-process, no HTTP)",
+        }
+        for key, label in names.items():
+            e = o.get(key) or {}
+            if not e:
+                continue
+            w1, w10 = _get(e, 1000, "wall_s"), _get(e, 10000, "wall_s")
+            lines.append(
+                f"| {label} | {w1:.2f} s | {_ms(_per_case(e, 1000))} | "
+                + (f"{w10:.2f} s | {_ms(_per_case(e, 10000))} | {_ms(_marginal(e))} |" if w10 else "– | – | – |")
+            )
+        ins, py = o.get("inspect_ai") or {}, o.get("evalh_python") or {}
+        rows = []
+        for n in (1000, 10000):
+            a, b = _per_case(ins, n), _per_case(py, n)
+            if a and b:
+                rows.append((n, a / b))
+        lines.append("")
+        if rows:
+            ok = all(ratio >= AIM_OVERHEAD_RATIO for _, ratio in rows)
+            lines.append(
+                "Ratio inspect_ai / evalh (Python callable), per case: "
+                + ", ".join(f"{ratio:.0f}x at {n:,}" for n, ratio in rows)
+                + f" — aim ≥ {AIM_OVERHEAD_RATIO:.0f}x: {_verdict(ok)}."
+            )
+            mi, me = _marginal(ins), _marginal(py)
+            if mi and me:
+                lines.append(f"Marginal (10,000 − 1,000 cases) ratio: {mi / me:.0f}x.")
+            for kind in ("anthropic", "openai"):
+                e = o.get(f"evalh_{kind}") or {}
+                a, b = _per_case(ins, 10000) or _per_case(ins, 1000), _per_case(e, 10000)
+                if a and b:
+                    lines.append(
+                        f"With the `{kind}` model target over loopback HTTP (a real client, a server in "
+                        f"another process on the same cores) evalh is still {a / b:.0f}x below "
+                        "inspect_ai's in-process mock."
+                    )
+        else:
+            lines.append("inspect_ai was not run: no ratio.")
+        lines.append("")
+    lat = r.get("latency")
+    if lat:
+        lines += [
+            "## 2. Latency-bound: 1,000 cases, 50 ms per reply on loopback",
+            "",
+            "The mock provider (`evalh.testing.mock_provider`, `--latency-ms 50`) runs in its own "
+            "process on the same cores. *of ideal* is ideal / wall, ideal = cases × latency / "
+            "in flight; *cases phase* uses the run's own span (first case to last result, without "
+            "loading the plan and writing the document).",
+            "",
+            "| client | in flight | wall | ideal | of ideal | cases phase | CPU per request | p50 latency |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        labels = {
+            "sleep50": "evalh, Python async target sleeping 50 ms (no HTTP: the runner alone)",
+            "anthropic": "evalh, `anthropic` target (official SDK) → mock",
+            "openai": "evalh, `openai` target (httpx) → mock",
+            "raw": "baseline: minimal asyncio HTTP/1.1 client → mock (the server's ceiling)",
+            "httpx": "baseline: one `httpx.AsyncClient` → mock, no evalh",
+            "httpx8": "baseline: eight `httpx.AsyncClient`s → mock, no evalh",
+        }
+        for e in sorted(lat.values(), key=lambda e: (e.get("baseline", False), e["target"], e["in_flight"])):
+            runs = e.get("runs") or []
+            span = [x["run_span_s"] for x in runs if x.get("run_span_s")]
+            phase = f"{e['ideal_s'] / sorted(span)[len(span) // 2]:.0%}" if span else "–"
+            cpu = sorted(x["cpu_s"] for x in runs if x.get("cpu_s") is not None)
+            cpu_req = f"{cpu[len(cpu) // 2] / 1000 * 1000:.2f} ms" if cpu else "–"
+            lines.append(
+                f"| {labels.get(e['target'], e['target'])} | {e['in_flight']} | {e['wall_s']:.2f} s | "
+                f"{e['ideal_s']:.2f} s | {e['efficiency']:.0%} | {phase} | {cpu_req} | {statistics_p50(e)} |"
+            )
+        misses = [f"{e['target']}@{e['in_flight']}" for e in lat.values()
+                  if not e.get("baseline") and e["efficiency"] < AIM_EFFICIENCY]
+        lines += ["", f"Aim ≥ {AIM_EFFICIENCY:.0%} of ideal (evalh rows): "
+                  + ("met everywhere." if not misses else f"**missed** for {', '.join(misses)}."), ""]
+    one = r.get("one_case")
+    if one:
+        e = one["evalh"]
+        lines += [
+            "## 3. One-case `evalh run`, process start to exit",
+            "",
+            f"evalh: mean {e['mean_s']:.3f} s, min {e['min_s']:.3f} s over {e['runs']} runs "
+            f"({e['tool']}) — aim < {AIM_ONE_CASE_S:.0f} s: {_verdict(e['mean_s'] < AIM_ONE_CASE_S)}.",
+        ]
+        if one.get("inspect_ai"):
+            i = one["inspect_ai"]
+            lines.append(f"inspect_ai, one sample on mockllm: mean {i['mean_s']:.2f} s over {i['runs']} runs.")
+        lines.append("")
+    prog = r.get("progress")
+    if prog:
+        cost = (f"{prog['per_case_us']:.0f} µs per case" if prog["per_case_us"] >= 5
+                else "no measurable cost (the difference is within run-to-run noise)")
+        lines += [
+            "## 4. Progress bar cost",
+            "",
+            f"{prog['cases']:,} instant cases with the rich progress bar drawn to a (forced) terminal: "
+            f"{prog['progress_s']:.2f} s vs {prog['quiet_s']:.2f} s without it: {cost}. rich "
+            "refreshes the bar at most 10 times a second from its own thread; a result only bumps "
+            "counters.",
+            "",
+        ]
+    lines += READING
+    return "\n".join(lines)
+
+
+READING = [
+    "## Reading the numbers",
+    "",
+    "- Settings: evalh at `concurrency = 32`, cache off, one `exact` scorer; inspect_ai with its "
+    "defaults, one `exact` scorer, and mock outputs that carry their usage (so it does not count "
+    "tokens with tiktoken, which would only add to its time). The machine is shared: the load "
+    "average is recorded, and figures move by ±10 % between passes.",
+    "- Per case, evalh's time goes to the hand-off of a sync callable to a worker thread (an "
+    "`async def` target costs about half as much: compare the *CPU per request* of the Python "
+    "async row in section 2), validating the result, and the journal line written and flushed "
+    "for every result — kept, since it is what makes `kill -9` lose at most the cases in flight.",
+    "- Latency-bound, the runner alone (Python async target): 1,000 / 64 = 15.6 rounds of 50 ms "
+    "take at least 16, so 98 % is the ceiling at 64 in flight; the rest is the post-processing "
+    "(scoring, journal) of results that come back together, done one at a time on the event "
+    "loop, and ~30 ms of loading the plan and writing the document with fsync.",
+    "- The mock server itself (threads, one per connection, in Python) caps what any client "
+    "gets at about 91–94 % of ideal: see the minimal-client baseline.",
+    "- Model targets miss the 90 % aim by the CPU their HTTP client spends per request. One event "
+    "loop has 1.56 ms of CPU per request at 32 in flight (640 requests/s) and 0.78 ms at 64 "
+    "(1,280/s). Through the official Anthropic SDK a request costs ~2.5 ms of CPU (the marginal "
+    "per-case time of the `anthropic` row in section 1, less the runner's ~0.3 ms: building "
+    "the request, parsing the reply into the SDK's models). httpx's connection pool does "
+    "per-request bookkeeping that grows with the number of pooled connections (it polls every "
+    "idle socket; known upstream: encode/httpcore#1035, improved in pydantic/httpx2#974, "
+    "more in #1169): one "
+    "`httpx.AsyncClient` at 64 connections spends ~10 ms per request, with or without evalh "
+    "(baseline rows), eight clients sharing the load ~1.5 ms. Neither stack can reach 90 % of "
+    "ideal at these rates on one core, whatever the runner does; the remedy belongs in the "
+    "provider layer (several smaller httpx pools per provider, a leaner HTTP client for the "
+    "OpenAI-compatible backend) or in more processes.",
+    "",
+]
+
+
+def statistics_p50(entry: dict[str, Any]) -> str:
+    runs = entry.get("runs") or []
+    values = sorted(x["latency_ms_p50"] for x in runs if x.get("latency_ms_p50") is not None)
+    return f"{values[len(values) // 2]:.0f} ms" if values else "–"
