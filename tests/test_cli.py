@@ -159,8 +159,6 @@ def test_timeout_and_bad_output_are_errored(project: Path, function: str, error_
     assert {c["error"]["type"] for c in cases} == {error_type}
 
 
-@pytest.mark.xfail(strict=True, reason="runner catches Exception only: a target's SystemExit "
-                   "escapes, the run is written `failed` and evalh exits with the target's code (0)")
 def test_a_target_calling_sys_exit_is_errored_not_a_green_gate(project: Path) -> None:
     set_target(project, "exits")
     result, docs = run_project(project)
@@ -370,3 +368,36 @@ def test_terminal_output_never_shows_an_env_secret(project: Path, monkeypatch: p
     assert secret not in result.output
     shown = invoke("show", str(docs[0]))
     assert "auth failed for key" in shown.stdout and secret not in shown.output
+
+
+# ----------------------------------------------------------------------------- run --compare-baseline
+
+
+def test_run_compare_baseline_names_the_regressed_case_and_exits_1(project: Path) -> None:
+    first, docs = run_project(project, "-q")
+    assert first.exit_code == 0, first.output
+    assert invoke("baseline", "set", docs[0].stem, "--config", str(project / "evalh.toml"),
+                  "--runs-dir", str(project / "runs")).exit_code == 0
+    set_target(project, "crash_on_no")  # a case that passed now errors: a named regression
+    result, docs = run_project(project, "--compare-baseline")
+    assert result.exit_code == 1, result.output
+    assert len(docs) == 2
+    errored = [c["case_id"] for c in load(docs[-1])["suites"]["smoke"]["cases"] if c["status"] == "errored"]
+    assert errored and all(case_id in result.stdout for case_id in errored)
+    assert "regressed" in result.stdout
+
+
+def test_run_compare_baseline_json_holds_the_run_and_the_verdict(project: Path) -> None:
+    run_project(project, "-q")
+    (project / "BASELINE").write_text(sorted((project / "runs").glob("*.json"))[0].stem + "\n")
+    result, _ = run_project(project, "--compare-baseline", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "complete" and doc["comparison"]["regressed"] is False
+    assert doc["comparison"]["suites"]["smoke"]["verdict"] == "flat"
+
+
+def test_run_compare_baseline_without_a_baseline_runs_nothing(project: Path) -> None:
+    result, docs = run_project(project, "--compare-baseline")
+    assert result.exit_code == 2 and docs == []
+    assert "BASELINE" in result.stderr and len(result.stderr.strip().splitlines()) == 1

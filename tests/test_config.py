@@ -278,3 +278,16 @@ def test_validate_reports_a_bad_dataset_line(project: Path) -> None:
 def test_tables_of_the_wrong_shape_name_the_key(project: Path, text: str, key: str) -> None:
     msg = _refused(_write(project, text))
     assert f": {key}: " in msg, msg
+
+
+def test_splits_that_select_no_case_are_a_config_error(project: Path) -> None:
+    cfg = project / "evalh.toml"
+    cfg.write_text(cfg.read_text() + 'splits = ["heldoutt"]\n')
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    result = CliRunner().invoke(app, ["run", "--config", str(cfg), "-q"])
+    assert result.exit_code == 2, result.output
+    assert "suites.smoke.splits" in result.output and "heldoutt" in result.output
+    assert not (project / "eval_runs").exists()

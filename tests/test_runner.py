@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -136,6 +137,8 @@ def test_run_and_case_ids_are_visible_inside_the_target(tmp_path: Path, target: 
         assert out["ctx"] == [run_id, "s", r["case_id"], "default", r["attempt"]]
         assert out["env_run_id"] == run_id
         assert out["env_case_id"] == r["case_id"]  # exact at concurrency 1
+    # the ids belong to the run: once it is over, the process environment is as it was
+    assert "EVALH_RUN_ID" not in os.environ and "EVALH_CASE_ID" not in os.environ
 
 
 # ---------------------------------------------------------------------------- arms
@@ -183,6 +186,7 @@ def test_budget_reached_no_new_case_starts_and_the_run_is_partial(
     result, doc = _run(cfg, tmp_path / "runs", flag, value)
     assert doc is not None, result.output
     assert doc["status"] == "partial" and doc["status_reason"] == reason
+    assert result.exit_code == 1, "a run that stopped early is never a green gate"
     assert len(doc["suites"]["s"]["cases"]) == ran
     assert len(calls.read_text().splitlines()) == ran, "no case started past the budget"
     agg = doc["suites"]["s"]["aggregate"]

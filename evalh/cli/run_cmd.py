@@ -27,6 +27,7 @@ def run(
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID", help="Finish an interrupted, killed or budget-stopped run: only the cases it has no result for run, under the same run id.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
+    compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -35,7 +36,9 @@ def run(
     """Run suites against their targets, score every case, and write one run document.
 
     Exit 0 when every deterministic case passed; 1 when a deterministic case failed or
-    errored; 2 on bad usage or bad input (nothing is written then).
+    errored, when the run stopped before every case ran (`partial`: budget reached,
+    interrupted) or, with --compare-baseline, on a regression against BASELINE; 2 on bad
+    usage or bad input (nothing is written then).
 
     Examples:
 
@@ -46,6 +49,8 @@ def run(
         evalh run --suite live --dry-run          # what would it cost?
 
         evalh run --resume 20261129T201530123Z-3fa9c1 --max-cost 5
+
+        evalh run --suite gate --compare-baseline      # the CI gate in one command
     """
     from evalh.cli.progress import ProgressObserver
     from evalh.cli.render_run import render_run
@@ -99,18 +104,40 @@ def run(
         err().print(f"resuming run {plan.run_id}: {len(plan.done)} of {plan.total} results "
                     f"kept, {plan.total - len(plan.done)} to run", markup=False, highlight=False)
     store = RunStore(directory)
+    if compare_baseline:  # fail before spending anything when there is nothing to compare with
+        from evalh.baseline import require_baseline
+
+        store.resolve(require_baseline(cfg.root))
     result = execute(prepared, store, ProgressObserver(enabled=not quiet and not json_out))
     path = store.path_for(result.run_id)
+    code = 0 if result.summary.get("deterministic_ok", True) else 1
+    if result.status != "complete":
+        warn(f"run {result.run_id} is {result.status}: {result.status_reason}; not every case ran")
+        code = 1
+    comparison = None
+    if compare_baseline:
+        from evalh.baseline import compare_with_baseline
+        from evalh.cli.compare_cmd import exit_code
+
+        comparison = compare_with_baseline(result, root=cfg.root, store=store)
+        code = max(code, exit_code(comparison, fail_on_regression=True, fail_on_inconclusive=False))
     if json_out:
         import orjson
 
-        out().file.write(orjson.dumps(
-            {"run_id": result.run_id, "path": str(path), "status": result.status,
-             "summary": result.summary}, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif not quiet:
-        render_run(result, out())
-        err().print(f"wrote {path}", markup=False, highlight=False)
-    if not result.summary.get("deterministic_ok", True):
-        raise typer.Exit(code=1)
+        doc = {"run_id": result.run_id, "path": str(path), "status": result.status,
+               "summary": result.summary}
+        if comparison is not None:
+            doc["comparison"] = comparison.to_dict()
+        out().file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        if not quiet:
+            render_run(result, out())
+            err().print(f"wrote {path}", markup=False, highlight=False)
+        if comparison is not None:
+            from evalh.cli.compare_cmd import emit_comparison
+
+            emit_comparison(comparison)
+    if code:
+        raise typer.Exit(code=code)
 
 

@@ -116,6 +116,12 @@ def load_suite_dataset(config: Config, suite: SuiteConfig) -> tuple[Dataset, str
     cases = dataset.cases
     if suite.splits is not None:
         cases = [c for c in cases if c.metadata.split in suite.splits]
+        if not cases:  # a typo in `splits` must not pass as a suite of zero cases
+            present = sorted({str(c.metadata.split) for c in dataset.cases})
+            raise ConfigError(
+                f"{config.path}: suites.{suite.name}.splits: no case of {suite.dataset} is in "
+                f"{', '.join(map(repr, suite.splits))} (its splits: {', '.join(present)})"
+            )
     return dataset, suite.dataset, cases
 
 

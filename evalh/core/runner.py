@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import signal
 import time
@@ -147,7 +148,8 @@ class Runner:
         except TimeoutError:
             err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {suite.timeout_s:g}s")
             return None, err, (time.perf_counter() - t0) * 1000
-        except Exception as exc:  # the product under test failed: an errored case, not a crash
+        except (Exception, SystemExit) as exc:  # the product failed: an errored case, not a crash
+            # SystemExit too: a target calling sys.exit(0) must not end the run as a green gate
             return None, _error(exc), (time.perf_counter() - t0) * 1000
         return out, None, (time.perf_counter() - t0) * 1000
 
@@ -359,6 +361,7 @@ class Runner:
             "options": self.plan.options,
         }
         self.journal.open(header)
+        saved_env = {k: os.environ.get(k) for k in ("EVALH_RUN_ID", "EVALH_CASE_ID")}
         self.observer.on_start(self.plan)
         rng = random.Random(self.plan.seed)
         status, reason = "complete", None
@@ -377,6 +380,7 @@ class Runner:
             status, reason = "failed", f"{err.type}: {err.message}"
             raise
         finally:
+            _restore_env(saved_env)  # the ids belong to this run, not to the process after it
             self.journal.close()
             run = self.build_run(status, reason)
             self.store.write(run)
@@ -385,6 +389,14 @@ class Runner:
             await _close_targets(self.plan)
             self.observer.on_finish(run)
         return run
+
+
+def _restore_env(saved: dict[str, str | None]) -> None:
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def _snapshot_target(target: Any) -> dict[str, Any]:
