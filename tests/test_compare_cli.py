@@ -8,9 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import Result
 from compare_factory import binary_runs, det_suite, make_run
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
 from evalh.models import Run
