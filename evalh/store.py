@@ -91,7 +91,9 @@ def parse_run(data: bytes, shown: str) -> Run:
         return _parse_run(data, shown)
 
 
-def _parse_run(data: bytes, shown: str) -> Run:
+def parse_raw_run(data: bytes, shown: str) -> dict[str, Any]:
+    """The raw dict of a run document, migrated to the current schema but not validated
+    (the dashboard lists cases without validating every row)."""
     try:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -100,8 +102,13 @@ def _parse_run(data: bytes, shown: str) -> Run:
         raise RunDocumentError(f"{shown}: not an evalh run document (no `schema: evalh.run/1`)")
     from evalh.migrations import migrate
 
+    return migrate(raw, shown)
+
+
+def _parse_run(data: bytes, shown: str) -> Run:
+    raw = parse_raw_run(data, shown)
     try:
-        return Run.model_validate(migrate(raw, shown))
+        return Run.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])

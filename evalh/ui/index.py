@@ -19,9 +19,8 @@ from pydantic import ValidationError
 
 from evalh.errors import RunDocumentError, RunNotFound
 from evalh.gcpause import gc_paused
-from evalh.migrations import migrate
 from evalh.models import CaseResult, Run
-from evalh.store import RunStore, parse_run, validate_run_id
+from evalh.store import RunStore, parse_raw_run, parse_run, validate_run_id
 
 FileKey = tuple[str, int, int]
 
@@ -56,16 +55,6 @@ def summarize(run: Run) -> dict[str, Any]:
     }
 
 
-def _raw(data: bytes, shown: str) -> dict[str, Any]:
-    try:
-        raw = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
-    if not isinstance(raw, dict) or not str(raw.get("schema", "")).startswith("evalh.run/"):
-        raise RunDocumentError(f"{shown}: not an evalh run document (no `schema: evalh.run/1`)")
-    return migrate(raw, shown)
-
-
 def _split(raw: dict[str, Any], shown: str) -> tuple[Run, dict[str, list[Any]]]:
     """The run without its case rows (validated as any run is, by `parse_run`), and the
     raw case rows per suite, left unvalidated until somebody needs them."""
@@ -85,7 +74,7 @@ def _split(raw: dict[str, Any], shown: str) -> tuple[Run, dict[str, list[Any]]]:
 
 def _light_run(data: bytes, shown: str) -> Run:
     """The run without its case rows: validated like any run, at a fraction of the cost."""
-    return _split(_raw(data, shown), shown)[0]
+    return _split(parse_raw_run(data, shown), shown)[0]
 
 
 def _invalid(shown: str, exc: ValidationError, prefix: str = "") -> RunDocumentError:
@@ -229,7 +218,7 @@ class RunIndex:
         except OSError:
             raise RunNotFound(f"no run {run_id!r} in {self.store.runs_dir}") from None
         with gc_paused():
-            header, raw_cases = _split(_raw(data, str(path)), str(path))
+            header, raw_cases = _split(parse_raw_run(data, str(path)), str(path))
             rows = {n: [case_row(i, c) if isinstance(c, dict) else case_row(i, {}) for i, c in enumerate(cs)]
                     for n, cs in raw_cases.items()}
         search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
