@@ -58,13 +58,23 @@ class DeterministicScorer:
     def _score(self, **kw: Any) -> Score:
         return Score(scorer=self.config.display_name, **kw)
 
-    def _operands(self, case: Case, output: Any) -> tuple[Any, Any] | Score:
-        """(output[field], expected[expected_field]), or a failing Score naming what is missing."""
+    def _actual(self, output: Any) -> Any:
+        """output[field] (the whole output without `field`), or a failing Score saying the
+        field is missing: a missing field is the product's failure, never an abstention."""
         from evalh.scorers._util import _MISSING, pick
 
         actual = pick(output, self.config.field)
         if actual is _MISSING:
             return self._score(value=0.0, passed=False, rationale=f"output has no field {self.config.field!r}")
+        return actual
+
+    def _operands(self, case: Case, output: Any) -> tuple[Any, Any] | Score:
+        """(output[field], expected[expected_field]), or a failing Score naming what is missing."""
+        from evalh.scorers._util import _MISSING, pick
+
+        actual = self._actual(output)
+        if isinstance(actual, Score):
+            return actual
         expected = pick(case.expected, self.config.expected_field)
         if expected is _MISSING:
             return self._score(

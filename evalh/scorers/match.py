@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import model_validator
 
 from evalh.models import Case, Score
-from evalh.scorers._util import _MISSING, as_text, pick, short
+from evalh.scorers._util import as_text, pick, short
 from evalh.scorers.base import DeterministicScorer, ScorerConfig
 
 _FIELDS = frozenset({"type", "name", "field", "expected_field"})
@@ -96,9 +96,9 @@ class ContainsScorer(DeterministicScorer):
     config: ContainsConfig
 
     def check(self, case: Case, output: Any) -> Score:
-        actual = pick(output, self.config.field)
-        if actual is _MISSING:
-            return self._score(value=0.0, passed=False, rationale=f"output has no field {self.config.field!r}")
+        actual = self._actual(output)
+        if isinstance(actual, Score):
+            return actual
         values = self.config.values
         if values is None:
             exp = pick(case.expected, self.config.expected_field)
@@ -123,9 +123,9 @@ class RegexScorer(DeterministicScorer):
     config: RegexConfig
 
     def check(self, case: Case, output: Any) -> Score:
-        actual = pick(output, self.config.field)
-        if actual is _MISSING:
-            return self._score(value=0.0, passed=False, rationale=f"output has no field {self.config.field!r}")
+        actual = self._actual(output)
+        if isinstance(actual, Score):
+            return actual
         pattern = self.config.pattern
         if pattern is None:
             exp = pick(case.expected, self.config.expected_field)

@@ -10,7 +10,7 @@ import orjson
 from pydantic import model_validator
 
 from evalh.models import Case, Score
-from evalh.scorers._util import _MISSING, pick, short
+from evalh.scorers._util import short
 from evalh.scorers.base import DeterministicScorer, ScorerConfig
 
 _FIELDS = frozenset({"type", "name", "field", "expected_field"})
@@ -139,9 +139,9 @@ class JsonSchemaScorer(DeterministicScorer):
         self._validator = validator_for(schema)(schema)
 
     def check(self, case: Case, output: Any) -> Score:
-        actual = pick(output, self.config.field)
-        if actual is _MISSING:
-            return self._score(value=0.0, passed=False, rationale=f"output has no field {self.config.field!r}")
+        actual = self._actual(output)
+        if isinstance(actual, Score):
+            return actual
         errors = sorted(self._validator.iter_errors(_parsed(actual)), key=lambda e: list(e.path))
         if not errors:
             return self._score(value=1.0, passed=True, rationale="conforms to the schema")
