@@ -28,6 +28,7 @@ from evalh.providers.resilience import (
     is_retryable,
     parse_retry_after,
 )
+from evalh.providers.transport import sharded_client_kwargs
 
 
 def resolve_base_url(config: ProviderConfig) -> str:
@@ -36,7 +37,9 @@ def resolve_base_url(config: ProviderConfig) -> str:
 
 
 class OpenAIBackend:
-    """One chat-completions call per `send`, on a shared `httpx.AsyncClient`."""
+    """One chat-completions call per `send`, on a shared `httpx.AsyncClient` whose
+    connections are sharded (`evalh.providers.transport`: constant CPU per request at any
+    number in flight)."""
 
     provider = "openai"
 
@@ -47,6 +50,7 @@ class OpenAIBackend:
             timeout=httpx.Timeout(config.timeout_s),
             headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            **sharded_client_kwargs(httpx),
         )
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
