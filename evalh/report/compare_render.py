@@ -263,12 +263,13 @@ def to_junit_xml(cmp: Comparison) -> str:
     """JUnit XML: one <testsuite> per compared suite.
 
     Deterministic suites: each compared case is a testcase, each regressed case a
-    <failure>. Stochastic suites: each metric row is a testcase (a regressed row fails, an
+    <failure>; a case errored in the candidate is an <error> and a judge error <skipped>
+    in every regime, never a pass. Stochastic suites: each metric row is a testcase (a regressed row fails, an
     inconclusive one is <skipped>), and each compared case a passing testcase. Changed
     cases are <skipped> testcases ("not compared").
     """
     root = ET.Element("testsuites", name="evalh compare")
-    total = failures = skipped = 0
+    total = failures = skipped = errors = 0
     for s in cmp.suites.values():
         if s.verdict in ("added", "removed"):
             continue
@@ -277,22 +278,22 @@ def to_junit_xml(cmp: Comparison) -> str:
         for k, v in (("verdict", s.verdict), ("regime", s.regime or ""),
                      ("base_run", cmp.base.run_id), ("candidate_run", cmp.candidate.run_id)):
             ET.SubElement(props, "property", name=k, value=_x(v))
-        n, f, sk = _suite_cases(suite_el, s)
+        n, f, sk, er = _suite_cases(suite_el, s)
         suite_el.set("tests", str(n))
         suite_el.set("failures", str(f))
         suite_el.set("skipped", str(sk))
-        suite_el.set("errors", "0")
-        total, failures, skipped = total + n, failures + f, skipped + sk
+        suite_el.set("errors", str(er))
+        total, failures, skipped, errors = total + n, failures + f, skipped + sk, errors + er
     root.set("tests", str(total))
     root.set("failures", str(failures))
     root.set("skipped", str(skipped))
-    root.set("errors", "0")
+    root.set("errors", str(errors))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _suite_cases(el: ET.Element, s: SuiteComparison) -> tuple[int, int, int]:
-    n = f = sk = 0
+def _suite_cases(el: ET.Element, s: SuiteComparison) -> tuple[int, int, int, int]:
+    n = f = sk = er = 0
     cls = f"evalh.{_x(s.suite)}"
     regressed = {(r.case_id, r.arm) for r in s.cases.regressed} if s.regime == "deterministic" else set()
     if s.regime == "stochastic":
@@ -314,10 +315,16 @@ def _suite_cases(el: ET.Element, s: SuiteComparison) -> tuple[int, int, int]:
         if (case_id, arm) in regressed:
             ET.SubElement(tc, "failure", message=_x(f"regressed: {bo} → {co}"), type="regression")
             f += 1
+        elif co == "errored":  # not a regression (it was not passing), but never a pass
+            ET.SubElement(tc, "error", message=_x(f"errored in the candidate ({bo} → {co})"), type="errored")
+            er += 1
+        elif co == "judge_error":  # the judge failed: no verdict on the product either way
+            ET.SubElement(tc, "skipped", message=_x(f"judge error in the candidate ({bo} → {co}): not compared"))
+            sk += 1
     for ref in s.cases.changed:
         name = ref.case_id if ref.arm == "default" else f"{ref.case_id} [{ref.arm}]"
         tc = ET.SubElement(el, "testcase", classname=cls, name=_x(name))
         ET.SubElement(tc, "skipped", message="content changed (digest differs): not compared")
         n += 1
         sk += 1
-    return n, f, sk
+    return n, f, sk, er
