@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from compare_factory import det_suite, make_run
+from typer.testing import CliRunner
 
+from evalh.cli.main import app
 from evalh.core.compare import compare_runs
 from evalh.report.compare_render import to_junit_xml
+from evalh.store import RunStore
+
+BASE_ID = "20260101T000000000Z-aaaaaa"
+CAND_ID = "20260101T000100000Z-bbbbbb"
 
 
 def _outcome(tc: ET.Element) -> str:
@@ -29,3 +37,21 @@ def test_junit_never_shows_an_errored_or_judge_error_candidate_case_as_a_pass() 
     assert seen["b"] == "skipped"  # judge error: not a product verdict, not a pass
     assert suite.get("errors") == "2" and root.get("errors") == "2"
     assert suite.get("skipped") == "1"
+
+
+def test_junit_file_is_replaced_atomically_never_rewritten_in_place(tmp_path: Path) -> None:
+    # A file written in place is truncated first: a reader (or a crash) in between sees half
+    # a document. A hard link to the old file shows which way it was written.
+    store = RunStore(tmp_path / "runs")
+    store.write(make_run(BASE_ID, {"gate": det_suite({"a": "passed"})}))
+    store.write(make_run(CAND_ID, {"gate": det_suite({"a": "failed"})}))
+    path = tmp_path / "compare.xml"
+    path.write_text("<old/>\n")
+    keep = tmp_path / "old.xml"
+    os.link(path, keep)
+    result = CliRunner().invoke(app, ["compare", BASE_ID, CAND_ID, "--junit-xml", str(path),
+                                      "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    assert ET.parse(path).getroot().get("failures") == "1"
+    assert keep.read_text() == "<old/>\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

@@ -50,8 +50,9 @@ def emit_comparison(
         render.render_terminal(cmp, out())
     if junit_xml is not None:
         try:
-            junit_xml.parent.mkdir(parents=True, exist_ok=True)
-            junit_xml.write_text(render.to_junit_xml(cmp), encoding="utf-8")
+            from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
+
+            atomic_write_bytes(junit_xml, render.to_junit_xml(cmp).encode("utf-8"))
         except OSError as exc:
             raise EvalhError(f"{junit_xml}: cannot write: {exc.strerror or exc}") from None
     if fmt is not CompareFormat.table:
