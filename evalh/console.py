@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -39,13 +40,25 @@ def out() -> Console:
                    soft_wrap=False, width=_width(sys.stdout))
 
 
+# C0 controls but tab and newline, DEL, and C1 controls (U+009B is a one-byte CSI).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def inert(text: str) -> str:
+    """Untrusted text made safe for a terminal: every control character but tab and newline
+    becomes U+FFFD. `rich.text.Text` stops markup, not escape sequences: an ESC in a case
+    id or a model's output would otherwise colour, hide, relink (OSC 8) or clear what a
+    terminal or a CI log shows."""
+    return _CONTROL.sub("\ufffd", text)
+
+
 def error_line(message: str) -> None:
     """One line on stderr, no markup interpretation (messages may quote user input)."""
-    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.write(f"error: {inert(message)}\n")
     sys.stderr.flush()
 
 
 def warn(message: str) -> None:
     from rich.text import Text
 
-    err().print(Text(f"warning: {message}", style="yellow"))
+    err().print(Text(f"warning: {inert(message)}", style="yellow"))

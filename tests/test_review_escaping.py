@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+import report_factory as rf
 from compare_factory import det_suite, make_run
+from rich.console import Console
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
 from evalh.core.compare import compare_runs
+from evalh.models import Score
 from evalh.report.compare_render import to_junit_xml
 from evalh.store import RunStore
 
@@ -55,3 +60,51 @@ def test_junit_file_is_replaced_atomically_never_rewritten_in_place(tmp_path: Pa
     assert ET.parse(path).getroot().get("failures") == "1"
     assert keep.read_text() == "<old/>\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+# An OSC 8 hyperlink and a screen clear: a model's output or a case id that reaches the
+# terminal raw can rewrite what a CI log or a developer's terminal shows.
+ESCAPES = "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07\x1b[2J\x9b31m"
+
+
+def _plain_console() -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, force_terminal=False, no_color=True, width=200), buf
+
+
+def test_terminal_run_summary_drops_control_sequences_from_untrusted_text() -> None:
+    from evalh.cli.render_run import render_run
+
+    run = rf.make_run("r1", {"gate": rf.suite([
+        rf.res("id" + ESCAPES, "errored", error=("TargetError", "boom" + ESCAPES)),
+        rf.res("b", "failed", scores=[Score(scorer="judge", value=0.0, passed=False, rationale="no" + ESCAPES)]),
+    ])}, label="lbl" + ESCAPES)
+    console, buf = _plain_console()
+    render_run(run, console)
+    text = buf.getvalue()
+    assert "boom" in text and "click" in text
+    assert "\x1b" not in text and "\x9b" not in text and "\x07" not in text
+
+
+def test_terminal_report_and_compare_drop_control_sequences() -> None:
+    from evalh.report import build_report
+    from evalh.report.compare_render import render_terminal as compare_terminal
+    from evalh.report.render import render_terminal as report_terminal
+
+    base = rf.make_run("r1", {"gate": rf.suite([rf.res("c" + ESCAPES, "passed")])}, label="x" + ESCAPES)
+    cand = rf.make_run("r2", {"gate": rf.suite([
+        rf.res("c" + ESCAPES, "errored", error=("TargetError", "bad" + ESCAPES))])}, label="y" + ESCAPES)
+    console, buf = _plain_console()
+    report_terminal(build_report([cand]), console)
+    compare_terminal(compare_runs(base, cand), console)
+    text = buf.getvalue()
+    assert "click" in text
+    assert "\x1b" not in text and "\x9b" not in text and "\x07" not in text
+
+
+def test_error_and_warning_lines_drop_control_sequences(capsys: pytest.CaptureFixture[str]) -> None:
+    from evalh.console import error_line
+
+    error_line("cannot read" + ESCAPES)
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot read") and "\x1b" not in err and "\x07" not in err

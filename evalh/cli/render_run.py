@@ -35,9 +35,13 @@ _OPTIONAL = {"judge err", "tokens", "cost"}
 
 def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
     from rich.table import Table
-    from rich.text import Text
+    from rich.text import Text as RichText
 
+    from evalh.console import inert
     from evalh.snapshot import scrub_text, secret_env_values
+
+    def Text(text: str, style: str = "") -> RichText:  # noqa: N802 - untrusted: no markup, no escapes
+        return RichText(inert(text), style=style)
 
     # the run in memory is not scrubbed (only its document is): errors and rationales may
     # quote a key the product echoed, and CI keeps this output as a log
@@ -69,7 +73,7 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
             arm = f" [{r.arm}]" if r.arm != "default" else ""
             att = f" #{r.attempt}" if r.attempt else ""
             line = Text(scrub_text(f"  {r.status:<11} {r.case_id}{arm}{att}  ", env=secrets))
-            line.append(scrub_text(why, env=secrets)[:160], style="dim")
+            line.append(inert(scrub_text(why, env=secrets)[:160]), style="dim")
             console.print(line)
         if len(bad) > max_failures:
             console.print(Text(f"  … and {len(bad) - max_failures} more (evalh show {run.run_id})", style="dim"))

@@ -208,10 +208,16 @@ def render_terminal(cmp: Comparison, console: Console, *, max_named: int = MAX_N
     """Draw the comparison: differences and warnings first, then one table per suite."""
     from rich import box
     from rich.table import Table
-    from rich.text import Text
+    from rich.text import Text as RichText
 
-    console.print(Text.assemble(
-        ("base ", "dim"), run_text(cmp, "base"), ("  →  candidate ", "dim"), run_text(cmp, "candidate")
+    from evalh.console import inert
+
+    def Text(text: str, style: str = "") -> RichText:  # noqa: N802 - untrusted: no markup, no escapes
+        return RichText(inert(text), style=style)
+
+    console.print(RichText.assemble(
+        ("base ", "dim"), inert(run_text(cmp, "base")), ("  →  candidate ", "dim"),
+        inert(run_text(cmp, "candidate"))
     ))
     if cmp.config_differences:
         console.print(Text("the runs' configuration differs:", style="yellow"))
@@ -220,7 +226,7 @@ def render_terminal(cmp: Comparison, console: Console, *, max_named: int = MAX_N
     for w in cmp.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
     for s in cmp.suites.values():
-        title = Text.assemble(f"{s.suite} ({s.regime or 'regime changed'}): ",
+        title = RichText.assemble(inert(f"{s.suite} ({s.regime or 'regime changed'}): "),
                               (s.verdict + (" (partial)" if s.partial else ""), _STYLE[s.verdict]))
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                       collapse_padding=True)
@@ -246,7 +252,7 @@ def render_terminal(cmp: Comparison, console: Console, *, max_named: int = MAX_N
                     console.print(Text(f"    {case_text(ref)}"))
                 if len(refs) > max_named:
                     console.print(Text(f"    … and {len(refs) - max_named} more (--format json)", style="dim"))
-    console.print(Text.assemble("overall: ", (cmp.verdict, _STYLE[cmp.verdict])))
+    console.print(RichText.assemble("overall: ", (cmp.verdict, _STYLE[cmp.verdict])))
 
 
 # --------------------------------------------------------------------------- JUnit XML

@@ -61,7 +61,12 @@ def to_markdown(report: Report) -> str:
 def render_terminal(report: Report, console: Console, *, max_raw: int | None = TERMINAL_RAW_ROWS) -> None:
     """Draw the report on a rich console, every string as `Text` (no markup)."""
     from rich.table import Table as RichTable
-    from rich.text import Text
+    from rich.text import Text as RichText
+
+    from evalh.console import inert
+
+    def Text(text: str, style: str = "") -> RichText:  # noqa: N802 - untrusted: no markup, no escapes
+        return RichText(inert(text), style=style)
 
     for block in layout(report, max_raw=max_raw):
         if isinstance(block, Heading):
