@@ -108,3 +108,16 @@ def test_error_and_warning_lines_drop_control_sequences(capsys: pytest.CaptureFi
     error_line("cannot read" + ESCAPES)
     err = capsys.readouterr().err
     assert err.startswith("error: cannot read") and "\x1b" not in err and "\x07" not in err
+
+
+def test_label_sidecar_is_scrubbed_of_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalh.labels.models import LabelStore, Rating, save_labels
+
+    secret = "sk-review-0123456789abcdef"
+    monkeypatch.setenv("REVIEW_API_KEY", secret)
+    store = LabelStore(run_id=BASE_ID, ratings=[Rating(
+        request_id="r1", request_sha256="0" * 64, rubric_sha256="1" * 64, rater="ann",
+        label="pass", note=f"the output quoted {secret}", source=f"/tmp/{secret}.jsonl:1")])
+    path = tmp_path / f"{BASE_ID}.labels.json"
+    save_labels(path, store)
+    assert secret not in path.read_text() and "[REDACTED]" in path.read_text()

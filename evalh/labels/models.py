@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.errors import EvalhError
+from evalh.snapshot import scrub_secrets
 from evalh.store import atomic_write_bytes, validate_run_id
 
 LABELS_SCHEMA = "evalh.labels/1"
@@ -113,9 +114,10 @@ def load_labels(path: Path, run_id: str) -> LabelStore:
 
 
 def save_labels(path: Path, store: LabelStore) -> None:
-    """Write the sidecar atomically (temporary file, fsync, rename)."""
+    """Write the sidecar atomically (temporary file, fsync, rename), scrubbed of secrets
+    like a run document (a rater's note or a source path may quote one)."""
     data = orjson.dumps(store.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2)
-    atomic_write_bytes(path, data + b"\n")
+    atomic_write_bytes(path, scrub_secrets(data) + b"\n")
 
 
 def label_key(value: Label) -> str | None:
