@@ -121,3 +121,17 @@ def test_label_sidecar_is_scrubbed_of_secrets(tmp_path: Path, monkeypatch: pytes
     path = tmp_path / f"{BASE_ID}.labels.json"
     save_labels(path, store)
     assert secret not in path.read_text() and "[REDACTED]" in path.read_text()
+
+
+def test_sweep_score_measure_of_a_judge_error_is_undecided_not_the_other_scorers_mean() -> None:
+    from evalh.core.sweep import measure_of
+    from evalh.core.sweep_spec import SweepConfig
+
+    spec = SweepConfig(positive="bad", measure="score")
+    # the exact-match scorer passed, the judge failed: the stored score is the exact match's
+    # alone, which is not the case's score
+    r = rf.res("c", "judge_error", score=1.0, scores=[
+        Score(scorer="exact", value=1.0, passed=True),
+        Score(scorer="judge", value=None, passed=None, error="unparseable")])
+    assert measure_of(spec, r) is None
+    assert measure_of(SweepConfig(positive="bad", measure="scorer:exact"), r) == 1.0

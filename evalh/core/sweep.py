@@ -73,7 +73,8 @@ def measure_of(spec: SweepConfig, result: CaseResult) -> float | None:
         return None
     kind, _, arg = spec.measure.partition(":")
     if kind == "score":
-        return result.score
+        # a judge error leaves the mean of the other scorers: not the case's score
+        return None if result.status == "judge_error" else result.score
     if kind == "scorer":
         score = next((s for s in result.scores if s.scorer == arg), None)
         return None if score is None or score.error else score.value
