@@ -11,18 +11,19 @@ if TYPE_CHECKING:
 
 def open_project(config: Path | None, runs_dir: Path | None) -> tuple[Path, RunStore]:
     """The project root (where evalh.toml and BASELINE live; else the current directory)
-    and the run store. An explicit --config must load; a missing evalh.toml is fine, so
-    commands that only read runs work anywhere."""
+    and the run store. A missing evalh.toml is fine, so commands that only read runs work
+    anywhere; one that is found (or given with --config) must load: a typo in it would
+    otherwise send the command to another runs directory and BASELINE without a word."""
     from evalh.config import find_config, load_config
     from evalh.errors import ConfigError
     from evalh.store import RunStore, resolve_runs_dir
 
-    try:
-        cfg = load_config(config if config is not None else find_config(), check_datasets=False)
-    except ConfigError:
-        if config is not None:
-            raise
-        return Path.cwd(), RunStore(resolve_runs_dir(runs_dir))
+    if config is None:
+        try:
+            config = find_config()
+        except ConfigError:
+            return Path.cwd(), RunStore(resolve_runs_dir(runs_dir))
+    cfg = load_config(config, check_datasets=False)
     return cfg.root, RunStore(resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir))
 
 
