@@ -37,3 +37,28 @@ def test_a_broken_evalh_toml_is_named_not_silently_ignored(project: Path, comman
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "evalh.toml" in lines[0] and "pass_rate_dorp" in lines[0], lines
     assert "Traceback" not in result.output
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+def test_each_suite_bar_counts_its_own_errors(project: Path) -> None:
+    """One bar per suite: a later suite's bar must not carry the errors of the one before."""
+    (project / "evalh.toml").write_text((project / "evalh.toml").read_text() + """
+[suites.a_crash]
+dataset = "data/smoke.jsonl"
+target = "evalh_fixture_target:crash"
+regime = "deterministic"
+scorers = [{ type = "exact", field = "verdict" }]
+""")
+    result = run_project(project)
+    assert result.exit_code == 1, result.output
+    bars = {line.split()[0]: line for line in result.stderr.splitlines() if "errored" in line}
+    assert "errored 3" in bars["a_crash"], bars
+    assert "errored 0" in bars["smoke"], bars
+
+
+def test_quiet_silences_the_progress_bar(project: Path) -> None:
+    result = run_project(project, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "" and result.stdout == ""

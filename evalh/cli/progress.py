@@ -10,7 +10,8 @@ if TYPE_CHECKING:
 
 
 class ProgressObserver:
-    """done/total, errored, tokens and cost so far, ETA — one bar per suite."""
+    """done/total, errored, tokens and cost so far, ETA — one bar per suite, each counting
+    only its own suite (the results table below it shows the same per-suite numbers)."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -50,6 +51,7 @@ class ProgressObserver:
         self._progress.start()
 
     def on_suite(self, suite: SuitePlan, todo: int) -> None:
+        self.errored, self.tokens, self.cost = 0, 0, 0.0
         if self._progress is None:
             return
         self._task = self._progress.add_task(
