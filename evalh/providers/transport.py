@@ -133,7 +133,7 @@ def sharded_client_kwargs(
 ) -> dict[str, Any]:
     """`{"transport": ConnectionShards(...)}` to pass to `httpx.AsyncClient(...)`, or `{}`
     when the environment sets a proxy (then httpx's own pool, which honours it, is used)."""
-    if urllib.request.getproxies():
+    if any(scheme != "no" for scheme in urllib.request.getproxies()):  # `no` is NO_PROXY
         return {}
     kwargs: dict[str, Any] = {}
     if socket_options is not None:
