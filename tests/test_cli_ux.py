@@ -62,3 +62,18 @@ def test_quiet_silences_the_progress_bar(project: Path) -> None:
     result = run_project(project, "--quiet")
     assert result.exit_code == 0, result.output
     assert result.stderr == "" and result.stdout == ""
+
+
+# ----------------------------------------------------------------------------- report --by
+
+
+def test_report_by_a_field_no_case_carries_is_bad_input(project: Path) -> None:
+    """`--by splt` (a typo) used to exit 0 with an empty breakdown; it names the fields there are."""
+    assert run_project(project, "-q").exit_code == 0
+    result = invoke("report", "--runs-dir", str(project / "runs"), "--by", "splt")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "splt" in lines[0] and "split" in lines[0], lines
+    ok = invoke("report", "--runs-dir", str(project / "runs"), "--by", "split", "--by", "tags")
+    assert ok.exit_code == 0, ok.output

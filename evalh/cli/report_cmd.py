@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, RunsDirOpt
+
+if TYPE_CHECKING:
+    from evalh.models import Run
 
 
 class ReportFormat(StrEnum):
@@ -74,6 +77,7 @@ def report(
             raise RunNotFound(f"no runs in {store.runs_dir}: run `evalh run` first")
         refs = [ids[-1]]
     runs = [store.load(ref) for ref in refs]
+    _check_fields(runs, fields)
     rep = build_report(runs, fields)
 
     if fmt is ReportFormat.table and output is None:
@@ -105,3 +109,21 @@ def report(
     except OSError as exc:
         raise EvalhError(f"{output}: cannot write: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output}", err=True)
+
+
+def _check_fields(runs: list[Run], fields: list[str]) -> None:
+    """A --by field that no case of these runs carries is a typo, not an empty breakdown."""
+    from evalh.errors import EvalhError
+
+    if not fields:
+        return
+    present: set[str] = set()
+    for run in runs:
+        for suite in run.suites.values():
+            for r in suite.cases:
+                present.update(k for k, v in r.metadata.items() if v not in (None, [], ""))
+    for field in fields:
+        if field not in present:
+            known = ", ".join(sorted(present)) or "none"
+            raise EvalhError(f"--by {field}: no case of the reported runs carries metadata "
+                             f"`{field}` (fields: {known})")
