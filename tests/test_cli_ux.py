@@ -3,6 +3,7 @@ is honest, help teaches, and the results table reads at 80 and 160 columns."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,41 @@ def test_report_by_a_field_no_case_carries_is_bad_input(project: Path) -> None:
     assert len(lines) == 1 and "splt" in lines[0] and "split" in lines[0], lines
     ok = invoke("report", "--runs-dir", str(project / "runs"), "--by", "split", "--by", "tags")
     assert ok.exit_code == 0, ok.output
+
+
+# ----------------------------------------------------------------------------- the results table
+
+
+@pytest.fixture
+def columns(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], None]]:
+    """Set the width of piped output for the next command (the consoles are cached)."""
+    from evalh import console
+
+    def set_width(width: int) -> None:
+        monkeypatch.setenv("COLUMNS", str(width))
+        console.out.cache_clear()
+        console.err.cache_clear()
+
+    yield set_width
+    console.out.cache_clear()
+    console.err.cache_clear()
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_results_table_fits_the_terminal_without_cutting_a_value(project: Path, width: int,
+                                                                   columns: Callable[[int], None]) -> None:
+    """At 80 columns the table used to cut every cell ("100.0… (3/…", "smo…"): whole columns
+    give way instead, named under the table, and counts and rates stay whole."""
+    toml = (project / "evalh.toml").read_text().replace("[suites.smoke]", "[suites.smoke_with_a_long_name]")
+    (project / "evalh.toml").write_text(toml)
+    assert run_project(project, "-q").exit_code == 0
+    columns(width)
+    result = invoke("show", "--runs-dir", str(project / "runs"),
+                    next((project / "runs").glob("*.json")).stem)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= width for line in lines), [line for line in lines if len(line) > width]
+    row = next(line for line in lines if "smoke_with_a_long_name" in line)
+    assert "100.0% (3/3)" in row and "…" not in row, row
+    if width == 160:
+        assert "deterministic" in row and "not shown" not in result.stdout

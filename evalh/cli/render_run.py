@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from evalh.models import Aggregate, Run
 
@@ -18,9 +19,9 @@ def fmt_num(value: float | None, spec: str = ".3f", none: str = "–") -> str:
     return none if value is None else format(value, spec)
 
 
-def _row(name: str, a: Aggregate) -> list[str]:
+def _row(name: str, regime: str, a: Aggregate) -> list[str]:
     return [
-        name, str(a.n), str(a.passed), str(a.failed), str(a.errored),
+        name, regime, str(a.n), str(a.passed), str(a.failed), str(a.errored),
         str(a.judge_error), fmt_rate(a.passed, a.pass_rate_denominator, a.pass_rate),
         fmt_num(a.mean_score), fmt_num(a.latency_ms_p50, ".0f"), fmt_num(a.latency_ms_p95, ".0f"),
         f"{a.tokens_in + a.tokens_out}" if (a.tokens_in or a.tokens_out) else "–",
@@ -28,13 +29,73 @@ def _row(name: str, a: Aggregate) -> list[str]:
     ]
 
 
-_COLUMNS = ("suite", "n", "passed", "failed", "errored", "judge err", "pass rate",
+_COLUMNS = ("suite", "regime", "n", "passed", "failed", "errored", "judge err", "pass rate",
             "mean score", "p50 ms", "p95 ms", "tokens", "cost")
 _OPTIONAL = {"judge err", "tokens", "cost"}
+# What gives way, in this order, when the table would not fit the terminal: a value is never
+# cut ("100.0% (5…" is worse than no column), and counts, rates and cost always stay.
+_SHRINK = ("p95 ms", "tokens", "short headers", "p50 ms", "mean score")
+_HEADERS = {"mean score": "mean\nscore", "judge err": "judge\nerr"}
+_SHORT = {"passed": "pass", "failed": "fail", "errored": "err", "judge err": "j.err",
+          "mean score": "mean", "p50 ms": "p50", "p95 ms": "p95", "tokens": "tok"}
+_SHORT_REGIME = {"deterministic": "det.", "stochastic": "stoch."}
+
+
+def _table(title: str, rows: list[list[str]], keep: list[int], short: bool) -> Table:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from evalh.console import inert
+
+    # suite and arm names and the label are user text: no markup, no escape sequences
+    table = Table(title=Text(inert(title)), title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, collapse_padding=True)
+    for i in keep:
+        col = _COLUMNS[i]
+        header = _SHORT.get(col, col) if short else _HEADERS.get(col, col)
+        table.add_column(header, justify="left" if i < 2 else "right", no_wrap=True)
+    for r in rows:
+        cells = [_SHORT_REGIME.get(r[i], r[i]) if short and i == 1 else r[i] for i in keep]
+        table.add_row(*(Text(inert(c)) for c in cells))
+    return table
+
+
+def results_table(run: Run, console: Console) -> Table:
+    """The per-suite (and per-arm) results table, with the columns that fit `console`:
+    columns that say nothing in this run (no judges, no tokens) are left out; on a narrow
+    terminal, headers get shorter and latency, token and mean-score columns go (named in a
+    caption), rather than cutting values."""
+    from rich.text import Text
+
+    title = f"run {run.run_id}" + (f" · {run.label}" if run.label else "")
+    rows = []
+    for name, suite in run.suites.items():
+        rows.append(_row(name, suite.regime, suite.aggregate))
+        if len(suite.arms) > 1:
+            rows.extend(_row(f"  arm {arm}", "", agg) for arm, agg in suite.arms.items())
+    keep = [i for i, col in enumerate(_COLUMNS)
+            if col not in _OPTIONAL or any(r[i] not in ("0", "–") for r in rows)]
+    short = False
+    table = _table(title, rows, keep, short)
+    natural = console.options.update(width=10_000, max_width=10_000)  # measure without the cap
+    dropped = []
+    for step in _SHRINK:
+        if console.measure(table, options=natural).maximum <= console.width:
+            break
+        if step == "short headers":
+            short = True
+        elif _COLUMNS.index(step) in keep:
+            keep.remove(_COLUMNS.index(step))
+            dropped.append(step)
+        table = _table(title, rows, keep, short)
+    if dropped:
+        table.caption = Text(f"not shown at {console.width} columns: {', '.join(dropped)}")
+        table.caption_justify = "left"
+    return table
 
 
 def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
-    from rich.table import Table
     from rich.text import Text as RichText
 
     from evalh.console import inert
@@ -46,21 +107,7 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
     # the run in memory is not scrubbed (only its document is): errors and rationales may
     # quote a key the product echoed, and CI keeps this output as a log
     secrets = secret_env_values()
-    title = Text(f"run {run.run_id}" + (f" · {run.label}" if run.label else ""))
-    table = Table(title=title, title_justify="left")
-    rows = []
-    for name, suite in run.suites.items():
-        rows.append(_row(f"{name} ({suite.regime})", suite.aggregate))
-        if len(suite.arms) > 1:
-            rows.extend(_row(f"  arm {arm}", agg) for arm, agg in suite.arms.items())
-    # Columns that say nothing in this run (no judges, no tokens) are left out.
-    keep = [i for i, col in enumerate(_COLUMNS)
-            if col not in _OPTIONAL or any(r[i] not in ("0", "–") for r in rows)]
-    for i in keep:
-        table.add_column(_COLUMNS[i], justify="left" if i == 0 else "right")
-    for r in rows:
-        table.add_row(*(Text(r[i]) for i in keep))
-    console.print(table)
+    console.print(results_table(run, console))
     for name, suite in run.suites.items():
         bad = [r for r in suite.cases if r.status in ("failed", "errored", "judge_error")]
         if not bad:

@@ -69,5 +69,6 @@ def show(
     from rich.text import Text
 
     git = run.git.sha[:10] + ("-dirty" if run.git.dirty else "") if run.git.sha else "not a git repo"
-    out().print(Text(f"{run.run_id}  {run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
+    # the run id is the table's title: this line stays within 80 columns
+    out().print(Text(f"{run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
     render_run(run, out(), max_failures=1000)
