@@ -116,3 +116,31 @@ def test_results_table_fits_the_terminal_without_cutting_a_value(project: Path, 
     assert "100.0% (3/3)" in row and "…" not in row, row
     if width == 160:
         assert "deterministic" in row and "not shown" not in result.stdout
+
+
+# ----------------------------------------------------------------------------- help
+
+COMMANDS = ["run", "validate", "runs", "show", "baseline", "compare", "report", "ui", "rejudge",
+            "sweep", "label", "export-requests", "mock-provider"]
+LEAVES = [["run"], ["validate"], ["runs"], ["show"], ["baseline", "set"], ["baseline", "show"],
+          ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"], ["label", "import"],
+          ["label", "report"], ["export-requests"], ["mock-provider"]]
+
+
+def test_top_level_help_lists_every_command() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0, result.output
+    listed = {line.split()[0] for line in result.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", LEAVES, ids=" ".join)
+def test_every_command_help_teaches_with_examples(command: list[str]) -> None:
+    """A first line that says what it does, examples, and no Python type as a metavar
+    (`--suite <list[str]>` reads as if a list were expected)."""
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "Examples:" in text and f"evalh {' '.join(command)}" in text.split("Examples:")[1]
+    options = [line for line in text.split("Options:")[1].splitlines() if line.lstrip().startswith("-")]
+    assert not [line for line in options if "list[" in line], options

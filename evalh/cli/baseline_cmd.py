@@ -31,7 +31,11 @@ def set_(
     """Make RUN_ID the baseline: write its id to BASELINE at the project root.
 
     The run must exist in the runs directory and be a valid run document. A run that is
-    not complete can be the baseline, with a warning.
+    not complete can be the baseline, with a warning. Exit 0; 2 on a missing or unreadable run.
+
+    Examples:
+
+        evalh baseline set 20261129T201530123Z-3fa9c1 && git add BASELINE
     """
     from evalh.baseline import write_baseline
     from evalh.cli.project import open_project
@@ -55,7 +59,14 @@ def show(
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the baseline run id (stdout); exit 2 when no baseline is set."""
+    """Print the baseline run id (stdout); exit 2 when no baseline is set.
+
+    Examples:
+
+        evalh baseline show
+
+        evalh show "$(evalh baseline show)"
+    """
     import orjson
 
     from evalh.baseline import baseline_path, require_baseline

@@ -16,8 +16,8 @@ def export_requests(
     run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the requests (JSON); `-` for stdout.", dir_okay=False)],
     rubric: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric labellers follow (any text file); ratings bind to its SHA-256.", exists=True, dir_okay=False, readable=True)],
-    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", help="Export only this suite (repeatable). Default: every suite.")] = None,
-    arm: Annotated[list[str] | None, typer.Option("--arm", help="Export only this arm (repeatable). Default: every arm.")] = None,
+    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Export only this suite (repeatable). Default: every suite.")] = None,
+    arm: Annotated[list[str] | None, typer.Option("--arm", metavar="ARM", help="Export only this arm (repeatable). Default: every arm.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
 ) -> None:

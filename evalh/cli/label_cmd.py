@@ -27,7 +27,7 @@ app = typer.Typer(
 @app.command("import")
 @translate_errors
 def import_(
-    files: Annotated[list[Path], typer.Argument(help="Ratings files: JSONL (one rating a line) or a JSON array.", exists=True, dir_okay=False, readable=True)],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Ratings files: JSONL (one rating a line) or a JSON array.", exists=True, dir_okay=False, readable=True)],
     run: Annotated[str, typer.Option("--run", help="The run the requests were exported from (id or path).")],
     rubric: Annotated[Path | None, typer.Option("--rubric", help="The current rubric file (default: the rubric of the latest export).", exists=True, dir_okay=False)] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Let a rating replace the same rater's earlier label of a request.")] = False,
@@ -76,7 +76,7 @@ def import_(
 @translate_errors
 def report(
     run: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
-    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", help="Report only this suite (repeatable). Default: every exported suite.")] = None,
+    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Report only this suite (repeatable). Default: every exported suite.")] = None,
     arm: Annotated[str | None, typer.Option("--arm", help="Report one arm (intervals need one arm).")] = None,
     positive: Annotated[str | None, typer.Option("--positive", help="The label whose rate is reported per stratum (e.g. `defect`, `true`).")] = None,
     random_sample: Annotated[bool, typer.Option("--random-sample", help="Attest the cases are a random held-out sample (needed for intervals).")] = False,

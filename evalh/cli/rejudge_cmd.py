@@ -23,7 +23,7 @@ def rejudge(
     ] = False,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge with this model instead of the configured judges.")] = None,
     label: Annotated[str | None, typer.Option("--label", "-l", help="Label of the new run, e.g. 'judge=M'.")] = None,
-    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", help="Only this suite of the run (repeatable).")] = None,
+    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Only this suite of the run (repeatable).")] = None,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade its own model's output (recorded in the run).")] = False,
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", min=1, help="Results judged at once.")] = None,
     config: ConfigOpt = None,

@@ -26,12 +26,12 @@ class ReportFormat(StrEnum):
 def report(
     run_ids: Annotated[
         list[str] | None,
-        typer.Argument(help="Run ids (see `evalh runs`) or paths to run documents. Default: the newest run.",
+        typer.Argument(metavar="RUN_ID", help="Run ids (see `evalh runs`) or paths to run documents. Default: the newest run.",
                        show_default=False),
     ] = None,
     by: Annotated[
         list[str] | None,
-        typer.Option("--by", help="Also break results down by this case metadata field (repeatable), "
+        typer.Option("--by", metavar="FIELD", help="Also break results down by this case metadata field (repeatable), "
                                   "e.g. split, stratum, tags, complexity."),
     ] = None,
     fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), md, json or html.")] = ReportFormat.table,

@@ -14,7 +14,7 @@ from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
 def run(
     suite: Annotated[
         list[str] | None,
-        typer.Option("--suite", "-s", help="Suite to run (repeatable). Default: every suite that can run, cheapest first."),
+        typer.Option("--suite", "-s", metavar="SUITE", help="Suite to run (repeatable). Default: every suite that can run, cheapest first."),
     ] = None,
     label: Annotated[str | None, typer.Option("--label", "-l", help="A label stored with the run, e.g. 'prompt=v2'.")] = None,
     repeats: Annotated[int | None, typer.Option("--repeats", "-n", min=1, help="Run each case N times (attempt 0..N-1).")] = None,

@@ -18,7 +18,16 @@ def runs(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List runs, newest last: id, label, status, git sha, and per-suite pass rates."""
+    """List runs, newest last: id, label, status, git sha, and per-suite pass rates.
+
+    The BASELINE run is marked. Exit 0 (also when there are no runs); 2 on bad input.
+
+    Examples:
+
+        evalh runs
+
+        evalh runs -n 5 --json
+    """
     import orjson
     from rich.table import Table
     from rich.text import Text
@@ -58,7 +67,16 @@ def show(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print one run: its results table and the cases that did not pass (--json: the whole document)."""
+    """Print one run: its results table and the cases that did not pass (--json: the whole document).
+
+    Exit 0; 2 when the run is missing or its document unreadable.
+
+    Examples:
+
+        evalh show 20261129T201530123Z-3fa9c1
+
+        evalh show eval_runs/20261129T201530123Z-3fa9c1.json --json
+    """
     from evalh.cli.render_run import render_run
     from evalh.console import out
 

@@ -41,8 +41,8 @@ def _base_spec(cfg: Config | None, run_config: dict[str, Any], suite: str) -> di
 def sweep(
     run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="The suite to sweep (default: the run's only suite).")] = None,
-    grid: Annotated[list[str] | None, typer.Option("--grid", "-g", help="NAME=start:stop[:step] or NAME=v1,v2 (repeatable); replaces the configured grid for NAME.")] = None,
-    current: Annotated[list[str] | None, typer.Option("--current", help="The policy in use, NAME=V[,NAME=V]: marked in the table, never favoured.")] = None,
+    grid: Annotated[list[str] | None, typer.Option("--grid", "-g", metavar="NAME=RANGE", help="NAME=start:stop[:step] or NAME=v1,v2 (repeatable); replaces the configured grid for NAME.")] = None,
+    current: Annotated[list[str] | None, typer.Option("--current", metavar="NAME=V[,NAME=V]", help="The policy in use, NAME=V[,NAME=V]: marked in the table, never favoured.")] = None,
     measure: Annotated[str | None, typer.Option("--measure", help="score | scorer:NAME | output:PATH | count:PATH")] = None,
     label: Annotated[str | None, typer.Option("--label", help="Dotted path to the policy-free label in each case's expected.")] = None,
     positive: Annotated[str | None, typer.Option("--positive", help="Binary policy: the positive label (parameter `threshold`).")] = None,

@@ -13,6 +13,12 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Check evalh.toml and every suite's dataset, target and scorers without running anything.
 
     Exit 0 when everything is valid; 2 with one line naming the file and line or key otherwise.
+
+    Examples:
+
+        evalh validate
+
+        evalh validate --config ci/evalh.toml --json
     """
     from evalh.config import load_config
     from evalh.console import out
