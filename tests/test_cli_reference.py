@@ -1,9 +1,33 @@
-"""The README links every guide, and its tables render as written."""
+"""docs/cli.md cannot drift from the commands' --help, and the README links every guide."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
+
+
+def _generator(repo_root: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_cli_reference", repo_root / "docs" / "gen_cli_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cli_reference_is_up_to_date(repo_root: Path) -> None:
+    doc = (repo_root / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert _generator(repo_root).render() == doc, \
+        "docs/cli.md is stale: run `python docs/gen_cli_reference.py`"
+
+
+def test_cli_reference_has_every_command(repo_root: Path) -> None:
+    doc = (repo_root / "docs" / "cli.md").read_text(encoding="utf-8")
+    for name in ("run", "validate", "runs", "show", "baseline set", "baseline show", "compare",
+                 "report", "ui", "rejudge", "sweep", "export-requests", "label import",
+                 "label report", "mock-provider"):
+        assert f"\n## evalh {name}\n" in doc, name
 
 
 def test_readme_links_every_guide_and_every_link_exists(repo_root: Path) -> None:
