@@ -3,6 +3,7 @@ is honest, help teaches, and the results table reads at 80 and 160 columns."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -144,3 +145,16 @@ def test_every_command_help_teaches_with_examples(command: list[str]) -> None:
     assert "Examples:" in text and f"evalh {' '.join(command)}" in text.split("Examples:")[1]
     options = [line for line in text.split("Options:")[1].splitlines() if line.lstrip().startswith("-")]
     assert not [line for line in options if "list[" in line], options
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def test_runs_names_an_unreadable_run_document_instead_of_hiding_it(project: Path) -> None:
+    assert run_project(project, "-q").exit_code == 0
+    broken = project / "runs" / "20261129T000000000Z-aaaaaa.json"
+    broken.write_text('{"schema": "evalh.run/1"')
+    result = invoke("runs", "--runs-dir", str(project / "runs"), "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)) == 1
+    assert broken.name in result.stderr and "not valid JSON" in result.stderr, result.stderr

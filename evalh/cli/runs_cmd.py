@@ -33,10 +33,17 @@ def runs(
     from rich.text import Text
 
     from evalh.baseline import read_baseline
-    from evalh.console import out
+    from evalh.console import out, warn
+    from evalh.errors import RunDocumentError, RunNotFound
 
     root, store = open_project(config, runs_dir)
-    runs_ = list(store.iter_runs())[-limit:]
+    runs_ = []
+    for ref in store.list_ids():
+        try:
+            runs_.append(store.load(ref))
+        except (RunDocumentError, RunNotFound) as exc:  # named, not silently left out
+            warn(f"left out: {exc.message}")
+    runs_ = runs_[-limit:]
     baseline = read_baseline(root)
     rows = [
         {
