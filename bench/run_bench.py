@@ -92,6 +92,13 @@ def write_config(name: str, n: int, target: str, concurrency: int, base_url: str
 def worker_evalh(config: str, runs_dir: str, progress: bool) -> dict[str, Any]:
     """Harness time of one evalh run of `config` (imports done before the clock starts)."""
     os.environ.setdefault("BENCH_API_KEY", "bench-key")
+    # Imports are outside the clock (see the module docstring), the model SDKs' too: a
+    # provider imports its SDK on first use, and `import anthropic` alone takes ~1.2 s here.
+    # Only for model targets: the SDK's ~150,000 objects make every full GC pass slower.
+    if 'kind = "' in Path(config).read_text(encoding="utf-8"):
+        import anthropic  # noqa: F401
+        import httpx  # noqa: F401
+
     from evalh.config import load_config
     from evalh.core.session import RunOptions, execute, prepare_run
     from evalh.store import RunStore
@@ -178,10 +185,13 @@ def worker_client(kind: str, base_url: str, in_flight: int, n: int) -> dict[str,
         share = [n // in_flight + (i < n % in_flight) for i in range(in_flight)]
         await asyncio.gather(*(connection(k) for k in share))
 
-    async def with_httpx(pools: int) -> None:
+    async def with_httpx(pools: int, shards: bool = False) -> None:
         import httpx
 
-        clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
+        from evalh.providers.transport import ConnectionShards
+
+        clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                                     **({"transport": ConnectionShards(httpx)} if shards else {}))
                    for _ in range(pools)]
         gate = asyncio.Semaphore(in_flight)
 
@@ -195,8 +205,35 @@ def worker_client(kind: str, base_url: str, in_flight: int, n: int) -> dict[str,
         for c in clients:
             await c.aclose()
 
+    async def backend(provider: str) -> None:
+        """evalh's provider backend alone (`send`: the HTTP client, and the SDK for
+        anthropic), without the runner, the retry wrapper or the cache."""
+        from evalh.providers.anthropic import AnthropicBackend
+        from evalh.providers.base import ChatRequest, ProviderConfig
+        from evalh.providers.openai import OpenAIBackend
+
+        config = ProviderConfig(provider=provider, model="m",  # type: ignore[arg-type]
+                                base_url=base_url + ("/v1" if provider == "openai" else ""))
+        client = (OpenAIBackend if provider == "openai" else AnthropicBackend)(config, "k")
+        request = ChatRequest(model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=16)
+        gate = asyncio.Semaphore(in_flight)
+
+        async def one() -> None:
+            async with gate:
+                await client.send(request)
+
+        await asyncio.gather(*(one() for _ in range(n)))
+        await client.aclose()
+
+    if kind.startswith("backend-"):
+        import anthropic  # noqa: F401  (imports outside the clock)
     t0, cpu0 = time.perf_counter(), time.process_time()
-    asyncio.run(raw() if kind == "raw" else with_httpx(8 if kind == "httpx8" else 1))
+    if kind == "raw":
+        asyncio.run(raw())
+    elif kind.startswith("backend-"):
+        asyncio.run(backend(kind.removeprefix("backend-")))
+    else:
+        asyncio.run(with_httpx(8 if kind == "httpx8" else 1, shards=kind == "shards"))
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0, "cases": n}
 
 
@@ -242,6 +279,22 @@ class MockServer:
         if not self.base_url.startswith("http://"):
             raise RuntimeError(f"mock provider did not start: {line!r}")
 
+    def cpu_s(self) -> float | None:
+        """CPU seconds the server process has used so far (Linux /proc; else None)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def run(self, args: list[str]) -> dict[str, Any]:
+        """`run_worker(args)`, with the server's CPU seconds during it as `server_cpu_s`."""
+        before = self.cpu_s()
+        result = run_worker(sys.executable, args)
+        after = self.cpu_s()
+        result["server_cpu_s"] = after - before if before is not None and after is not None else None
+        return result
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
@@ -279,30 +332,40 @@ def bench_overhead(args: argparse.Namespace, inspect_python: str | None) -> dict
 
 
 def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
-    n, latency = 1000, 0.05
+    """1,000 cases against a mock that answers after 50 ms, at 32 and 64 in flight: the
+    clients alone (baselines), then evalh; model targets also at 16 in flight, and at 64
+    against 500 ms replies (a real provider's latency). Keys: `kind@in_flight[/latency]`."""
+    n = 1000
+    repeats = 1 if args.quick else 3
     out: dict[str, Any] = {}
-    server = MockServer(latency_ms=latency * 1000)
+
+    def measure(server: MockServer, kind: str, c: int, latency: float, key: str, baseline: bool) -> None:
+        if baseline:
+            argv = ["client", kind, server.base_url, str(c), str(n)]
+        else:
+            cfg = write_config(f"lat_{kind}{c}", n, kind, c, server.base_url)
+            argv = ["evalh", str(cfg), str(WORK / "runs")]
+        runs = [server.run(argv) for _ in range(repeats)]
+        wall = median_of(runs)
+        ideal = n * latency / c
+        out[key] = {"target": kind, "in_flight": c, "latency_s": latency, "wall_s": wall, "ideal_s": ideal,
+                    "efficiency": ideal / wall, "runs": runs, "baseline": baseline}
+        print(f"latency-bound {key}: {wall:.2f}s (ideal {ideal:.2f}s, {ideal / wall:.0%})", file=sys.stderr)
+
+    server = MockServer(latency_ms=50)
     try:
-        for kind in ("raw", "httpx", "httpx8"):
+        for kind in ("raw", "httpx", "httpx8", "shards", "backend-openai", "backend-anthropic"):
             for c in (32, 64):
-                runs = [run_worker(sys.executable, ["client", kind, server.base_url, str(c), str(n)])
-                        for _ in range(1 if args.quick else 3)]
-                wall = median_of(runs)
-                ideal = n * latency / c
-                out[f"{kind}@{c}"] = {"target": kind, "in_flight": c, "wall_s": wall, "ideal_s": ideal,
-                                      "efficiency": ideal / wall, "runs": runs, "baseline": True}
-                print(f"latency-bound client {kind} @{c}: {wall:.2f}s ({ideal / wall:.0%})", file=sys.stderr)
+                measure(server, kind, c, 0.05, f"{kind}@{c}", baseline=True)
         for kind in ("sleep50", "anthropic", "openai"):
-            for c in (32, 64):
-                cfg = write_config(f"lat_{kind}{c}", n, kind, c, server.base_url)
-                runs = [run_worker(sys.executable, ["evalh", str(cfg), str(WORK / "runs")])
-                        for _ in range(1 if args.quick else 3)]
-                wall = median_of(runs)
-                ideal = n * latency / c
-                out[f"{kind}@{c}"] = {"target": kind, "in_flight": c, "wall_s": wall, "ideal_s": ideal,
-                                      "efficiency": ideal / wall, "runs": runs}
-                print(f"latency-bound {kind} @{c}: {wall:.2f}s (ideal {ideal:.2f}s, "
-                      f"{ideal / wall:.0%})", file=sys.stderr)
+            for c in (16, 32, 64) if kind != "sleep50" else (32, 64):
+                measure(server, kind, c, 0.05, f"{kind}@{c}", baseline=False)
+    finally:
+        server.stop()
+    server = MockServer(latency_ms=500)
+    try:
+        for kind in ("anthropic", "openai"):
+            measure(server, kind, 64, 0.5, f"{kind}@64/500ms", baseline=False)
     finally:
         server.stop()
     return out
@@ -405,15 +468,20 @@ def main_bench(argv: list[str]) -> int:
     only = set(args.only or ["overhead", "latency", "one_case", "progress"])
     json_path = HERE / "runner_results.json"
     if only != {"overhead", "latency", "one_case", "progress"} and json_path.exists():
-        results = {**json.loads(json_path.read_text()), **{k: v for k, v in results.items()}}
-    if "overhead" in only:
-        results["overhead"] = bench_overhead(args, inspect_python)
-    if "latency" in only:
-        results["latency"] = bench_latency(args)
-    if "one_case" in only:
-        results["one_case"] = bench_one_case(args, inspect_python)
-    if "progress" in only:
-        results["progress"] = bench_progress(args)
+        previous = json.loads(json_path.read_text())
+        if inspect_python is None and "overhead" not in only:  # section 1 keeps its inspect_ai
+            results["machine"]["inspect_ai"] = previous.get("machine", {}).get("inspect_ai")
+        results = {**previous, **results}
+    passes = results.setdefault("passes", {})
+    for name, run in (
+        ("overhead", lambda: bench_overhead(args, inspect_python)),
+        ("latency", lambda: bench_latency(args)),
+        ("one_case", lambda: bench_one_case(args, inspect_python)),
+        ("progress", lambda: bench_progress(args)),
+    ):
+        if name in only:
+            passes[name] = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_at_start": os.getloadavg()[0]}
+            results[name] = run()
     json_path.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     (HERE / "runner_results.md").write_text(render(results), encoding="utf-8")
     print(f"wrote {json_path} and {HERE / 'runner_results.md'}", file=sys.stderr)
