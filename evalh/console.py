@@ -6,10 +6,11 @@ import os
 import re
 import sys
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
 
 def _width(stream: object) -> int | None:
@@ -50,6 +51,14 @@ def inert(text: str) -> str:
     id or a model's output would otherwise colour, hide, relink (OSC 8) or clear what a
     terminal or a CI log shows."""
     return _CONTROL.sub("\ufffd", text)
+
+
+def safe_text(text: str, style: str = "", **kwargs: Any) -> Text:
+    """A `rich.text.Text` of untrusted text: no markup is read and no control sequence
+    reaches the terminal. Use it for anything a run, a dataset or a model wrote."""
+    from rich.text import Text
+
+    return Text(inert(text), style=style, **kwargs)
 
 
 def error_line(message: str) -> None:

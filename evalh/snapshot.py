@@ -19,6 +19,10 @@ from pydantic import BaseModel
 
 REDACTED = "[REDACTED]"
 _SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|credential|auth|sig|session", re.I)
+# Keys of free-form tables that name a credential ("max_tokens" is a setting, "token" is not).
+_SECRET_KEY = re.compile(
+    r"api[_-]?key|^key$|secret|passw|pwd|credential|auth|signature|session|(^|[_-])token$", re.I
+)
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.I)
 
@@ -44,8 +48,8 @@ def redact_url(url: str) -> str:
 def _value(v: Any) -> Any:
     if isinstance(v, BaseModel):
         return snapshot(v)
-    if isinstance(v, dict):
-        return {str(k): _value(x) for k, x in v.items()}
+    if isinstance(v, dict):  # free-form tables (params): a secret-looking key keeps its name only
+        return {str(k): REDACTED if _SECRET_KEY.search(str(k)) else _value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_value(x) for x in v]
     if isinstance(v, str) and _URL.match(v):

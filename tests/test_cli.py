@@ -400,3 +400,14 @@ def test_run_compare_baseline_without_a_baseline_runs_nothing(project: Path) -> 
     result, docs = run_project(project, "--compare-baseline")
     assert result.exit_code == 2 and docs == []
     assert "BASELINE" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_dry_run_of_a_suite_whose_key_is_missing_plans_it(repo_root: Path, tmp_path: Path) -> None:
+    """A dry run only estimates: it must answer "what would `live` cost?" without the key."""
+    result = invoke("run", "--config", str(repo_root / "evalh.toml"), "--runs-dir", str(tmp_path / "runs"),
+                    "--suite", "live", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    assert "live" in result.stdout and not (tmp_path / "runs").exists()
+    without = invoke("run", "--config", str(repo_root / "evalh.toml"), "--runs-dir", str(tmp_path / "runs"),
+                     "--suite", "live")
+    assert without.exit_code == 2 and "ANTHROPIC_API_KEY" in without.stderr

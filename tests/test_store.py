@@ -307,3 +307,14 @@ def test_git_info_outside_a_repository(project: Path, monkeypatch: pytest.Monkey
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     doc = orjson.loads(_docs(project / "eval_runs")[0].read_bytes())
     assert doc["git"] == {"sha": None, "dirty": None, "branch": None}
+
+
+def test_snapshot_of_a_free_form_table_keeps_settings_and_hides_credentials() -> None:
+    from evalh.providers.base import ProviderConfig
+    from evalh.snapshot import REDACTED, snapshot
+
+    cfg = ProviderConfig(provider="openai", model="m", params={
+        "top_p": 0.9, "max_tokens": 64, "api_key": "sk-live-abc", "access_token": "t0k3n"})
+    params = snapshot(cfg)["params"]
+    assert params["top_p"] == 0.9 and params["max_tokens"] == 64
+    assert params["api_key"] == REDACTED and params["access_token"] == REDACTED

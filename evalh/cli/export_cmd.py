@@ -58,11 +58,11 @@ def export_requests(
         out().file.write(data.decode())
     else:
         atomic_write_bytes(output, data)
-    from rich.text import Text
+    from evalh.console import safe_text
 
     skipped = f"; skipped {counts['skipped_errored']} without an output" if counts["skipped_errored"] else ""
     where = "stdout" if str(output) == "-" else str(output)
-    err().print(Text(
+    err().print(safe_text(
         f"wrote {counts['exported']} blinded requests to {where} "
         f"(manifest {document['manifest']['sha256'][:12]}…, rubric {document['rubric']['sha256'][:12]}…){skipped}"
     ))

@@ -49,10 +49,8 @@ def import_(
 
         evalh label import fixes.jsonl --run RUN_ID --replace
     """
-    from rich.text import Text
-
     from evalh.cli.project import open_store
-    from evalh.console import err
+    from evalh.console import err, safe_text
     from evalh.labels import import_ratings, load_labels, save_labels, sidecar_path
     from evalh.labels.export import sha256_of_bytes
 
@@ -65,11 +63,11 @@ def import_(
     summaries = [import_ratings(doc, labels, f, rubric=digest, replace=replace) for f in files]
     save_labels(side, labels)  # only after every file validated: all or nothing
     for s in summaries:
-        err().print(Text(
+        err().print(safe_text(
             f"{s.path}: {s.imported} imported, {s.unchanged} unchanged"
             + (f", {s.replaced} replaced" if s.replaced else "")
         ))
-    err().print(Text(f"wrote {side}"))
+    err().print(safe_text(f"wrote {side}"))
 
 
 @app.command("report")
@@ -125,43 +123,44 @@ def render_label_report(rep: dict[str, Any], console: Console) -> None:
     """Plain-text tables; labels and verdicts are untrusted text, shown via rich Text only."""
     from rich import box
     from rich.table import Table
-    from rich.text import Text
+
+    from evalh.console import safe_text
 
     c = rep["counts"]
-    console.print(Text(f"labels of run {rep['run_id']} · suites {', '.join(rep['suites'])}"
+    console.print(safe_text(f"labels of run {rep['run_id']} · suites {', '.join(rep['suites'])}"
                        + (f" · arm {rep['arm']}" if rep["arm"] else ""), style="bold"))
-    console.print(Text(f"releaseDecision: {rep['releaseDecision']}"))
-    console.print(Text(f"judgeUse: {rep['judgeUse']}"))
-    console.print(Text(
+    console.print(safe_text(f"releaseDecision: {rep['releaseDecision']}"))
+    console.print(safe_text(f"judgeUse: {rep['judgeUse']}"))
+    console.print(safe_text(
         f"{c['results']} results: {c['failed_captures']} failed captures, {c['agreed']} agreed, "
         f"{c['disputed']} disputed, {c['abstained']} abstained, {c['unlabelled']} unlabelled "
         f"({c['adjudicated']} adjudicated, {c['single_rated']} single-rated); raters: "
         f"{', '.join(rep['raters']) or 'none'}"
     ))
-    t = Table(title=Text("agreement between raters, before adjudication"), title_justify="left", box=box.SIMPLE_HEAD)
+    t = Table(title=safe_text("agreement between raters, before adjudication"), title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("raters", "overlap", "raw agreement", "kappa", "why null"):
         t.add_column(col)
     for p in rep["inter_rater"]["pairs"]:
-        t.add_row(Text(" × ".join(p["raters"])), Text(str(p["overlap"])), Text(_num(p["raw_agreement"])),
-                  Text(_num(p["kappa"])), Text(p["kappa_null_reason"] or ""))
-    console.print(t if rep["inter_rater"]["pairs"] else Text("agreement between raters: fewer than two raters"))
+        t.add_row(safe_text(" × ".join(p["raters"])), safe_text(str(p["overlap"])), safe_text(_num(p["raw_agreement"])),
+                  safe_text(_num(p["kappa"])), safe_text(p["kappa_null_reason"] or ""))
+    console.print(t if rep["inter_rater"]["pairs"] else safe_text("agreement between raters: fewer than two raters"))
     for j in rep["judges"]:
-        console.print(Text(
+        console.print(safe_text(
             f"judge {j['scorer']} vs agreed human labels: overlap {j['overlap']}, raw agreement "
             f"{_num(j['raw_agreement'])}, kappa {_num(j['kappa'])}"
             + (f" ({j['kappa_null_reason']})" if j["kappa_null_reason"] else "")
         ))
         for human, row in sorted(j["confusion"].items()):
             cells = ", ".join(f"judge {k}: {v}" for k, v in sorted(row.items()))
-            console.print(Text(f"  human {human}: {cells}"))
-    s = Table(title=Text("strata (reported apart)"), title_justify="left", box=box.SIMPLE_HEAD)
+            console.print(safe_text(f"  human {human}: {cells}"))
+    s = Table(title=safe_text("strata (reported apart)"), title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("stratum", "cases", "agreed", "disputed", "unlabelled", "rate", "95% Wilson", "labels"):
         s.add_column(col, no_wrap=col != "labels", overflow="fold")
     for row in rep["strata"]:
         rate = "–" if row["rate"] is None else f"{row['rate']:.3f} ({row['rate_numerator']}/{row['rate_denominator']})"
         ci = "null" if row["interval_95"] is None else f"[{row['interval_95'][0]:.3f}, {row['interval_95'][1]:.3f}]"
         labels = ", ".join(f"{k} {v}" for k, v in row["labels"].items())
-        s.add_row(*(Text(x) for x in (row["stratum"], str(row["cases"]), str(row["agreed"]),
+        s.add_row(*(safe_text(x) for x in (row["stratum"], str(row["cases"]), str(row["agreed"]),
                                       str(row["disputed"]), str(row["unlabelled"]), rate, ci, labels)))
     console.print(s)
     why: dict[str, list[str]] = {}
@@ -169,4 +168,4 @@ def render_label_report(rep: dict[str, Any], console: Console) -> None:
         for reason in row["interval_null_reasons"]:
             why.setdefault(reason, []).append(row["stratum"])
     for reason, strata in why.items():
-        console.print(Text(f"no interval for {', '.join(strata)}: {reason}", style="dim"))
+        console.print(safe_text(f"no interval for {', '.join(strata)}: {reason}", style="dim"))

@@ -54,8 +54,13 @@ class ProgressObserver:
         self.errored, self.tokens, self.cost = 0, 0, 0.0
         if self._progress is None:
             return
+        from rich.markup import escape
+
+        from evalh.console import inert
+
+        # the description is formatted into markup ("[bold]{task.description}"): escape it
         self._task = self._progress.add_task(
-            suite.name, total=todo, errored=0, tokens=0, cost=0.0
+            escape(inert(suite.name)), total=todo, errored=0, tokens=0, cost=0.0
         )
 
     def on_result(self, suite: SuitePlan, result: CaseResult) -> None:

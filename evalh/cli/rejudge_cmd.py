@@ -77,11 +77,11 @@ def _fmt(value: float | None) -> str:
 
 def render_rejudge(result: RejudgeResult, console: Console) -> None:
     """What was judged again, and the drift of each judge (untrusted text kept as Text)."""
-    from rich.text import Text
+    from evalh.console import safe_text
 
-    console.print(Text(f"rejudge of {result.source.run_id} → {result.run.run_id}", style="bold"))
+    console.print(safe_text(f"rejudge of {result.source.run_id} → {result.run.run_id}", style="bold"))
     for name, s in result.suites.items():
-        line = Text(f"{name}: {s['rescored']} judged again, {s['carried_over']} carried over; "
+        line = safe_text(f"{name}: {s['rescored']} judged again, {s['carried_over']} carried over; "
                     f"judge errors {s['judge_error_before']} → {s['judge_error_after']}")
         if s.get("note"):
             line.append(f" ({s['note']})", style="dim")
@@ -92,26 +92,27 @@ def render_rejudge(result: RejudgeResult, console: Console) -> None:
 
 def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any]) -> None:
     from rich.table import Table
-    from rich.text import Text
 
-    head = Text(f"  {scorer}: judged again {d.get('judged_again', 0)}, newly judged {d.get('newly_judged', 0)}, "
+    from evalh.console import safe_text
+
+    head = safe_text(f"  {scorer}: judged again {d.get('judged_again', 0)}, newly judged {d.get('newly_judged', 0)}, "
                 f"still failing {d.get('still_failed', 0)}")
     console.print(head)
     n = d.get("n", 0)
     if not n:
-        console.print(Text("  drift: no judgment to compare (the old ones were missing or failed; "
+        console.print(safe_text("  drift: no judgment to compare (the old ones were missing or failed; "
                            "use --all to judge everything again)", style="dim"))
         return
-    console.print(Text(f"  drift over {n} judgments: agreement {_fmt(d.get('agreement'))}, "
+    console.print(safe_text(f"  drift over {n} judgments: agreement {_fmt(d.get('agreement'))}, "
                        f"Cohen's kappa {_fmt(d.get('kappa'))}"))
     confusion: dict[str, dict[str, int]] = d.get("confusion") or {}
     labels = sorted(set(confusion) | {new for row in confusion.values() for new in row})
-    console.print(Text(f"  {suite} · {scorer}: old verdicts (rows) vs new (columns)"))
+    console.print(safe_text(f"  {suite} · {scorer}: old verdicts (rows) vs new (columns)"))
     table = Table()
     table.add_column("old \\ new")
     for label in labels:
-        table.add_column(Text(label), justify="right")
+        table.add_column(safe_text(label), justify="right")
     for old in labels:
         row = confusion.get(old, {})
-        table.add_row(Text(old), *(Text(str(row.get(new, 0))) for new in labels))
+        table.add_row(safe_text(old), *(safe_text(str(row.get(new, 0))) for new in labels))
     console.print(table)

@@ -80,7 +80,7 @@ def run(
         options = RunOptions(
             suites=suite, label=label, seed=seed, repeats=repeats, concurrency=concurrency,
             timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens, use_cache=not no_cache,
-            allow_self_judge=allow_self_judge,
+            allow_self_judge=allow_self_judge, dry_run=dry_run,
         )
         prepared = prepare_run(cfg, options, directory)
     for name, missing in prepared.skipped:

@@ -30,10 +30,9 @@ def runs(
     """
     import orjson
     from rich.table import Table
-    from rich.text import Text
 
     from evalh.baseline import read_baseline
-    from evalh.console import out, warn
+    from evalh.console import out, safe_text, warn
     from evalh.errors import RunDocumentError, RunNotFound
 
     root, store = open_project(config, runs_dir)
@@ -56,14 +55,14 @@ def runs(
     if json_out:
         out().file.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
-    table = Table(title=Text(f"runs in {store.runs_dir}"), title_justify="left")
+    table = Table(title=safe_text(f"runs in {store.runs_dir}"), title_justify="left")
     for col in ("run id", "label", "status", "git", "suites (pass rate)"):
         table.add_column(col)
     for row in rows:
         sha = (row["git_sha"] or "–")[:8] + ("*" if row["dirty"] else "")
         rates = "  ".join(f"{n} {'n/a' if v is None else f'{v:.0%}'}" for n, v in row["suites"].items())
         rid = row["run_id"] + (" (BASELINE)" if row["baseline"] else "")
-        table.add_row(Text(rid), Text(row["label"] or ""), Text(row["status"]), Text(sha), Text(rates))
+        table.add_row(safe_text(rid), safe_text(row["label"] or ""), safe_text(row["status"]), safe_text(sha), safe_text(rates))
     out().print(table)
 
 
@@ -91,9 +90,9 @@ def show(
     if json_out:
         out().file.write(run.to_json_bytes().decode() + "\n")
         return
-    from rich.text import Text
+    from evalh.console import safe_text
 
     git = run.git.sha[:10] + ("-dirty" if run.git.dirty else "") if run.git.sha else "not a git repo"
     # the run id is the table's title: this line stays within 80 columns
-    out().print(Text(f"{run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
+    out().print(safe_text(f"{run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
     render_run(run, out(), max_failures=1000)

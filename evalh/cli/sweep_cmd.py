@@ -124,10 +124,11 @@ def render_sweep(result: dict[str, Any], console: Console, *, top: int = 15) -> 
     """The ranking table, then the verdict. Every value is shown as plain text."""
     from rich import box
     from rich.table import Table
-    from rich.text import Text
+
+    from evalh.console import safe_text
 
     o = result["observations"]
-    title = Text(
+    title = safe_text(
         f"sweep {result['run_id']} · {result['suite']} [{result['arm']}] · measure {result['measure']}"
         f" · label {result['label'] or '(expected)'} · score = {result['objective']}"
         f" · under/over = decisions milder/harsher than the label"
@@ -147,11 +148,11 @@ def render_sweep(result: dict[str, Any], console: Console, *, top: int = 15) -> 
                  "–" if row["objective"] is None else f"{row['objective']:.3f}",
                  f"{row['correct']}/{row['n']}", str(row["under_calls"]), str(row["over_calls"]),
                  " · ".join(marks)]
-        table.add_row(*(Text(c) for c in cells))
+        table.add_row(*(safe_text(c) for c in cells))
     console.print(table)
     shown = min(top, len(result["candidates"]))
     lo = result["left_out"]
-    console.print(Text(
+    console.print(safe_text(
         f"{shown} of {len(result['candidates'])} candidates shown; scored on {o['scored']} of "
         f"{o['total']} results ({o['undecided']} without a measure, {o['unlabelled']} unlabelled); "
         f"left out: {lo['above_observed']} with a threshold above the greatest observed value "
@@ -159,7 +160,7 @@ def render_sweep(result: dict[str, Any], console: Console, *, top: int = 15) -> 
         style="dim",
     ))
     if result["recommended"] is not None:
-        console.print(Text(f"recommended: {_params(result['recommended'])}", style="bold green"))
+        console.print(safe_text(f"recommended: {_params(result['recommended'])}", style="bold green"))
     else:
-        console.print(Text("no recommendation", style="bold yellow"))
-    console.print(Text(result["verdict"]))
+        console.print(safe_text("no recommendation", style="bold yellow"))
+    console.print(safe_text(result["verdict"]))

@@ -87,15 +87,18 @@ def config_snapshot(config: Config, seed: int, extra: dict[str, Any] | None = No
     return snap
 
 
-def select_suites(config: Config, names: list[str] | None) -> tuple[list[SuiteConfig], list[tuple[str, list[str]]]]:
+def select_suites(
+    config: Config, names: list[str] | None, *, require_credentials: bool = True
+) -> tuple[list[SuiteConfig], list[tuple[str, list[str]]]]:
     """The suites to run, cheapest first, and those skipped for want of credentials.
 
-    Suites named explicitly must be runnable: a missing key is an error (exit 2). With no
+    Suites named explicitly must be runnable: a missing key is an error (exit 2), unless
+    `require_credentials` is false (a dry run only estimates; nothing is called). With no
     names, every suite that can run runs, and the others are returned with what they need.
     """
     if names:
         chosen = [config.suite(n) for n in names]
-        for suite in chosen:
+        for suite in chosen if require_credentials else ():
             missing = suite.missing_env()
             if missing:
                 raise MissingCredentials(

@@ -26,6 +26,8 @@ class RunOptions:
     max_tokens: int | None = None
     use_cache: bool = True
     allow_self_judge: bool = False
+    dry_run: bool = False
+    """Only estimating: a suite named without its key is planned (nothing will be called)."""
     extra_snapshot: dict[str, object] = field(default_factory=dict)
 
     def overrides(self) -> dict[str, Any]:
@@ -73,7 +75,7 @@ def make_services(config: Config, options: RunOptions, runs_dir: Path) -> RunSer
 
 def prepare_run(config: Config, options: RunOptions, runs_dir: Path) -> Prepared:
     """Validate and build everything before the first case runs (bad input → exit 2)."""
-    chosen, skipped = select_suites(config, options.suites)
+    chosen, skipped = select_suites(config, options.suites, require_credentials=not options.dry_run)
     seed = resolve_seed(options.seed, config)
     suites = [
         build_suite_plan(
