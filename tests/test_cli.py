@@ -411,3 +411,13 @@ def test_dry_run_of_a_suite_whose_key_is_missing_plans_it(repo_root: Path, tmp_p
     without = invoke("run", "--config", str(repo_root / "evalh.toml"), "--runs-dir", str(tmp_path / "runs"),
                      "--suite", "live")
     assert without.exit_code == 2 and "ANTHROPIC_API_KEY" in without.stderr
+
+
+def test_runs_listing_shows_a_hostile_label_inert(project: Path) -> None:
+    hostile = "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 [bold red]x[/]"
+    result, _ = run_project(project, "-q", "--label", hostile)
+    assert result.exit_code == 0, result.output
+    listing = invoke("runs", "--config", str(project / "evalh.toml"), "--runs-dir", str(project / "runs"))
+    assert listing.exit_code == 0, listing.output
+    assert "\x1b" not in listing.stdout and "\x07" not in listing.stdout
+    assert "[bold red]x[/]" in listing.stdout  # markup shown as the text it is
