@@ -334,21 +334,25 @@ def bench_overhead(args: argparse.Namespace, inspect_python: str | None) -> dict
 def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
     """1,000 cases against a mock that answers after 50 ms, at 32 and 64 in flight: the
     clients alone (baselines), then evalh; model targets also at 16 in flight, and at 64
-    against 500 ms replies (a real provider's latency). Keys: `kind@in_flight[/latency]`."""
+    against 500 ms replies (a real provider's latency; 3,000 cases there, so that the fixed
+    cost of a run and the last partial round weigh as they would in a long run). Keys:
+    `kind@in_flight[/latency]`."""
     n = 1000
     repeats = 1 if args.quick else 3
     out: dict[str, Any] = {}
 
-    def measure(server: MockServer, kind: str, c: int, latency: float, key: str, baseline: bool) -> None:
+    def measure(server: MockServer, kind: str, c: int, latency: float, key: str, baseline: bool,
+                n: int = n) -> None:
         if baseline:
             argv = ["client", kind, server.base_url, str(c), str(n)]
         else:
-            cfg = write_config(f"lat_{kind}{c}", n, kind, c, server.base_url)
+            cfg = write_config(f"lat_{kind}{c}_{n}", n, kind, c, server.base_url)
             argv = ["evalh", str(cfg), str(WORK / "runs")]
         runs = [server.run(argv) for _ in range(repeats)]
         wall = median_of(runs)
         ideal = n * latency / c
-        out[key] = {"target": kind, "in_flight": c, "latency_s": latency, "wall_s": wall, "ideal_s": ideal,
+        out[key] = {"target": kind, "in_flight": c, "latency_s": latency, "cases": n, "wall_s": wall,
+                    "ideal_s": ideal,
                     "efficiency": ideal / wall, "runs": runs, "baseline": baseline}
         print(f"latency-bound {key}: {wall:.2f}s (ideal {ideal:.2f}s, {ideal / wall:.0%})", file=sys.stderr)
 
@@ -365,7 +369,7 @@ def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
     server = MockServer(latency_ms=500)
     try:
         for kind in ("anthropic", "openai"):
-            measure(server, kind, 64, 0.5, f"{kind}@64/500ms", baseline=False)
+            measure(server, kind, 64, 0.5, f"{kind}@64/500ms", baseline=False, n=3000)
     finally:
         server.stop()
     return out
