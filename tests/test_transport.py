@@ -86,22 +86,25 @@ def test_a_proxy_in_the_environment_keeps_httpx_own_pool(monkeypatch: pytest.Mon
     assert isinstance(sharded_client_kwargs(httpx)["transport"], ConnectionShards)
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_both_backends_send_through_shards(mp: MockProvider, provider: str) -> None:
-    from evalh.providers.anthropic import AnthropicBackend
+def test_the_openai_backend_sends_through_shards(mp: MockProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     from evalh.providers.openai import OpenAIBackend
 
-    async def go() -> list[str]:
-        if provider == "anthropic":
-            backend: Any = AnthropicBackend(ProviderConfig(provider="anthropic", model="m", base_url=mp.base_url), "k")
-        else:
-            backend = OpenAIBackend(ProviderConfig(provider="openai", model="m", base_url=mp.openai_base_url), "k")
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+    async def go() -> tuple[list[str], int]:
+        backend = OpenAIBackend(ProviderConfig(provider="openai", model="m", base_url=mp.openai_base_url), "k")
         request = ChatRequest(model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=8)
         try:
             replies = await asyncio.gather(*(backend.send(request) for _ in range(6)))
+            shards = backend._client._transport
+            assert isinstance(shards, ConnectionShards)
+            opened = shards.connections
         finally:
             await backend.aclose()
-        return [r.text for r in replies]
+        return [r.text for r in replies], opened
 
-    assert asyncio.run(go()) == ["hello"] * 6
+    texts, opened = asyncio.run(go())
+    assert texts == ["hello"] * 6
+    assert 1 <= opened <= 6
     assert mp.count() == 6

@@ -10,10 +10,12 @@ in flight. Here a request takes an idle inner transport (one connection, its own
 the list when the response stream is closed. Free-list work is O(1), and each inner pool
 scans one connection.
 
-Works with `httpx` (the `openai` backend) and `httpx2` (what the `anthropic` SDK ≥ 2.x
-is built on): pass the module. The number of connections is bounded by the requests in
-flight (the endpoint's `max_in_flight`), as it was with one pool and `max_connections=None`.
-HTTP/1.1 keep-alive and the keep-alive expiry are the inner pools' (5 s by default).
+Used by the `openai` backend (httpx). Works with `httpx2` too (pass the module), but the
+`anthropic` backend keeps the SDK's own client: httpx2's pool no longer rescans every
+connection, and shards measured no faster there. The number of connections is bounded by
+the requests in flight (the endpoint's `max_in_flight`), as it was with one pool and
+`max_connections=None`. HTTP/1.1 keep-alive and the keep-alive expiry are the inner
+pools' (5 s by default).
 
 Proxies from the environment (`HTTP(S)_PROXY`, `ALL_PROXY`) are applied by httpx only to
 clients built without an explicit transport; `sharded_client_kwargs` therefore returns
@@ -113,19 +115,6 @@ class ConnectionShards:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def keepalive_socket_options() -> list[tuple[int, int, int]]:
-    """TCP keep-alive probes after 60 s idle (what the anthropic SDK sets on its sockets:
-    long generations must not be cut by a NAT that forgets a silent connection)."""
-    import socket
-
-    options: list[tuple[int, int, int]] = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
-    for name, value in (("TCP_KEEPINTVL", 60), ("TCP_KEEPCNT", 5), ("TCP_KEEPIDLE", 60)):
-        opt = getattr(socket, name, None)
-        if opt is not None:
-            options.append((socket.IPPROTO_TCP, opt, value))
-    return options
 
 
 def sharded_client_kwargs(
