@@ -160,7 +160,8 @@ def render_markdown(r: dict[str, Any]) -> str:
         if before:
             lines += [
                 f"Before / after the provider-layer changes (before: commit {before['commit']}, "
-                f"load average {before['load']}; after: this pass):",
+                f"load average {before['load']}; after: this pass). Before, the `anthropic` rows "
+                "counted `import anthropic` (~1.2 s) in their wall and CPU time:",
                 "",
                 "| evalh row | before: of ideal | after: of ideal | before: CPU per request | after: CPU per request |",
                 "| --- | ---: | ---: | ---: | ---: |",
@@ -224,37 +225,41 @@ READING = [
     "event loop can use. At 50 ms replies a client process has 1.56 ms of CPU per request at 32 "
     "in flight (640 requests/s) and 0.78 ms at 64 (1,280/s) — less in practice, since the mock "
     "server and the other processes of a shared 2-core machine take their share. Measured "
-    "(profiles with py-spy and cProfile; the baseline rows isolate each layer): the runner "
-    "~0.2–0.3 ms (the sleeping target); httpx on sharded connections ~1.0–1.4 ms (h11 and "
-    "httpcore's per-request state machine, ~11 anyio cancel scopes per request, headers and "
-    "body written with two `send` calls, httpx's request/response/cookie models); the "
-    "`anthropic` SDK ~2.0–2.5 ms (the same on `httpx2`, plus building the request options and "
-    "constructing the reply's pydantic models, ~0.8 ms). So at 64 in flight the `openai` target "
-    "needs ~1.6 ms × 1,280/s ≈ 2 cores and the `anthropic` target ~2.6 ms × 1,280/s ≈ 3.3 cores; "
-    "at 32, ~1.0 and ~1.7 cores. 90 % of ideal at 50 ms is out of reach for both on this "
-    "machine with one client process, whatever the runner does; only the minimal client "
-    "(0.17 ms) gets there.",
+    "(py-spy and cProfile; the baseline rows isolate each layer): the runner ~0.2–0.3 ms (the "
+    "sleeping target); httpx on sharded connections ~1.0–1.5 ms (h11 and httpcore's per-request "
+    "state machine, ~11 anyio cancel scopes per request, headers and body written with two "
+    "`send` calls, httpx's request/response/cookie models); the `anthropic` SDK ~1.8–2.6 ms "
+    "(httpx2 and httpcore2, plus building the request options and constructing the reply's "
+    "pydantic models, ~0.8 ms). evalh's own wrapper (cache key, retries, limits, prices) is "
+    "under 2 % of the profile. So at 64 in flight the `openai` target needs ~1.8 ms × 1,280/s "
+    "≈ 2.3 cores and the `anthropic` target ~3 ms × 1,280/s ≈ 3.8 cores; at 32, ~1.2 and ~1.9 "
+    "cores. 90 % of ideal at 50 ms is out of reach for both on this machine with one client "
+    "process, whatever the runner does; only the minimal client (0.17 ms) gets there.",
     "- What changed (before / after table): httpcore's connection pool rescanned every pooled "
     "connection on each request and each response close (`_assign_requests_to_connections` "
     "asks each whether it is idle, expired, readable; encode/httpcore#1035), ~10 ms of CPU per "
-    "request at 64 connections. Both backends now send through `evalh.providers.transport."
-    "ConnectionShards`: one single-connection pool per connection, taken from and returned to "
-    "a free list, so the cost per request no longer grows with the number in flight (`openai` "
-    "at 64: 7 % → ~40 %, 11 → ~1.6 ms per request). The `anthropic` rows also no longer count "
-    "`import anthropic` (~1.2 s, imports are outside the clock everywhere else).",
+    "request at 64 connections. The `openai` backend now sends through `evalh.providers."
+    "transport.ConnectionShards`: one single-connection pool per connection, taken from and "
+    "returned to a free list, so the cost per request no longer grows with the number in flight "
+    "(`openai` at 64: 7 % → ~40 %, 11 → ~1.8 ms per request). The `anthropic` SDK is built on "
+    "httpx2, whose pool does not have that cost: shards measured no faster there (A/B, "
+    "~1.8–1.9 ms either way), so it keeps the SDK's client; its rows improved because "
+    "`import anthropic` (~1.2 s) is no longer inside the clock (imports are outside it "
+    "everywhere else). The runner-alone rows are untouched by these changes; they move with "
+    "the load and with the runner's own edits between passes.",
     "- Every request's own CPU is also on its latency path (build, send, parse: ~2–3 ms of a "
-    "50 ms round trip, p50 54–55 ms at 16 in flight), which caps efficiency below 100 % even "
-    "when the CPU is not saturated.",
-    "- What a user can do: keep `max_in_flight × CPU per request / latency` well under one core "
-    "(≤ ~0.7). Real providers answer in 0.5–30 s, not 50 ms: at 500 ms, 64 in flight is 128 "
-    "requests/s, ~0.3–0.4 of a core for either target (the 500 ms rows: CPU per request × 128/s), "
-    "and `max_in_flight` could go to ~130 (`anthropic`) or ~200 (`openai`) before the client "
-    "saturates a core. The 500 ms rows still read below 90 % because 1,000 cases at 64 in flight "
-    "are 15.6 rounds that take 16 (97.6 % at best), and the fixed cost of opening 64 "
-    "connections and the SDK client (~0.3 s) is 4 % of a 7.8 s ideal; with more cases they "
-    "converge to the round-trip ratio. Past one core, run suites in separate processes.",
+    "50 ms round trip), and at 16 in flight both model targets already use most of a core "
+    "(16 / 50 ms = 320 requests/s × 2.4–3.3 ms), hence 77–78 % there.",
+    "- What a user can do: keep `max_in_flight × CPU per request / latency` under ~0.7 of a "
+    "core. Real providers answer in 0.5–30 s, not 50 ms: at 500 ms, 64 in flight is 128 "
+    "requests/s, ~0.3–0.4 of a core for either target, and both hold 93–94 % of ideal over "
+    "3,000 cases (the 500 ms rows; what remains is the last partial round, opening 64 "
+    "connections, and the mock's ~6 ms over its 500 ms). By that rule `max_in_flight` can go "
+    "to ~100 (`anthropic`) or ~150 (`openai`) at 500 ms, ~10–15 at 50 ms. Past one core, run "
+    "suites in separate processes.",
     "- Left to do for the 50 ms case: a leaner HTTP/1.1 client for the OpenAI-compatible backend "
-    "(the minimal client's 0.17 ms shows the room), or sharding a run's cases over processes.",
+    "(the minimal client's 0.17 ms shows the room: TLS, proxies, chunked replies and httpx's "
+    "error types would have to be kept), or sharding a run's cases over processes.",
     "",
 ]
 
