@@ -108,3 +108,17 @@ def test_the_openai_backend_sends_through_shards(mp: MockProvider, monkeypatch: 
     assert texts == ["hello"] * 6
     assert 1 <= opened <= 6
     assert mp.count() == 6
+
+
+def test_a_response_closed_after_the_transport_does_not_revive_a_connection(mp: MockProvider) -> None:
+    async def go() -> int:
+        shards = ConnectionShards(httpx)
+        client = httpx.AsyncClient(transport=shards, headers={"authorization": "Bearer k"})
+        request = client.build_request("POST", mp.openai_base_url + "/chat/completions", json=BODY)
+        response = await client.send(request, stream=True)
+        await shards.aclose()
+        await response.aclose()  # read to its end after the transport closed
+        await client.aclose()
+        return len(shards._idle)
+
+    assert asyncio.run(go()) == 0

@@ -77,6 +77,7 @@ class ConnectionShards:
         )
         self._idle: list[Any] = []
         self._all: list[Any] = []
+        self._closed = False
 
     def _new(self) -> Any:
         kwargs = self._kwargs
@@ -95,10 +96,15 @@ class ConnectionShards:
         try:
             response = await inner.handle_async_request(request)
         except BaseException:
-            self._idle.append(inner)
+            self._release(inner)
             raise
-        response.stream = self._stream(response.stream, lambda: self._idle.append(inner))
+        response.stream = self._stream(response.stream, lambda: self._release(inner))
         return response
+
+    def _release(self, inner: Any) -> None:
+        # A response read to its end after `aclose` must not put a closed transport back.
+        if not self._closed:
+            self._idle.append(inner)
 
     @property
     def connections(self) -> int:
@@ -106,6 +112,7 @@ class ConnectionShards:
         return len(self._all)
 
     async def aclose(self) -> None:
+        self._closed = True
         transports, self._all, self._idle = self._all, [], []
         for transport in transports:
             await transport.aclose()
