@@ -118,7 +118,8 @@ def test_a_response_closed_after_the_transport_does_not_revive_a_connection(mp: 
         response = await client.send(request, stream=True)
         await shards.aclose()
         await response.aclose()  # read to its end after the transport closed
+        idle = len(shards._idle)
         await client.aclose()
-        return len(shards._idle)
+        return idle
 
     assert asyncio.run(go()) == 0
