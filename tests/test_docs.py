@@ -53,3 +53,15 @@ def test_concepts_links_the_other_guides(repo_root: Path) -> None:
     text = (repo_root / "docs" / "concepts.md").read_text(encoding="utf-8")
     for name in ("config", "providers", "judges", "report", "methodology", "ci", "running"):
         assert f"({name}.md" in text, name
+
+
+def test_readme_config_examples_load(repo_root: Path, tmp_path: Path) -> None:
+    """The README's evalh.toml snippets are what a new user copies: each must load."""
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", readme, re.S)
+    assert len(blocks) >= 2
+    for i, block in enumerate(blocks):
+        path = tmp_path / f"readme{i}.toml"
+        path.write_text(block, encoding="utf-8")
+        cfg = load_config(path, check_datasets=False)
+        assert cfg.suites, block
