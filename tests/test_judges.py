@@ -20,6 +20,7 @@ from evalh.scorers.citations_text import cited_numbers, paragraphs, precheck, so
 from evalh.scorers.judge import JudgeScorer
 from evalh.scorers.judge_base import CalibrationFailed, SelfJudgeRefused, model_key
 from evalh.scorers.judge_config import JudgeConfig
+from evalh.scorers.judge_prompt import pairwise_prompt
 from evalh.scorers.judge_reply import extract_json, salvage_json
 
 JUDGE = "judge-model"
@@ -280,6 +281,9 @@ def test_blind_prompt_never_contains_the_label(tmp_path: Path) -> None:
         run(scorer.score(c, "Paris", ctx(services())))
     sent = json.dumps([[r.system, r.messages] for r in client.requests])
     assert MARKER not in sent and len(client.requests) == 3
+    for c in cases:  # the pairwise judge builds its own prompt: blind to `expected` as well
+        system, user = pairwise_prompt(rubric="r", scale=scorer.scale, case=c, first="Paris", second="Lyon")
+        assert MARKER not in system and MARKER not in user and "<response_b>\nLyon" in user
     _, user = scorer.prompt(cases[0], "Paris")
     assert "Paris is the capital." in user and "Paris, capital" in user and "<output>\nParis\n</output>" in user
 
