@@ -72,6 +72,15 @@ def test_deterministic_judge_error_is_not_a_product_failure() -> None:
     assert any("judge errors rose" in r for r in s.reasons)
 
 
+def test_deterministic_judge_error_is_never_a_pass_either_way() -> None:
+    """failed → judge_error is no improvement, judge_error → passed no fix: a judge that did
+    not answer says nothing of the product; each such case is named, even one that stayed."""
+    s = _det({"a": "failed", "b": "judge_error", "c": "judge_error", "d": "passed"},
+             {"a": "judge_error", "b": "passed", "c": "judge_error", "d": "passed"}).suites["gate"]
+    assert s.verdict == "flat" and not s.cases.improved and not s.cases.regressed
+    assert _ids(s.cases.judge_error) == ["a", "b", "c"]
+
+
 def test_changed_digest_is_reported_and_not_compared() -> None:
     b = make_run("b", {"gate": suite([result("a", "passed", digest="v1"), result("b", "passed")])})
     c = make_run("c", {"gate": suite([result("a", "failed", digest="v2"), result("b", "passed")])})
