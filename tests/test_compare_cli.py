@@ -173,7 +173,11 @@ def test_junit_xml_unwritable_path_is_exit_2(runs: Path, tmp_path: Path) -> None
 
 
 def test_flags_override_the_allowances(runs: Path) -> None:
-    result = invoke(runs, "compare", FEW_BASE, FEW, "--format", "json", "--pass-rate-drop", "0.5")
+    # without the flag this comparison is inconclusive and exits 3: the flag must move the
+    # gate's exit code too, not only the JSON
+    result = invoke(runs, "compare", FEW_BASE, FEW, "--format", "json", "--pass-rate-drop", "0.5",
+                    "--fail-on-regression", "--fail-on-inconclusive")
+    assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     row = doc["suites"]["s"]["metrics"][0]
     assert row["allowance"] == 0.5 and row["verdict"] == "flat"
