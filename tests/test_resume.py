@@ -186,6 +186,7 @@ def test_resume_from_the_document_alone(tmp_path: Path, monkeypatch: pytest.Monk
     doc = load(runs / f"{run_id}.json")
     assert doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 12
     assert set(_calls(tmp_path / "calls.txt").values()) == {1}
+    assert doc["seed"] == 5 and doc["run_id"] == run_id  # the document's record, not defaults
 
 
 @pytest.mark.parametrize(
