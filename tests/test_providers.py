@@ -329,6 +329,22 @@ def test_missing_key_is_a_provider_error_naming_the_variable(mp: MockProvider, t
         get_provider(config(mp), services(tmp_path))
 
 
+def test_a_key_from_a_plainly_named_variable_is_still_scrubbed(mp: MockProvider, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`api_key_env` may name a variable the environment scrub would not recognise as secret:
+    the key it holds must be scrubbed all the same once a provider has read it."""
+    from evalh.snapshot import REDACTED, scrub_secrets, scrub_text
+
+    key = "acc-plain-name-0123456789abcdef"
+    monkeypatch.setenv("EVALH_LLM_ACCESS", key)
+    assert scrub_text(f"echo {key}") == f"echo {key}"  # the name alone does not mark it secret
+    svc = services(tmp_path)
+    get_provider(config(mp, api_key_env="EVALH_LLM_ACCESS"), svc)
+    asyncio.run(close_providers(svc))
+    assert scrub_text(f"echo {key}") == f"echo {REDACTED}"
+    assert key.encode() not in scrub_secrets(f'{{"output": "{key}"}}'.encode())
+
+
 def test_clients_and_limits_are_shared_per_endpoint(mp: MockProvider, tmp_path: Path) -> None:
     svc = services(tmp_path)
     a = get_provider(config(mp), svc)
