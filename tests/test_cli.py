@@ -330,7 +330,9 @@ def test_help(command: list[str]) -> None:
 
 
 def test_run_help_has_examples() -> None:
-    assert "evalh run --suite gate" in invoke("run", "--help").stdout
+    result = invoke("run", "--help")
+    assert result.exit_code == 0, result.output
+    assert "evalh run --suite gate" in result.stdout
 
 
 def test_help_does_not_import_heavy_modules() -> None:
