@@ -113,13 +113,15 @@ def test_hostile_run_ids_are_refused(tmp_path: Path, bad: str) -> None:
         s.journal_path(bad)
 
 
-@pytest.mark.parametrize("bad", [i for i in HOSTILE_IDS if "\0" not in i])
+@pytest.mark.parametrize("bad", [*(i for i in HOSTILE_IDS if "\0" not in i), "../secret"])
 def test_show_refuses_hostile_ids_with_one_line(tmp_path: Path, bad: str) -> None:
     (tmp_path / "secret.json").write_text("{}")
     result = _invoke("show", bad, "--runs-dir", str(tmp_path / "runs"))
     assert result.exit_code == 2, result.output  # type: ignore[attr-defined]
     lines = result.stderr.strip().splitlines()  # type: ignore[attr-defined]
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    # refused for its shape, not merely not found (or unreadable) after a lookup outside runs/
+    assert "invalid run id" in lines[0], lines
 
 
 def test_show_unknown_run(tmp_path: Path) -> None:
