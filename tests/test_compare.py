@@ -339,6 +339,14 @@ def test_stochastic_partial_run_is_compared_and_says_so() -> None:
     assert s.counts.not_run == 500 and s.counts.compared == 1500
 
 
+def test_stochastic_row_without_an_interval_is_inconclusive_never_flat() -> None:
+    """One graded case gives a change but no interval: nothing rules a regression out."""
+    cmp = _stoch([result("a", "passed", score=0.6)], [result("a", "passed", score=0.6)])
+    row = _row(cmp, "mean_score")
+    assert row.interval is None and row.change == 0.0
+    assert row.verdict == "inconclusive" and cmp.inconclusive
+
+
 def test_stochastic_with_no_outcomes_is_incomparable() -> None:
     cmp = _stoch([result("a", "errored")], [result("a", "errored")])
     assert cmp.suites["s"].verdict == "incomparable"
