@@ -30,7 +30,8 @@ def one(report, suite_name: str | None = None, arm: str = "default"):  # type: i
 
 def test_errored_and_judge_error_are_counted_apart_and_never_enter_the_pass_rate() -> None:
     run = make_run("r1", {"s": suite([
-        res("a"), res("b"), res("c", "failed"), res("d", "errored"), res("e", "judge_error", score=None),
+        # the judge failed but the exact scorer passed: its 1.0 is not the case's score
+        res("a"), res("b"), res("c", "failed"), res("d", "errored"), res("e", "judge_error", score=1.0),
     ])})
     c = one(build_report([run])).counts
     assert (c.n, c.passed, c.failed, c.errored, c.judge_error) == (5, 2, 1, 1, 1)
