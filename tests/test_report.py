@@ -40,6 +40,16 @@ def test_errored_and_judge_error_are_counted_apart_and_never_enter_the_pass_rate
     assert c.mean_score == pytest.approx(2 / 3) and c.mean_score_denominator == 3
 
 
+def test_skipped_cases_stay_out_of_the_error_rate() -> None:
+    from evalh.core.aggregate import aggregate
+
+    rows = [res("a"), res("d", "errored"), res("f", "skipped")]
+    assert aggregate(rows).error_rate == pytest.approx(1 / 2)  # the run document's figure
+    c = one(build_report([make_run("r1", {"s": suite(rows)})])).counts
+    assert (c.n, c.skipped, c.errored) == (3, 1, 1)
+    assert c.error_rate == pytest.approx(1 / 2) and c.error_rate_denominator == 2
+
+
 def test_rates_over_zero_are_null_and_unknown_economics_are_null_not_zero() -> None:
     run = make_run("r1", {"s": suite([res("a", "errored", latency_ms=None), res("b", "errored", latency_ms=None)])})
     rep = build_report([run])
