@@ -167,6 +167,26 @@ def test_a_target_calling_sys_exit_is_errored_not_a_green_gate(project: Path) ->
     assert len(cases) == 3 and {c["status"] for c in cases} == {"errored"}
 
 
+def test_a_crashing_deterministic_scorer_is_errored_not_a_judge_error(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a judge's failure is a `judge_error` (outside the gate): a bug in a deterministic
+    scorer errors the case, and the gate goes red."""
+    (project / "evalh_crash_scorer.py").write_text(
+        "def boom(output, expected):\n    raise RuntimeError('scorer bug')\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(project))
+    cfg = project / "evalh.toml"
+    cfg.write_text(cfg.read_text().replace('{ type = "exact", field = "verdict" }',
+                                           '{ type = "custom", function = "evalh_crash_scorer:boom" }'))
+    result, docs = run_project(project)
+    assert result.exit_code == 1, result.output
+    doc = load(docs[0])
+    cases = doc["suites"]["smoke"]["cases"]
+    assert {c["status"] for c in cases} == {"errored"}
+    assert all("scorer bug" in c["error"]["message"] for c in cases)
+    assert doc["summary"]["errored"] == 3 and doc["summary"]["deterministic_ok"] is False
+
+
 def test_async_target_repeats_and_seed(project: Path) -> None:
     set_target(project, "answer_async")
     result, docs = run_project(project, "--repeats", "3", "--seed", "11", "--json")
