@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from evalh.errors import DatasetError
+from evalh.errors import DatasetError, first_validation_error
 from evalh.models import Case
 
 
@@ -33,9 +33,8 @@ class Dataset:
 
 
 def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "case"
-    return f"{loc}: {err['msg']}"
+    loc, msg = first_validation_error(exc)
+    return f"{loc or 'case'}: {msg}"
 
 
 def _records(path: Path, text: str) -> list[tuple[int, object]]:

@@ -3,6 +3,11 @@ line to stderr and exits with the error's code (2 for bad input, unless stated).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class EvalhError(Exception):
     """Base of every error evalh reports to a user. `exit_code` is what the CLI returns."""
@@ -50,3 +55,10 @@ class TargetError(Exception):
 
 class BudgetExceeded(Exception):
     """Raised inside the runner when a cost or token budget is reached."""
+
+
+def first_validation_error(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> tuple[str, str]:
+    """(dotted location, message) of a pydantic error's first problem, for the one line a
+    user reads. Empty location parts are dropped; `prefix` names where the value came from."""
+    err = exc.errors()[0]
+    return ".".join(str(p) for p in (*prefix, *err["loc"]) if p != ""), err["msg"]

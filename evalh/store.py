@@ -20,7 +20,7 @@ from typing import IO, Any
 import orjson
 from pydantic import ValidationError
 
-from evalh.errors import InvalidRunId, RunDocumentError, RunNotFound
+from evalh.errors import InvalidRunId, RunDocumentError, RunNotFound, first_validation_error
 from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
 from evalh.snapshot import scrub_secrets, secret_env_values
@@ -110,9 +110,8 @@ def _parse_run(data: bytes, shown: str) -> Run:
     try:
         return Run.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise RunDocumentError(f"{shown}: invalid run document at {loc}: {err['msg']}") from None
+        loc, msg = first_validation_error(exc)
+        raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
 
 
 class Journal:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evalh.errors import EvalhError
+from evalh.errors import EvalhError, first_validation_error
 
 MAX_CANDIDATES = 20_000
 Scalar = str | bool | int | float
@@ -100,9 +100,8 @@ def resolve_spec(base: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -
     try:
         return SweepConfig.model_validate(merged)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise SweepError(f"sweep: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from None
+        where, msg = first_validation_error(exc)
+        raise SweepError(f"sweep: {where + ': ' if where else ''}{msg.removeprefix('Value error, ')}") from None
 
 
 # --------------------------------------------------------------------------- grids

@@ -16,7 +16,7 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalh.errors import EvalhError
+from evalh.errors import EvalhError, first_validation_error
 from evalh.snapshot import scrub_secrets
 from evalh.store import atomic_write_bytes, validate_run_id
 
@@ -106,8 +106,8 @@ def load_labels(path: Path, run_id: str) -> LabelStore:
     try:
         store = LabelStore.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise LabelError(f"{path}: invalid label file at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        loc, msg = first_validation_error(exc)
+        raise LabelError(f"{path}: invalid label file at {loc}: {msg}") from None
     if store.run_id != run_id:
         raise LabelError(f"{path}: holds labels of run {store.run_id!r}, not {run_id!r}")
     return store

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalh.errors import first_validation_error
 from evalh.labels.export import request_sha256
 from evalh.labels.models import Label, LabelError, LabelStore, Rating
 from evalh.models import CaseResult, Run
@@ -89,9 +90,8 @@ def check_rating(
     try:
         r = _RatingIn.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(map(str, err["loc"])) or "rating"
-        raise LabelError(f"{where}: {loc}: {err['msg']}") from None
+        loc, msg = first_validation_error(exc)
+        raise LabelError(f"{where}: {loc or 'rating'}: {msg}") from None
     if r.kind not in ("rating", "adjudication"):
         raise LabelError(f"{where}: kind: {r.kind!r} is not `rating` or `adjudication`")
     ref = labels.requests.get(r.request_id)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from evalh.errors import RunDocumentError, RunNotFound
+from evalh.errors import RunDocumentError, RunNotFound, first_validation_error
 from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
 from evalh.store import RunStore, parse_raw_run, parse_run, validate_run_id
@@ -78,9 +78,8 @@ def _light_run(data: bytes, shown: str) -> Run:
 
 
 def _invalid(shown: str, exc: ValidationError, prefix: str = "") -> RunDocumentError:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
-    return RunDocumentError(f"{shown}: invalid run document at {loc}: {err['msg']}")
+    loc, msg = first_validation_error(exc, (prefix,))
+    return RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}")
 
 
 def case_row(i: int, r: dict[str, Any]) -> dict[str, Any]:
