@@ -87,11 +87,11 @@ class DashboardApi:
     def run(self, run_id: str) -> dict[str, Any]:
         """One run's header: its summary and its suites with their result counts. Cheap:
         the case rows are listed, not validated (see `report`)."""
-        from evalh.ui.index import summarize
+        from evalh.ui.index import history_row
 
         loaded = self.index.load(run_id)
         if "summary" not in loaded.extra:
-            loaded.extra["summary"] = summarize(loaded.header)
+            loaded.extra["summary"] = history_row(loaded.header)
         return {"summary": loaded.extra["summary"],
                 "suites": {n: len(rows) for n, rows in loaded.rows.items()},
                 "baseline": self.baseline() == run_id}

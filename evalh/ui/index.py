@@ -30,7 +30,7 @@ def _file_key(path: Path) -> FileKey:
     return (str(path), st.st_mtime_ns, st.st_size)
 
 
-def summarize(run: Run) -> dict[str, Any]:
+def history_row(run: Run) -> dict[str, Any]:
     """The history row of a run: identity, status, git, and per suite and arm the stored
     aggregates (counts with denominators, rates null over zero)."""
     suites: dict[str, Any] = {}
@@ -179,7 +179,7 @@ class RunIndex:
             if cached is None or cached[0] != key:
                 try:
                     with gc_paused():
-                        summary: dict[str, Any] | None = summarize(_light_run(path.read_bytes(), str(path)))
+                        summary: dict[str, Any] | None = history_row(_light_run(path.read_bytes(), str(path)))
                 except (OSError, RunDocumentError):
                     summary = None
                 with self._lock:
