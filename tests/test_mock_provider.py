@@ -519,3 +519,88 @@ def test_module_entry_point(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# --- the HTTP/1.1 front-end on the wire ----------------------------------------------------
+
+
+def _exchange(mp: MockProvider, raw: bytes, *, replies: int = 1) -> list[tuple[bytes, dict[str, str], bytes]]:
+    """Send `raw` on one socket and read `replies` responses (status line, headers, body)."""
+    import socket
+
+    out = []
+    with socket.create_connection(("127.0.0.1", mp.port), timeout=5) as sock:
+        sock.sendall(raw)
+        buf = b""
+        for _ in range(replies):
+            while b"\r\n\r\n" not in buf:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return out
+                buf += chunk
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            status, *lines = head.split(b"\r\n")
+            headers = {k.strip().lower(): v.strip() for k, _, v in (ln.decode().partition(":") for ln in lines)}
+            length = int(headers["content-length"])
+            while len(buf) < length:
+                buf += sock.recv(65536)
+            out.append((status, headers, buf[:length]))
+            buf = buf[length:]
+        if any(h.get("connection") == "close" for _, h, _ in out):
+            assert sock.recv(10) == b"", "the server keeps a connection open after `connection: close`"
+    return out
+
+
+def _post(path: str, body: bytes, extra: str = "") -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n{extra}"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def test_wire_chunked_request_body(mp: MockProvider) -> None:
+    mp.set_script([{"match": "chunky", "text": "got it"}])
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "chunky"}]}).encode()
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:7], body[7:])) + b"0\r\n\r\n"
+    raw = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n"
+           b"Transfer-Encoding: chunked\r\n\r\n" + chunked)
+    [(status, _, reply)] = _exchange(mp, raw)
+    assert status.startswith(b"HTTP/1.1 200")
+    assert json.loads(reply)["choices"][0]["message"]["content"] == "got it"
+
+
+def test_wire_pipelined_requests_answered_in_order(mp: MockProvider) -> None:
+    mp.set_script([{"match": "one", "text": "1"}, {"match": "two", "text": "2"}])
+    reqs = [json.dumps({"model": "m", "messages": [{"role": "user", "content": w}]}).encode() for w in ("one", "two")]
+    replies = _exchange(mp, b"".join(_post("/v1/chat/completions", r) for r in reqs), replies=2)
+    assert [json.loads(b)["choices"][0]["message"]["content"] for _, _, b in replies] == ["1", "2"]
+
+
+def test_wire_connection_close_is_honoured(mp: MockProvider) -> None:
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode()
+    [(status, headers, _)] = _exchange(mp, _post("/v1/chat/completions", body, "Connection: close\r\n"))
+    assert status.startswith(b"HTTP/1.1 200") and headers["connection"] == "close"
+
+
+def test_wire_garbage_is_400_and_closed(mp: MockProvider) -> None:
+    [(status, headers, body)] = _exchange(mp, b"HELLO THERE\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 400") and headers["connection"] == "close"
+    assert "request line" in json.loads(body)["error"]["message"]
+    [(status, _, _)] = _exchange(mp, b"POST /v1/messages HTTP/1.1\r\nContent-Length: nope\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 400")
+    assert mp.count() == 0
+
+
+def test_stop_drops_pending_slow_replies_promptly() -> None:
+    import socket
+
+    mp = MockProvider(latency_ms=30_000).start()
+    sock = socket.create_connection(("127.0.0.1", mp.port), timeout=10)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode()
+    sock.sendall(_post("/v1/chat/completions", body))
+    deadline = time.monotonic() + 5
+    while mp.count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    mp.stop()
+    assert sock.recv(10) == b""  # the connection is closed, no reply
+    assert time.monotonic() - started < 5
+    sock.close()

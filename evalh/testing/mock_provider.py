@@ -25,13 +25,15 @@ Health and control requests are not recorded nor counted, and never consume faul
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import socket
 import sys
 import threading
 from dataclasses import asdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.utils import formatdate
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Self
 
@@ -44,102 +46,223 @@ __all__ = ["MockProvider", "RecordedRequest", "main", "serve"]
 _CONTROL = "/_mock/"
 
 
-class _Server(ThreadingHTTPServer):
-    """One daemon thread per connection; tracks open connections so `stop` can end them."""
-
-    daemon_threads = True
-    request_queue_size = 256
-    allow_reuse_address = True
-
-    def __init__(self, addr: tuple[str, int], provider: MockProvider) -> None:
-        self.provider = provider
-        self._conns: set[socket.socket] = set()
-        self._conns_lock = threading.Lock()
-        super().__init__(addr, _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._conns_lock:
-            self._conns.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._conns_lock:
-            self._conns.discard(request)
-        super().shutdown_request(request)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Client gone or server stopping: nothing worth reporting from a test server."""
-
-    def close_connections(self) -> None:
-        with self._conns_lock:
-            conns, self._conns = list(self._conns), set()
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+_REASONS = {int(code): code.phrase for code in HTTPStatus}
+_MAX_HEAD = 64 * 1024
+_MAX_BODY = 64 * 1024 * 1024
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "evalh-mock/1"
-    disable_nagle_algorithm = True
-    server: _Server
+class _BadRequest(Exception):
+    """The bytes on a connection are not an HTTP/1.x request: 400, then close."""
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: library code does not print."""
 
-    def handle(self) -> None:
-        with contextlib.suppress(OSError):
-            super().handle()
+def _dechunk(buf: bytearray, pos: int) -> tuple[bytes | None, int]:
+    """A chunked body starting at `pos`: `(body, end)`, or `(None, pos)` while incomplete."""
+    chunks: list[bytes] = []
+    while True:
+        eol = buf.find(b"\r\n", pos)
+        if eol < 0:
+            return None, pos
+        try:
+            size = int(bytes(buf[pos:eol]).split(b";", 1)[0].strip() or b"0", 16)
+        except ValueError:
+            raise _BadRequest("bad chunk size") from None
+        pos = eol + 2
+        if size == 0:
+            while True:  # trailers, up to an empty line
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    return None, pos
+                empty, pos = eol == pos, eol + 2
+                if empty:
+                    return b"".join(chunks), pos
+        if len(buf) < pos + size + 2:
+            return None, pos
+        chunks.append(bytes(buf[pos : pos + size]))
+        pos += size + 2
 
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("transfer-encoding", "").lower():
-            chunks: list[bytes] = []
-            while size := int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16):
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                pass  # trailers
-            return b"".join(chunks)
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
 
-    def _send(self, action: Action) -> None:
-        provider = self.server.provider
-        if action.delay_s > 0:
-            provider._stopping.wait(action.delay_s)
-        if action.drop:
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        self.send_response(action.status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(action.body)))
-        for key, value in action.headers.items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(action.body)
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 keep-alive, one request at a time (a pipelined
+    request waits in the buffer until the reply before it is sent)."""
 
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        engine = self.server.provider._engine
-        if path == "/health":
-            self._send(Action.json(200, {"status": "ok"}))
-        elif path == _CONTROL + "requests":
-            reqs = [asdict(r) for r in engine.requests()]
-            self._send(Action.json(200, {"requests": reqs}))
+    def __init__(self, server: _LoopServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.busy = False
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        self.abort()
+
+    def abort(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        transport, self.transport = self.transport, None
+        if transport is not None:
+            transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._next()
+
+    def _next(self) -> None:
+        while not self.busy and self.transport is not None:
+            try:
+                request = self._parse()
+            except _BadRequest as exc:
+                error = {"error": {"type": "invalid_request_error", "message": str(exc)}}
+                self._reply(Action.json(400, error), keep=False)
+                return
+            if request is None:
+                return
+            self._dispatch(*request)
+
+    def _parse(self) -> tuple[str, str, dict[str, str], bytes, bool] | None:
+        buf = self.buffer
+        while buf[:2] == b"\r\n":  # empty lines before a request line are allowed
+            del buf[:2]
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buf) > _MAX_HEAD:
+                raise _BadRequest("request head too large")
+            return None
+        lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+        parts = lines[0].split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise _BadRequest(f"not an HTTP/1.x request line: {lines[0][:80]!r}")
+        method, target, version = parts
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep or not name.strip():
+                raise _BadRequest(f"bad header line: {line[:80]!r}")
+            headers[name.strip().lower()] = value.strip()
+        pos = end + 4
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body, pos = _dechunk(buf, pos)
+            if body is None:
+                return None
         else:
-            self._send(engine.not_found(path))
+            try:
+                length = int(headers.get("content-length") or 0)
+            except ValueError:
+                raise _BadRequest("bad content-length") from None
+            if not 0 <= length <= _MAX_BODY:
+                raise _BadRequest("bad content-length")
+            if len(buf) < pos + length:
+                return None
+            body, pos = bytes(buf[pos : pos + length]), pos + length
+        del buf[:pos]
+        keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        return method, target, headers, body, keep
 
-    def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0]
-        raw = self._read_body()
+    def _dispatch(self, method: str, target: str, headers: dict[str, str], body: bytes, keep: bool) -> None:
         provider = self.server.provider
-        if path.startswith(_CONTROL):
-            self._send(provider._control(path[len(_CONTROL) :], raw))
+        engine = provider._engine
+        path = target.split("?", 1)[0]
+        try:
+            if method == "GET" and path == "/health":
+                action = Action.json(200, {"status": "ok"})
+            elif method == "GET" and path == _CONTROL + "requests":
+                action = Action.json(200, {"requests": [asdict(r) for r in engine.requests()]})
+            elif method == "GET":
+                action = engine.not_found(path)
+            elif method == "POST" and path.startswith(_CONTROL):
+                action = provider._control(path[len(_CONTROL) :], body)
+            elif method == "POST":
+                action = engine.handle(path, headers, body, provider.latency_ms)
+            else:
+                message = f"unsupported method {method}"
+                action = Action.json(501, {"error": {"type": "not_implemented", "message": message}})
+        except Exception as exc:  # a bug in a script rule: the client gets a 500 that says so
+            message = f"mock provider failed: {type(exc).__name__}: {exc}"
+            action = Action.json(500, {"error": {"type": "api_error", "message": message}})
+        if action.delay_s > 0:
+            self.busy = True
+            loop = asyncio.get_running_loop()
+            self.timer = loop.call_later(action.delay_s, self._reply, action, keep)
+        else:
+            self._reply(action, keep)
+
+    def _reply(self, action: Action, keep: bool) -> None:
+        self.timer, self.busy = None, False
+        transport = self.transport
+        if transport is None:
             return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        self._send(provider._engine.handle(path, headers, raw, provider.latency_ms))
+        if action.drop:  # no response at all: the client sees the connection closed
+            self.transport = None
+            transport.close()
+            return
+        head = [
+            f"HTTP/1.1 {action.status} {_REASONS.get(action.status, 'Unknown')}",
+            "server: evalh-mock/1",
+            f"date: {formatdate(usegmt=True)}",
+            "content-type: application/json",
+            f"content-length: {len(action.body)}",
+            *(f"{key}: {value}" for key, value in action.headers.items()),
+        ]
+        if not keep:
+            head.append("connection: close")
+        transport.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + action.body)
+        if keep:
+            self._next()
+        else:
+            self.transport = None
+            transport.close()
+
+
+class _LoopServer:
+    """The server: an asyncio event loop in a daemon thread, one `_Connection` per client.
+    Replies wait on the loop's timers, not in threads, so thousands of slow replies in
+    flight cost nothing but memory."""
+
+    def __init__(self, provider: MockProvider, host: str, port: int) -> None:
+        self.provider = provider
+        self.connections: set[_Connection] = set()
+        self.sock = socket.create_server((host, port), backlog=1024)  # OSError if taken
+        self.port = int(self.sock.getsockname()[1])
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._failed: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"evalh-mock-provider:{self.port}", daemon=True)
+        self.thread.start()
+        self._ready.wait()
+        if self._failed is not None:
+            raise self._failed
+
+    def _run(self) -> None:
+        loop = self.loop
+        asyncio.set_event_loop(loop)
+        try:
+            server = loop.run_until_complete(loop.create_server(lambda: _Connection(self), sock=self.sock))
+        except BaseException as exc:  # reported by __init__ in the caller's thread
+            self._failed = exc
+            self.sock.close()
+            loop.close()
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            server.close()
+            for conn in list(self.connections):
+                conn.abort()
+            loop.run_until_complete(asyncio.sleep(0))  # let the aborted transports finish
+            loop.close()
+
+    def stop(self) -> None:
+        """Stop serving, drop pending replies and close every open connection."""
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
 
 
 class MockProvider:
@@ -166,23 +289,16 @@ class MockProvider:
         self._requested_port = port
         self._engine = Engine(Script.coerce(script), max_recorded)
         self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: _LoopServer | None = None
 
     # lifecycle ---------------------------------------------------------------------
     def start(self) -> Self:
-        """Bind and serve in a daemon thread. Returns self."""
+        """Bind and serve in a daemon thread. Returns self. Raises `OSError` if the port is
+        taken."""
         if self._server is not None:
             return self
         self._stopping.clear()
-        self._server = _Server((self.host, self._requested_port), self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"evalh-mock-provider:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._server = _LoopServer(self, self.host, self._requested_port)
         return self
 
     def stop(self) -> None:
@@ -191,11 +307,7 @@ class MockProvider:
         if server is None:
             return
         self._stopping.set()
-        server.shutdown()
-        server.close_connections()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        server.stop()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -208,7 +320,7 @@ class MockProvider:
         """The bound port (the real one when started with port 0)."""
         if self._server is None:
             raise RuntimeError("MockProvider is not started")
-        return int(self._server.server_address[1])
+        return self._server.port
 
     @property
     def base_url(self) -> str:
