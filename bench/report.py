@@ -130,11 +130,11 @@ def render_markdown(r: dict[str, Any]) -> str:
         labels = {
             "sleep50": "evalh, Python async target sleeping 50 ms (no HTTP: the runner alone)",
             "anthropic": "evalh, `anthropic` target (official SDK) → mock",
-            "openai": "evalh, `openai` target (httpx) → mock",
+            "openai": "evalh, `openai` target (aiohttp) → mock",
             "raw": "baseline: minimal asyncio HTTP/1.1 client → mock (the server's ceiling)",
             "httpx": "baseline: one `httpx.AsyncClient`, httpx's own pool → mock",
             "httpx8": "baseline: eight `httpx.AsyncClient`s, httpx's own pools → mock",
-            "shards": "baseline: one `httpx.AsyncClient` on `ConnectionShards` → mock",
+            "aiohttp": "baseline: one `aiohttp.ClientSession` → mock",
             "backend-openai": "baseline: evalh's `openai` backend `send` alone (no runner) → mock",
             "backend-anthropic": "baseline: evalh's `anthropic` backend `send` alone (SDK, no runner) → mock",
         }

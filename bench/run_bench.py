@@ -96,8 +96,8 @@ def worker_evalh(config: str, runs_dir: str, progress: bool) -> dict[str, Any]:
     # provider imports its SDK on first use, and `import anthropic` alone takes ~1.2 s here.
     # Only for model targets: the SDK's ~150,000 objects make every full GC pass slower.
     if 'kind = "' in Path(config).read_text(encoding="utf-8"):
+        import aiohttp  # noqa: F401
         import anthropic  # noqa: F401
-        import httpx  # noqa: F401
 
     from evalh.config import load_config
     from evalh.core.session import RunOptions, execute, prepare_run
@@ -158,7 +158,8 @@ def worker_inspect(n: int, log_dir: str) -> dict[str, Any]:
 
 def worker_client(kind: str, base_url: str, in_flight: int, n: int) -> dict[str, Any]:
     """What the mock server allows without evalh: `raw` is a minimal keep-alive HTTP/1.1
-    client on asyncio streams (the server's ceiling); `httpx` / `httpx8` are one
+    client on asyncio streams (the server's ceiling); `aiohttp` is one `aiohttp.ClientSession`;
+    `httpx` / `httpx8` are one
     `httpx.AsyncClient` / eight of them, `in_flight` requests at a time."""
     import asyncio
 
@@ -185,13 +186,10 @@ def worker_client(kind: str, base_url: str, in_flight: int, n: int) -> dict[str,
         share = [n // in_flight + (i < n % in_flight) for i in range(in_flight)]
         await asyncio.gather(*(connection(k) for k in share))
 
-    async def with_httpx(pools: int, shards: bool = False) -> None:
+    async def with_httpx(pools: int) -> None:
         import httpx
 
-        from evalh.providers.transport import ConnectionShards
-
-        clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-                                     **({"transport": ConnectionShards(httpx)} if shards else {}))
+        clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
                    for _ in range(pools)]
         gate = asyncio.Semaphore(in_flight)
 
@@ -204,6 +202,20 @@ def worker_client(kind: str, base_url: str, in_flight: int, n: int) -> dict[str,
         await asyncio.gather(*(one(i) for i in range(n)))
         for c in clients:
             await c.aclose()
+
+    async def with_aiohttp() -> None:
+        import aiohttp
+
+        gate = asyncio.Semaphore(in_flight)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+            async def one() -> None:
+                async with gate, session.post(f"{base_url}/v1/chat/completions", data=body,
+                                              headers={"Authorization": "Bearer k"}) as r:
+                    r.raise_for_status()
+                    await r.read()
+
+            await asyncio.gather(*(one() for _ in range(n)))
 
     async def backend(provider: str) -> None:
         """evalh's provider backend alone (`send`: the HTTP client, and the SDK for
@@ -225,15 +237,18 @@ def worker_client(kind: str, base_url: str, in_flight: int, n: int) -> dict[str,
         await asyncio.gather(*(one() for _ in range(n)))
         await client.aclose()
 
-    if kind.startswith("backend-"):
-        import anthropic  # noqa: F401  (imports outside the clock)
+    if kind.startswith("backend-") or kind == "aiohttp":
+        import aiohttp  # noqa: F401  (imports outside the clock)
+        import anthropic  # noqa: F401
     t0, cpu0 = time.perf_counter(), time.process_time()
     if kind == "raw":
         asyncio.run(raw())
     elif kind.startswith("backend-"):
         asyncio.run(backend(kind.removeprefix("backend-")))
+    elif kind == "aiohttp":
+        asyncio.run(with_aiohttp())
     else:
-        asyncio.run(with_httpx(8 if kind == "httpx8" else 1, shards=kind == "shards"))
+        asyncio.run(with_httpx(8 if kind == "httpx8" else 1))
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0, "cases": n}
 
 
@@ -358,7 +373,7 @@ def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
 
     server = MockServer(latency_ms=50)
     try:
-        for kind in ("raw", "httpx", "httpx8", "shards", "backend-openai", "backend-anthropic"):
+        for kind in ("raw", "aiohttp", "httpx", "httpx8", "backend-openai", "backend-anthropic"):
             for c in (32, 64):
                 measure(server, kind, c, 0.05, f"{kind}@{c}", baseline=True)
         for kind in ("sleep50", "anthropic", "openai"):

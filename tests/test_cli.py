@@ -361,7 +361,7 @@ def test_help_does_not_import_heavy_modules() -> None:
         "from evalh.cli.main import main\n"
         "sys.argv = ['evalh', '--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('anthropic', 'httpx', 'rich.progress', 'jsonschema', 'openai')"
+        "heavy = [m for m in ('anthropic', 'httpx', 'aiohttp', 'rich.progress', 'jsonschema', 'openai')"
         " if m in sys.modules]\n"
         "print('HEAVY=' + ','.join(heavy))\n"
     )

@@ -322,6 +322,31 @@ def test_openai_body_headers_and_tool_arguments(mp: MockProvider, tmp_path: Path
     assert rec.body["seed"] == 3
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_connections_are_kept_alive_and_bounded_by_requests_in_flight(
+    mp: MockProvider, tmp_path: Path, provider: str
+) -> None:
+    """Throughput at many requests in flight rests on keep-alive: 5 rounds of 6 concurrent
+    requests open at most 6 connections, and 10 sequential ones reuse a single one."""
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, provider), svc)
+
+    async def go() -> None:
+        try:
+            for _ in range(5):
+                await asyncio.gather(*(client.chat(request("hi")) for _ in range(6)))
+            first = mp.connections_accepted
+            for _ in range(10):
+                await client.chat(request("hi"))
+            assert mp.connections_accepted - first <= 1
+        finally:
+            await close_providers(svc)
+
+    run(go())
+    assert mp.count() == 40
+    assert 1 <= mp.connections_accepted <= 7
+
+
 def test_missing_key_is_a_provider_error_naming_the_variable(mp: MockProvider, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV)

@@ -41,11 +41,12 @@ class AnthropicBackend:
             raise PermanentError("the `anthropic` package is not installed: pip install anthropic") from None
         self._sdk = anthropic
         self.base_url = resolve_base_url(config)
-        # The SDK's own HTTP client, unlike the `openai` backend's (evalh.providers.transport):
-        # it is built on httpx2, whose pool does not rescan every connection per request, and
-        # connection shards measured no faster with it (~1.8-1.9 ms of CPU per request either way).
+        # The SDK's aiohttp transport (the `anthropic[aiohttp]` extra, `DefaultAioHttpClient`):
+        # ~1.6 ms of CPU per request against ~2.7-3 ms with its default httpx2 pool, which is
+        # what bounds throughput at 32-64 requests in flight (bench/runner_results.md).
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=config.timeout_s
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=config.timeout_s,
+            http_client=anthropic.DefaultAioHttpClient(timeout=config.timeout_s),
         )
 
     async def send(self, request: ChatRequest) -> ChatResponse:

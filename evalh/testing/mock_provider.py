@@ -95,6 +95,7 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.server.connections.add(self)
+        self.server.accepted += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
@@ -226,6 +227,7 @@ class _LoopServer:
     def __init__(self, provider: MockProvider, host: str, port: int) -> None:
         self.provider = provider
         self.connections: set[_Connection] = set()
+        self.accepted = 0
         self.sock = socket.create_server((host, port), backlog=1024)  # OSError if taken
         self.port = int(self.sock.getsockname()[1])
         self.loop = asyncio.new_event_loop()
@@ -337,6 +339,11 @@ class MockProvider:
     def requests(self) -> list[RecordedRequest]:
         """A snapshot of the recorded requests, oldest first (credentials masked)."""
         return self._engine.requests()
+
+    @property
+    def connections_accepted(self) -> int:
+        """TCP connections accepted since start (keep-alive reuse shows as fewer than requests)."""
+        return self._server.accepted if self._server is not None else 0
 
     def count(self, path: str | None = None) -> int:
         """How many requests arrived (health/control excluded), optionally only to `path`."""
