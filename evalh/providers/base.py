@@ -26,7 +26,7 @@ class ProviderConfig(BaseModel):
     )
 
     provider: Literal["anthropic", "openai"]
-    """`anthropic` (the official SDK) or `openai` (any OpenAI-compatible server, via httpx)."""
+    """`anthropic` (the official SDK) or `openai` (any OpenAI-compatible server, via aiohttp)."""
     model: str
     """The model id sent to the provider; also the key of its price."""
     base_url: str | None = None
