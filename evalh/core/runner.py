@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import random
 import signal
@@ -446,6 +447,7 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -
         with _cancel_on_sigterm():
             done.append(await runner.execute())
 
+    gc.freeze()  # imports, config and plan: full collections during the run skip them
     try:
         asyncio.run(main())
     except (asyncio.CancelledError, KeyboardInterrupt):
@@ -454,4 +456,6 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -
             f"interrupted: run {plan.run_id} written as partial ({kept} of {plan.total} "
             f"results kept); finish it with: evalh run --resume {plan.run_id}"
         ) from None
+    finally:
+        gc.unfreeze()
     return done[0]
