@@ -135,12 +135,14 @@ def render_markdown(r: dict[str, Any]) -> str:
             "httpx": "baseline: one `httpx.AsyncClient`, httpx's own pool → mock",
             "httpx8": "baseline: eight `httpx.AsyncClient`s, httpx's own pools → mock",
             "aiohttp": "baseline: one `aiohttp.ClientSession` → mock",
+            "openai-minimal": "experiment: evalh, `openai` target on bench/minimal_client.py (not shipped) → mock",
             "backend-openai": "baseline: evalh's `openai` backend `send` alone (no runner) → mock",
             "backend-anthropic": "baseline: evalh's `anthropic` backend `send` alone (SDK, no runner) → mock",
         }
 
         def order(e: dict[str, Any]) -> tuple[Any, ...]:
-            return (e.get("baseline", False), e.get("latency_s", 0.05), e["target"], e["in_flight"])
+            return (e.get("baseline", False), e.get("experiment", False), e.get("latency_s", 0.05),
+                    e["target"], e["in_flight"])
 
         for e in sorted(lat.values(), key=order):
             runs = e.get("runs") or []
@@ -266,7 +268,8 @@ READING = [
 
 def _in_aim(e: dict[str, Any]) -> bool:
     """The rows the issue's aim is about: evalh, 50 ms replies, 32 or 64 in flight."""
-    return not e.get("baseline") and e.get("latency_s", 0.05) == 0.05 and e["in_flight"] in (32, 64)
+    return (not e.get("baseline") and not e.get("experiment") and e.get("latency_s", 0.05) == 0.05
+            and e["in_flight"] in (32, 64))
 
 
 def _cpu_per_request(runs: list[dict[str, Any]], key: str) -> str:

@@ -89,9 +89,16 @@ def write_config(name: str, n: int, target: str, concurrency: int, base_url: str
 # ---------------------------------------------------------------------------- workers
 
 
-def worker_evalh(config: str, runs_dir: str, progress: bool) -> dict[str, Any]:
-    """Harness time of one evalh run of `config` (imports done before the clock starts)."""
+def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: bool = False) -> dict[str, Any]:
+    """Harness time of one evalh run of `config` (imports done before the clock starts).
+    `minimal_client`: the `openai` backend sends through bench/minimal_client.py instead
+    of aiohttp (the experiment row: what a near-free HTTP client would give)."""
     os.environ.setdefault("BENCH_API_KEY", "bench-key")
+    if minimal_client:
+        sys.path.insert(0, str(HERE))
+        from minimal_client import use_in_openai_backend
+
+        use_in_openai_backend()
     # Imports are outside the clock (see the module docstring), the model SDKs' too: a
     # provider imports its SDK on first use, and `import anthropic` alone takes ~1.2 s here.
     # Only for model targets: the SDK's ~150,000 objects make every full GC pass slower.
@@ -361,14 +368,18 @@ def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
         if baseline:
             argv = ["client", kind, server.base_url, str(c), str(n)]
         else:
-            cfg = write_config(f"lat_{kind}{c}_{n}", n, kind, c, server.base_url)
+            target = kind.removesuffix("-minimal")
+            cfg = write_config(f"lat_{target}{c}_{n}", n, target, c, server.base_url)
             argv = ["evalh", str(cfg), str(WORK / "runs")]
+            if kind.endswith("-minimal"):
+                argv.append("--minimal-client")
         runs = [server.run(argv) for _ in range(repeats)]
         wall = median_of(runs)
         ideal = n * latency / c
         out[key] = {"target": kind, "in_flight": c, "latency_s": latency, "cases": n, "wall_s": wall,
                     "ideal_s": ideal,
-                    "efficiency": ideal / wall, "runs": runs, "baseline": baseline}
+                    "efficiency": ideal / wall, "runs": runs, "baseline": baseline,
+                    "experiment": kind.endswith("-minimal")}
         print(f"latency-bound {key}: {wall:.2f}s (ideal {ideal:.2f}s, {ideal / wall:.0%})", file=sys.stderr)
 
     server = MockServer(latency_ms=50)
@@ -376,8 +387,8 @@ def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
         for kind in ("raw", "aiohttp", "httpx", "httpx8", "backend-openai", "backend-anthropic"):
             for c in (32, 64):
                 measure(server, kind, c, 0.05, f"{kind}@{c}", baseline=True)
-        for kind in ("sleep50", "anthropic", "openai"):
-            for c in (16, 32, 64) if kind != "sleep50" else (32, 64):
+        for kind in ("sleep50", "anthropic", "openai", "openai-minimal"):
+            for c in (16, 32, 64) if kind in ("anthropic", "openai") else (32, 64):
                 measure(server, kind, c, 0.05, f"{kind}@{c}", baseline=False)
     finally:
         server.stop()
@@ -511,7 +522,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["_worker"]:
         kind, rest = argv[1], argv[2:]
         if kind == "evalh":
-            result = worker_evalh(rest[0], rest[1], progress="--progress" in rest)
+            result = worker_evalh(rest[0], rest[1], progress="--progress" in rest,
+                                  minimal_client="--minimal-client" in rest)
         elif kind == "client":
             result = worker_client(rest[0], rest[1], int(rest[2]), int(rest[3]))
         else:
