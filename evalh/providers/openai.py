@@ -89,7 +89,8 @@ class OpenAIBackend:
         # limit=0: no cap of its own; requests in flight are bounded by the endpoint's limits.
         connector = aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True)
         self._session = aiohttp.ClientSession(
-            connector=connector, timeout=timeout, headers=self._headers, proxy=self._proxy
+            connector=connector, timeout=timeout, headers=self._headers, proxy=self._proxy,
+            cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (~0.1 ms each)
         )
         return self._session
 
