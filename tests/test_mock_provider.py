@@ -604,3 +604,50 @@ def test_stop_drops_pending_slow_replies_promptly() -> None:
     assert sock.recv(10) == b""  # the connection is closed, no reply
     assert time.monotonic() - started < 5
     sock.close()
+
+
+def test_wire_bad_chunk_sizes_are_400_and_the_server_stays_up(mp: MockProvider) -> None:
+    for bad in (b"-6\r\nabcdef\r\n0\r\n\r\n", b"zz\r\n", b"3\r\nabcXY0\r\n\r\n"):
+        raw = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + bad
+        [(status, headers, _)] = _exchange(mp, raw)
+        assert status.startswith(b"HTTP/1.1 400") and headers["connection"] == "close", bad
+    [(status, _, _)] = _exchange(mp, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 200")
+
+
+def test_wire_many_pipelined_requests_are_all_answered(mp: MockProvider) -> None:
+    n = 1500  # one call stack for all of them would overflow
+    replies = _exchange(mp, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * n, replies=n)
+    assert len(replies) == n and all(s.startswith(b"HTTP/1.1 200") for s, _, _ in replies)
+
+
+def test_wire_a_half_closed_client_still_gets_its_delayed_reply() -> None:
+    import socket
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode()
+    with MockProvider(latency_ms=200) as mp, socket.create_connection(("127.0.0.1", mp.port), timeout=5) as sock:
+        sock.sendall(_post("/v1/chat/completions", body))
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200") and b'"choices"' in data
+
+
+def test_wire_bare_lf_heads_and_expect_continue(mp: MockProvider) -> None:
+    [(status, _, body)] = _exchange(mp, b"GET /health HTTP/1.1\nHost: x\n\n")
+    assert status.startswith(b"HTTP/1.1 200") and json.loads(body) == {"status": "ok"}
+    import socket
+
+    payload = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode()
+    with socket.create_connection(("127.0.0.1", mp.port), timeout=5) as sock:
+        sock.sendall(_post("/v1/chat/completions", b"", "Expect: 100-continue\r\n").replace(
+            b"Content-Length: 0", b"Content-Length: %d" % len(payload)))
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(payload)
+        reply = b""
+        while b'"choices"' not in reply:
+            chunk = sock.recv(65536)
+            assert chunk, "connection closed without the reply"
+            reply += chunk
+        assert reply.startswith(b"HTTP/1.1 200")

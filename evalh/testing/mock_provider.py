@@ -56,40 +56,65 @@ class _BadRequest(Exception):
 
 
 def _dechunk(buf: bytearray, pos: int) -> tuple[bytes | None, int]:
-    """A chunked body starting at `pos`: `(body, end)`, or `(None, pos)` while incomplete."""
+    """A chunked body starting at `pos`: `(body, end)`, or `(None, pos)` while incomplete.
+    Raises `_BadRequest` for a malformed or oversized body."""
     chunks: list[bytes] = []
+    total = 0
     while True:
-        eol = buf.find(b"\r\n", pos)
+        eol = buf.find(b"\n", pos)
         if eol < 0:
             return None, pos
-        try:
-            size = int(bytes(buf[pos:eol]).split(b";", 1)[0].strip() or b"0", 16)
-        except ValueError:
-            raise _BadRequest("bad chunk size") from None
-        pos = eol + 2
+        field = bytes(buf[pos:eol]).split(b";", 1)[0].strip()
+        if not field or not all(c in b"0123456789abcdefABCDEF" for c in field):
+            raise _BadRequest("bad chunk size")
+        size = int(field, 16)
+        total += size
+        if total > _MAX_BODY:
+            raise _BadRequest("request body too large")
+        pos = eol + 1
         if size == 0:
             while True:  # trailers, up to an empty line
-                eol = buf.find(b"\r\n", pos)
+                eol = buf.find(b"\n", pos)
                 if eol < 0:
                     return None, pos
-                empty, pos = eol == pos, eol + 2
+                empty, pos = not bytes(buf[pos:eol]).strip(), eol + 1
                 if empty:
                     return b"".join(chunks), pos
-        if len(buf) < pos + size + 2:
+        if len(buf) < pos + size + 1:
             return None, pos
         chunks.append(bytes(buf[pos : pos + size]))
-        pos += size + 2
+        pos += size
+        crlf = b"\r\n" if buf[pos : pos + 1] == b"\r" else b"\n"
+        if len(buf) < pos + len(crlf):
+            return None, pos
+        if bytes(buf[pos : pos + len(crlf)]) != crlf:
+            raise _BadRequest("chunk data not followed by CRLF")
+        pos += len(crlf)
+
+
+def _head_end(buf: bytearray) -> tuple[int, int]:
+    """Where the request head ends and its body starts (`(-1, -1)` while incomplete). Bare
+    LF line ends are accepted, as `http.server` does."""
+    crlf, lf = buf.find(b"\r\n\r\n"), buf.find(b"\n\n")
+    if crlf >= 0 and (lf < 0 or crlf < lf):
+        return crlf, crlf + 4
+    if lf >= 0:
+        return lf, lf + 2
+    return -1, -1
 
 
 class _Connection(asyncio.Protocol):
     """One client connection: HTTP/1.1 keep-alive, one request at a time (a pipelined
-    request waits in the buffer until the reply before it is sent)."""
+    request waits in the buffer until the reply before it is sent). A client that shuts
+    down its sending side still gets the reply it is waiting for."""
 
     def __init__(self, server: _LoopServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.busy = False
+        self.eof = False
+        self.continued = False  # `100 Continue` already sent for the request being read
         self.timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -113,28 +138,37 @@ class _Connection(asyncio.Protocol):
         self.buffer += data
         self._next()
 
+    def eof_received(self) -> bool:
+        """The client is done sending: answer what it sent, then close."""
+        self.eof = True
+        self._next()
+        return True  # keep the transport open for the replies still owed
+
     def _next(self) -> None:
+        """Answer every complete request in the buffer, in order, until one is delayed."""
         while not self.busy and self.transport is not None:
             try:
                 request = self._parse()
             except _BadRequest as exc:
                 error = {"error": {"type": "invalid_request_error", "message": str(exc)}}
-                self._reply(Action.json(400, error), keep=False)
+                self._send(Action.json(400, error), keep=False)
                 return
             if request is None:
+                if self.eof:
+                    self._close()
                 return
             self._dispatch(*request)
 
     def _parse(self) -> tuple[str, str, dict[str, str], bytes, bool] | None:
         buf = self.buffer
-        while buf[:2] == b"\r\n":  # empty lines before a request line are allowed
-            del buf[:2]
-        end = buf.find(b"\r\n\r\n")
+        while buf[:1] in (b"\r", b"\n"):  # empty lines before a request line are allowed
+            del buf[:1]
+        end, pos = _head_end(buf)
         if end < 0:
             if len(buf) > _MAX_HEAD:
                 raise _BadRequest("request head too large")
             return None
-        lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+        lines = bytes(buf[:end]).decode("latin-1").replace("\r\n", "\n").split("\n")
         parts = lines[0].split()
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
             raise _BadRequest(f"not an HTTP/1.x request line: {lines[0][:80]!r}")
@@ -145,11 +179,8 @@ class _Connection(asyncio.Protocol):
             if not sep or not name.strip():
                 raise _BadRequest(f"bad header line: {line[:80]!r}")
             headers[name.strip().lower()] = value.strip()
-        pos = end + 4
         if "chunked" in headers.get("transfer-encoding", "").lower():
             body, pos = _dechunk(buf, pos)
-            if body is None:
-                return None
         else:
             try:
                 length = int(headers.get("content-length") or 0)
@@ -157,10 +188,16 @@ class _Connection(asyncio.Protocol):
                 raise _BadRequest("bad content-length") from None
             if not 0 <= length <= _MAX_BODY:
                 raise _BadRequest("bad content-length")
-            if len(buf) < pos + length:
-                return None
-            body, pos = bytes(buf[pos : pos + length]), pos + length
+            body = bytes(buf[pos : pos + length]) if len(buf) >= pos + length else None
+            pos += length
+        if body is None:
+            if headers.get("expect", "").lower() == "100-continue" and not self.continued:
+                self.continued = True
+                assert self.transport is not None
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            return None
         del buf[:pos]
+        self.continued = False
         keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
         return method, target, headers, body, keep
 
@@ -188,18 +225,27 @@ class _Connection(asyncio.Protocol):
         if action.delay_s > 0:
             self.busy = True
             loop = asyncio.get_running_loop()
-            self.timer = loop.call_later(action.delay_s, self._reply, action, keep)
+            self.timer = loop.call_later(action.delay_s, self._delayed, action, keep)
         else:
-            self._reply(action, keep)
+            self._send(action, keep)
 
-    def _reply(self, action: Action, keep: bool) -> None:
+    def _delayed(self, action: Action, keep: bool) -> None:
+        """A delayed reply is due: send it, then go on with what the client sent since."""
         self.timer, self.busy = None, False
+        self._send(action, keep)
+        self._next()
+
+    def _close(self) -> None:
+        transport, self.transport = self.transport, None
+        if transport is not None:
+            transport.close()
+
+    def _send(self, action: Action, keep: bool) -> None:
         transport = self.transport
         if transport is None:
             return
         if action.drop:  # no response at all: the client sees the connection closed
-            self.transport = None
-            transport.close()
+            self._close()
             return
         head = [
             f"HTTP/1.1 {action.status} {_REASONS.get(action.status, 'Unknown')}",
@@ -212,11 +258,8 @@ class _Connection(asyncio.Protocol):
         if not keep:
             head.append("connection: close")
         transport.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + action.body)
-        if keep:
-            self._next()
-        else:
-            self.transport = None
-            transport.close()
+        if not keep:
+            self._close()
 
 
 class _LoopServer:
