@@ -237,6 +237,25 @@ def test_a_run_that_stops_on_an_error_is_written_failed_never_complete(tmp_path:
     assert (runs / f"{prepared.plan.run_id}.journal.jsonl").exists()
 
 
+def test_a_run_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The runner freezes the heap for the run and unfreezes it after, but a host's own
+    frozen objects (frozen before forking workers) stay frozen."""
+    import gc
+
+    cfg = write_project(tmp_path, cases=3)
+    runs = tmp_path / "runs"
+    assert gc.get_freeze_count() == 0
+    run_plan(prepare_run(load_config(cfg), RunOptions(), runs).plan, RunStore(runs))
+    assert gc.get_freeze_count() == 0  # unfrozen after the run
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run_plan(prepare_run(load_config(cfg), RunOptions(), runs).plan, RunStore(runs))
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 # ---------------------------------------------------------------------------- dry run
 
 

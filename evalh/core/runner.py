@@ -447,7 +447,11 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -
         with _cancel_on_sigterm():
             done.append(await runner.execute())
 
-    gc.freeze()  # imports, config and plan: full collections during the run skip them
+    # Imports, config and plan: full collections during the run skip them. Only when nothing
+    # is frozen yet: a host that froze its own objects (before forking workers) keeps them so.
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     try:
         asyncio.run(main())
     except (asyncio.CancelledError, KeyboardInterrupt):
@@ -457,5 +461,6 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -
             f"results kept); finish it with: evalh run --resume {plan.run_id}"
         ) from None
     finally:
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
     return done[0]
