@@ -287,6 +287,60 @@ def test_client_errors_are_not_retried(mp: MockProvider, tmp_path: Path) -> None
     assert waits.delays == [] and mp.count() == 1
 
 
+@pytest.mark.parametrize(
+    ("env", "key", "expected"),
+    [
+        ({"ALL_PROXY": "socks5://user:hunter2@proxy.invalid:1080"}, "sk-test-0123456789", "not an http:// or https:// proxy"),
+        ({}, "sk-test\r\nX-Injected: 1", "line break"),
+    ],
+)
+def test_an_unusable_proxy_or_key_is_a_permanent_error_before_any_request(
+    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], key: str, expected: str
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv(KEY_ENV, key)
+    svc = services(tmp_path)
+    client, waits = client_for(config(mp, "openai"), svc)
+    with pytest.raises(ProviderError) as info:
+        run(_chat_and_close(client, svc, request()))
+    assert expected in str(info.value) and not info.value.retryable and info.value.attempts == 1
+    assert "hunter2" not in str(info.value)  # proxy credentials are not repeated
+    assert waits.delays == [] and mp.count() == 0
+
+
+def test_the_environment_proxy_is_found_once_and_no_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalh.providers.openai import env_proxy
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert env_proxy("https://api.openai.com/v1") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    assert env_proxy("https://api.openai.com/v1") == "http://proxy.internal:3128"
+    assert env_proxy("http://localhost:8000/v1") is None  # no proxy for http:// named
+    monkeypatch.setenv("ALL_PROXY", "http://all.internal:3128")
+    assert env_proxy("http://localhost:8000/v1") == "http://all.internal:3128"
+    monkeypatch.setenv("NO_PROXY", "localhost,api.openai.com")
+    assert env_proxy("http://localhost:8000/v1") is None
+    assert env_proxy("https://api.openai.com/v1") is None
+
+
+def test_requests_go_through_the_environment_proxy(mp: MockProvider, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mock answers absolute-form requests as a forward proxy would see them, so it can
+    stand in for the proxy: the upstream host does not exist, the reply still comes back."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", mp.base_url)
+    svc = services(tmp_path)
+    client, _ = client_for(config(mp, "openai", base_url="http://upstream.invalid:9/v1"), svc)
+    reply = run(_chat_and_close(client, svc, request("hello")))
+    assert reply.text == "hello back to you"
+    assert mp.requests[-1].path == "/v1/chat/completions"
+
+
 # --- wire shapes ---------------------------------------------------------------------
 
 

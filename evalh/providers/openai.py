@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import ssl
 import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,6 +39,7 @@ from evalh.providers.resilience import (
     is_retryable,
     parse_retry_after,
 )
+from evalh.snapshot import redact_url
 
 
 def resolve_base_url(config: ProviderConfig) -> str:
@@ -55,6 +57,27 @@ def env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def ssl_context() -> ssl.SSLContext:
+    """Certificates as httpx verified them: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, else
+    certifi's bundle (the same on every machine, whatever its system store holds)."""
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context()
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def _setup_problem(api_key: str, proxy: str | None) -> str | None:
+    """Why no request can be sent with this key and proxy, or None. Found once, reported by
+    every `send` as a permanent error (retrying cannot help)."""
+    if any(ch in api_key for ch in "\r\n\0"):
+        return "the API key contains a line break or NUL character (check the variable's value)"
+    if proxy is not None and urlsplit(proxy).scheme not in ("http", "https"):
+        return (f"the environment's proxy {redact_url(proxy)} is not an http:// or https:// proxy, "
+                "which is all the openai backend speaks (set NO_PROXY for this host to bypass it)")
+    return None
+
+
 class OpenAIBackend:
     """One chat-completions call per `send`, on a shared `aiohttp.ClientSession` (made on
     first use, inside the running event loop, as aiohttp requires)."""
@@ -67,6 +90,7 @@ class OpenAIBackend:
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self._timeout_s = config.timeout_s
         self._proxy = env_proxy(self.base_url)
+        self._problem = _setup_problem(api_key, self._proxy)
         self._session: Any = None
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
@@ -87,7 +111,12 @@ class OpenAIBackend:
 
         timeout = aiohttp.ClientTimeout(total=self._timeout_s, sock_connect=self._timeout_s)
         # limit=0: no cap of its own; requests in flight are bounded by the endpoint's limits.
-        connector = aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True)
+        # Cleaning up closed TLS transports works around a CPython bug that newer versions fix
+        # (aiohttp warns when it is asked for where it is not needed).
+        connector = aiohttp.TCPConnector(
+            limit=0, ssl=ssl_context(),
+            enable_cleanup_closed=bool(getattr(aiohttp.connector, "NEEDS_CLEANUP_CLOSED", False)),
+        )
         self._session = aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=self._headers, proxy=self._proxy,
             cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (~0.1 ms each)
@@ -97,6 +126,8 @@ class OpenAIBackend:
     async def send(self, request: ChatRequest) -> ChatResponse:
         import aiohttp
 
+        if self._problem is not None:
+            raise PermanentError(f"cannot send to {self._shown()}: {self._problem}")
         session = self._session or self._open()
         try:
             async with session.post(self._url, data=orjson.dumps(self.body(request))) as resp:
@@ -106,6 +137,8 @@ class OpenAIBackend:
             raise TransientError(f"request to {self._shown()} timed out") from None
         except aiohttp.ClientError as exc:
             raise TransientError(f"connection to {self._shown()} failed: {type(exc).__name__}: {exc}") from None
+        except ValueError as exc:  # aiohttp refusing to build the request: retrying cannot help
+            raise PermanentError(f"request to {self._shown()} could not be sent: {type(exc).__name__}: {exc}") from None
         if status >= 400:
             text = f"HTTP {status} from {self._shown()}: {_error_message(raw)}"
             if status == 404 and not urlsplit(self.base_url).path.rstrip("/").endswith("/v1"):

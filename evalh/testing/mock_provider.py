@@ -204,6 +204,8 @@ class _Connection(asyncio.Protocol):
     def _dispatch(self, method: str, target: str, headers: dict[str, str], body: bytes, keep: bool) -> None:
         provider = self.server.provider
         engine = provider._engine
+        if target.startswith(("http://", "https://")):  # absolute form, as sent to a proxy
+            target = "/" + target.split("/", 3)[3] if target.count("/") >= 3 else "/"
         path = target.split("?", 1)[0]
         try:
             if method == "GET" and path == "/health":
