@@ -337,10 +337,10 @@ def _by_output(request: Any) -> Any:
     return reply(GOOD)
 
 
-def test_calibration_below_threshold_refuses_the_judge(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["min_accuracy", "min_calibration_accuracy"])
+def test_calibration_below_threshold_refuses_the_judge(tmp_path: Path, key: str) -> None:
     path = _calibration(tmp_path, [("Paris", "pass"), ("Lyon", "fail"), ("Marseille", "fail"), ("Paris!", "pass")])
-    scorer = judge(tmp_path, FakeClient(JUDGE, _by_output),
-                   calibration={"dataset": path, "min_accuracy": 0.75})
+    scorer = judge(tmp_path, FakeClient(JUDGE, _by_output), calibration={"dataset": path, key: 0.75})
     with pytest.raises(CalibrationFailed, match=r"accuracy 0.50 \(2 of 4 on cal.jsonl, 0 judge errors\) is below min_accuracy 0.75"):
         run(scorer.prepare(suite_plan(models=[None]), services(tmp_path)))
 

@@ -131,8 +131,9 @@ class CalibrationConfig(BaseModel):
 
     dataset: str
     """Path of the calibration dataset, relative to the project root."""
-    min_accuracy: float = Field(ge=0, le=1)
-    """Lowest accuracy (correct ÷ all items) at which the judge is accepted."""
+    min_accuracy: float = Field(ge=0, le=1, validation_alias=AliasChoices("min_accuracy", "min_calibration_accuracy"))
+    """Lowest accuracy (correct ÷ all items) at which the judge is accepted
+    (`min_calibration_accuracy` is accepted as another spelling)."""
 
 
 class JudgeBase(ScorerConfig):
