@@ -116,10 +116,12 @@ def test_by_groups_on_any_metadata_field_and_lists_count_under_each_value() -> N
     assert by["nope"].note == "no case carries metadata `nope`"
 
 
-def test_tool_usage_counts_results_and_the_share_that_went_bad() -> None:
+def test_tool_usage_counts_cases_and_the_share_of_them_that_went_bad() -> None:
     run = make_run("r1", {"s": suite([
         res("a", trace=[{"name": "search"}, {"name": "search"}, {"name": "fetch"}]),
+        res("a", attempt=1, trace=[{"name": "search"}]),
         res("b", "failed", trace=[{"name": "search"}]),
+        res("b", attempt=1, trace=[{"name": "search"}]),  # b went bad once: the case went bad
         res("c", "errored", trace=[{"name": "fetch"}]),
         res("d", "judge_error", score=None, trace=[{"name": "search"}]),
         res("e", trace=[]),
@@ -128,10 +130,11 @@ def test_tool_usage_counts_results_and_the_share_that_went_bad() -> None:
     tools = one(build_report([run])).tools
     assert tools is not None
     rows = {t.tool: t for t in tools.rows}
-    assert (rows["search"].results, rows["search"].calls, rows["search"].bad, rows["search"].denominator) == (3, 4, 1, 2)
-    assert rows["search"].bad_share == pytest.approx(0.5)
-    assert (rows["fetch"].results, rows["fetch"].bad, rows["fetch"].bad_share) == (2, 1, 0.5)
-    assert (tools.results_with_trace, tools.results_without_trace) == (5, 1)
+    search = rows["search"]
+    assert (search.cases, search.results, search.calls, search.bad, search.denominator) == (3, 5, 6, 1, 2)
+    assert search.bad_share == pytest.approx(0.5)
+    assert (rows["fetch"].cases, rows["fetch"].results, rows["fetch"].bad, rows["fetch"].bad_share) == (2, 2, 1, 0.5)
+    assert (tools.results_with_trace, tools.results_without_trace) == (7, 1)
 
 
 def test_no_trace_anywhere_means_no_tool_section() -> None:

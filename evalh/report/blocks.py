@@ -173,11 +173,12 @@ def _arm_detail(suite: SuiteReport, arm: ArmReport) -> list[Block]:
             out.append(Note(b.note))
     if arm.tools is not None:
         tu = arm.tools
-        t = Table(columns=["tool", "results using it", "calls", "went bad"],
+        t = Table(columns=["tool", "cases using it", "results using it", "calls", "cases that went bad"],
                   title=f"{name}: tools used ({tu.results_with_trace} results with a trace, "
                         f"{tu.results_without_trace} without)")
         for row in tu.rows:
-            t.rows.append([row.tool, str(row.results), str(row.calls), share(row.bad_share, row.bad, row.denominator)])
+            t.rows.append([row.tool, str(row.cases), str(row.results), str(row.calls),
+                           share(row.bad_share, row.bad, row.denominator)])
         out.append(t)
     return out
 

@@ -119,10 +119,12 @@ class Breakdown(_Out):
 
 
 class ToolRow(_Out):
-    """Results whose trace used the tool, and the share of them that went bad
-    (failed or errored) among those with a product outcome."""
+    """Cases whose trace used the tool, and the share of them that went bad (a case went
+    bad when an attempt of it that used the tool failed or errored) among those with a
+    product outcome. `results` counts the attempts that used it (repeats count apiece)."""
 
     tool: str
+    cases: int
     results: int
     calls: int
     bad: int

@@ -210,8 +210,8 @@ def tool_names(trace: Iterable[Any] | None) -> list[str]:
 
 
 def tool_usage(results: Sequence[CaseResult]) -> ToolUsage | None:
-    """For each tool: results that used it, calls, and the share of them that went bad.
-    None when no result carries a trace."""
+    """For each tool: the cases that used it (and their attempts), calls, and the share of
+    those cases that went bad. None when no result carries a trace."""
     used: dict[str, list[CaseResult]] = defaultdict(list)
     calls: Counter[str] = Counter()
     with_trace = 0
@@ -227,10 +227,14 @@ def tool_usage(results: Sequence[CaseResult]) -> ToolUsage | None:
         return None
     rows = []
     for tool, rs in used.items():
-        decisive = [r for r in rs if r.status in DECISIVE]
-        bad = sum(r.status in BAD for r in decisive)
-        rows.append(ToolRow(tool=tool, results=len(rs), calls=calls[tool], bad=bad,
-                            bad_share=_rate(bad, len(decisive)), denominator=len(decisive)))
-    rows.sort(key=lambda t: (-(t.bad_share or 0.0), -t.results, t.tool))
+        decisive: dict[str, bool] = {}  # case id -> went bad, over its attempts with an outcome
+        for r in rs:
+            if r.status in DECISIVE:
+                decisive[r.case_id] = decisive.get(r.case_id, False) or r.status in BAD
+        bad = sum(decisive.values())
+        rows.append(ToolRow(tool=tool, cases=len({r.case_id for r in rs}), results=len(rs),
+                            calls=calls[tool], bad=bad, bad_share=_rate(bad, len(decisive)),
+                            denominator=len(decisive)))
+    rows.sort(key=lambda t: (-(t.bad_share or 0.0), -t.cases, t.tool))
     return ToolUsage(rows=rows, results_with_trace=with_trace,
                      results_without_trace=len(results) - with_trace)
