@@ -88,6 +88,11 @@ def priced(inp):
                         model="fixture-model")
 
 
+def unpriced(inp):
+    _log()
+    return TargetOutput(output=_answer(inp), tokens_in=100, tokens_out=50, model="no-price-model")
+
+
 def who(inp):
     ctx = current()
     return {"verdict": "even" if inp["n"] % 2 == 0 else "odd",

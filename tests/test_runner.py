@@ -195,6 +195,25 @@ def test_budget_reached_no_new_case_starts_and_the_run_is_partial(
     assert (tmp_path / "runs" / f"{doc['run_id']}.journal.jsonl").exists(), "kept for --resume"
 
 
+def test_a_cost_budget_stops_at_the_first_reply_it_cannot_price(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unpriced model's replies cost null, not 0: under --max-cost the run stops (partial,
+    saying why) instead of overrunning the budget unseen; without a budget it completes."""
+    cfg = write_project(tmp_path, cases=6, target="unpriced", concurrency=1)
+    monkeypatch.setenv("CALLS_FILE", str(tmp_path / "calls.txt"))
+    result, doc = _run(cfg, tmp_path / "runs", "--max-cost", "1")
+    assert doc is not None, result.output
+    assert doc["status"] == "partial" and result.exit_code == 1
+    assert doc["status_reason"] == (
+        "cost budget cannot be kept: 1 model reply has no price (add the model under [prices] in evalh.toml)"
+    )
+    assert len(doc["suites"]["s"]["cases"]) == 1
+    assert doc["suites"]["s"]["cases"][0]["cost_usd"] is None
+    result, doc = _run(cfg, tmp_path / "runs2")
+    assert doc is not None and doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 6
+
+
 def test_budget_from_config(tmp_path: Path) -> None:
     cfg = write_project(tmp_path, cases=12, target="priced", concurrency=1)
     cfg.write_text(cfg.read_text().replace("[evalh]\n", "[evalh]\nmax_cost_usd = 0.03\n"))
