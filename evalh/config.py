@@ -107,7 +107,8 @@ class SuiteConfig(_Strict):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     """Allowances of `evalh compare` for stochastic suites."""
     tier: int = 0
-    """Suites run cheapest first: lower tiers first, then by name."""
+    """Suites run cheapest first: lower tiers first; within a tier, by the estimated cost of
+    their model calls (suites whose cost cannot be estimated last), then by name."""
     description: str | None = None
     """Free text shown in reports (URLs in it lose their credentials in the run document)."""
     requires_env: list[str] = Field(default_factory=list)

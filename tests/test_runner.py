@@ -22,7 +22,7 @@ from evalh.core.session import RunOptions, prepare_run
 from evalh.errors import EvalhError
 from evalh.models import Case, Score
 from evalh.store import RunStore
-from tests.runner_project import by_triple, evalh_process, load, write_project
+from tests.runner_project import TARGET_MODULE, by_triple, evalh_process, load, write_project
 
 runner = CliRunner()
 
@@ -295,6 +295,28 @@ api_key_env = "EVALH_TEST_FAKE_KEY"
 prompt = "Is {{ input.n }} even? Answer in one word."
 max_tokens = 100
 """
+
+
+def test_suites_run_cheapest_first_within_a_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same tier: the free Python suite, then the cheaper model suite, then the dearer one,
+    then the one whose model has no price; a lower tier still goes first whatever it costs."""
+    monkeypatch.setenv("EVALH_TEST_FAKE_KEY", "k")
+    cfg = write_project(tmp_path, cases=4)
+    dear = MODEL_SUITE.replace("[prices]\n", "").replace("[suites.m", "[suites.a_dear").replace(
+        "tier = 1", "tier = 1").replace("max_tokens = 100", "max_tokens = 4000")
+    cheap = MODEL_SUITE.replace("[prices]\n", "").replace("[suites.m", "[suites.b_cheap").replace(
+        '"m-test" = { input = 1.0, output = 2.0 }\n', "")
+    unpriced = cheap.replace("b_cheap", "a_unpriced").replace('model = "m-test"', 'model = "no-price"')
+    free = f'\n[suites.z_free]\ndataset = "data/s.jsonl"\ntier = 1\ntarget = "{TARGET_MODULE}:parity"\n' \
+           'scorers = [{ type = "exact" }]\n'
+    first = free.replace("z_free", "zz_first").replace("tier = 1", "tier = 0")
+    text = cfg.read_text().replace("[suites.s]", "[prices]\n\"m-test\" = { input = 1.0, output = 2.0 }\n\n[suites.s]")
+    cfg.write_text(text + dear.replace('"m-test" = { input = 1.0, output = 2.0 }\n', "")
+                   + cheap + unpriced + free + first)
+    prepared = prepare_run(load_config(cfg), RunOptions(dry_run=True), tmp_path / "runs")
+    order = [s.name for s in prepared.plan.suites]
+    assert order == ["s", "zz_first", "z_free", "b_cheap", "a_dear", "a_unpriced"], order
+    assert prepared.plan.options["suites"] == order
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from evalh.config import Config
-from evalh.core.plan import RunPlan, build_suite_plan, config_snapshot, resolve_seed, select_suites
+from evalh.core.plan import (
+    RunPlan,
+    SuitePlan,
+    build_suite_plan,
+    config_snapshot,
+    resolve_seed,
+    select_suites,
+)
 from evalh.core.runner import Observer, run_plan
 from evalh.core.services import Budget, RunServices
 from evalh.models import Run
@@ -99,7 +106,28 @@ def prepare_run(config: Config, options: RunOptions, runs_dir: Path) -> Prepared
         config_snapshot=config_snapshot(config, seed, extra), seed=seed,
         services=services, label=options.label, options=recorded,
     )
+    cheapest_first(plan)
     return Prepared(plan=plan, skipped=skipped)
+
+
+def cheapest_first(plan: RunPlan) -> None:
+    """Order the plan's suites cheapest first: by tier, then by the estimated cost of what
+    they will call (a suite whose cost cannot be estimated — an unpriced model, a scorer
+    that cannot say how many requests it makes — after those that can), then by name.
+    The order is recorded in the plan's options, so a resumed run keeps it."""
+    tiers = [s.config.tier for s in plan.suites]
+    if len(set(tiers)) == len(tiers):  # every suite has its own tier: nothing to weigh
+        plan.suites.sort(key=lambda s: (s.config.tier, s.name))
+    else:
+        from evalh.core.estimate import estimate_suite
+
+        def key(suite: SuitePlan) -> tuple[int, int, float, str]:
+            total = estimate_suite(plan, suite).total
+            unknown = total.unpriced > 0 or total.requests_unknown > 0
+            return (suite.config.tier, int(unknown), total.cost_usd or 0.0, suite.name)
+
+        plan.suites.sort(key=key)
+    plan.options["suites"] = [s.name for s in plan.suites]
 
 
 def execute(prepared: Prepared, store: RunStore, observer: Observer | None = None) -> Run:
