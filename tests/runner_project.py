@@ -58,6 +58,13 @@ def crash(inp):
     raise RuntimeError("the product fell over")
 
 
+def hangs_on_zero(inp):
+    """Case n=0 hangs (a sync call nothing can interrupt); the others answer at once."""
+    if inp["n"] == 0:
+        time.sleep(float(os.environ.get("HANG_S", "60")))
+    return _answer(inp)
+
+
 def sleepy(inp):
     time.sleep(0.3)
     return {"verdict": "even"}

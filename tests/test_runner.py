@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -107,6 +108,31 @@ def test_a_timeout_is_errored_with_timeout_error(tmp_path: Path, target: str) ->
         assert "within 0.05s" in r["error"]["message"]
         assert r["latency_ms"] >= 50
     assert doc["config"]["run_options"] == {"timeout_s": 0.05}
+
+
+@pytest.mark.parametrize("seed", ["1", "2", "3"])
+def test_a_hung_sync_call_does_not_time_out_the_cases_after_it(tmp_path: Path, seed: str) -> None:
+    """At --concurrency 1 the hung call keeps its thread after its case times out; the next
+    cases get their own thread and their full timeout, whichever order the seed gives."""
+    cfg = write_project(tmp_path, cases=3, target="hangs_on_zero", concurrency=1)
+    result, doc = _run(cfg, tmp_path / "runs", "--timeout", "0.5", "--seed", seed)
+    assert doc is not None, result.output
+    status = {r["case_id"]: r["status"] for r in doc["suites"]["s"]["cases"]}
+    assert status == {"c000": "errored", "c001": "passed", "c002": "passed"}, status
+
+
+def test_a_hung_sync_call_does_not_keep_the_process_alive(tmp_path: Path) -> None:
+    cfg = write_project(tmp_path, cases=2, target="hangs_on_zero", concurrency=2)
+    proc = evalh_process(["run", "--config", str(cfg), "--runs-dir", str(tmp_path / "runs"), "-q",
+                          "--timeout", "0.5"], tmp_path, env={"HANG_S": "120"})
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("evalh run waited for a hung target call after writing its run") from None
+    assert proc.returncode == 1, err  # one case errored: a red gate, and the process ended
+    [doc_path] = (tmp_path / "runs").glob("*.json")
+    assert load(doc_path)["status"] == "complete"
 
 
 def test_sync_targets_get_as_many_threads_as_the_concurrency(

@@ -27,6 +27,7 @@ from evalh.context import CaseContext, case_scope
 from evalh.core.aggregate import aggregate
 from evalh.core.outcome import decide_status, summarize
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
+from evalh.core.workers import DaemonExecutor
 from evalh.errors import EvalhError
 from evalh.models import (
     Case,
@@ -328,12 +329,10 @@ class Runner:
         git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
         self._git = git_pool.submit(git_info, self.plan.root)
         git_pool.shutdown(wait=False)
-        # Sync targets run in the loop's default executor (asyncio.to_thread), whose default
-        # size is min(32, CPUs + 4): too few threads would cap --concurrency for them.
-        workers = max((s.concurrency for s in self.plan.suites), default=1)
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalh-target")
-        )
+        # Sync targets run in the loop's default executor (asyncio.to_thread): one thread per
+        # call in flight (bounded by --concurrency), and a call that hangs past its timeout
+        # holds neither the next cases nor the process's exit (evalh.core.workers).
+        asyncio.get_running_loop().set_default_executor(DaemonExecutor("evalh-target"))
         header = {
             "run_id": self.plan.run_id, "label": self.plan.label, "seed": self.plan.seed,
             "started_at": self.started_at, "config": self.plan.config_snapshot,
