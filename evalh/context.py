@@ -2,9 +2,10 @@
 
 While a target runs, `evalh.context.current()` returns the run id, suite, case id, arm and
 attempt, so the product's own logs can be joined back to the run. The same ids are in the
-environment as `EVALH_RUN_ID` and `EVALH_CASE_ID` (the latter is exact only at
-`--concurrency 1`, since the environment is shared by the whole process; the context
-variable is exact at any concurrency, including inside sync targets run in worker threads).
+environment as `EVALH_RUN_ID` and `EVALH_CASE_ID`; the environment is shared by the whole
+process, so `EVALH_CASE_ID` is set only while a suite runs one case at a time
+(`--concurrency 1`) and is absent otherwise, never another case's id. The context variable
+is exact at any concurrency, including inside sync targets run in worker threads.
 HTTP targets receive them as the headers `X-Evalh-Run-Id` and `X-Evalh-Case-Id`.
 """
 
@@ -35,10 +36,15 @@ def current() -> CaseContext | None:
 
 
 @contextmanager
-def case_scope(ctx: CaseContext) -> Iterator[None]:
+def case_scope(ctx: CaseContext, *, alone: bool = True) -> Iterator[None]:
+    """The case `ctx` is current; `alone`: no other case runs meanwhile, so the process
+    environment can name it too."""
     token = _current.set(ctx)
     os.environ["EVALH_RUN_ID"] = ctx.run_id
-    os.environ["EVALH_CASE_ID"] = ctx.case_id
+    if alone:
+        os.environ["EVALH_CASE_ID"] = ctx.case_id
+    else:
+        os.environ.pop("EVALH_CASE_ID", None)
     try:
         yield
     finally:

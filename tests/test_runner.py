@@ -167,6 +167,22 @@ def test_run_and_case_ids_are_visible_inside_the_target(tmp_path: Path, target: 
     assert "EVALH_RUN_ID" not in os.environ and "EVALH_CASE_ID" not in os.environ
 
 
+@pytest.mark.parametrize("target", ["who", "who_async"])
+def test_with_cases_in_flight_together_the_environment_never_names_another_case(
+    tmp_path: Path, target: str
+) -> None:
+    """The environment is the process's: at concurrency > 1 it cannot say which case is
+    running, so EVALH_CASE_ID is absent; the context variable stays exact."""
+    cfg = write_project(tmp_path, cases=16, target=target, concurrency=8)
+    result, doc = _run(cfg, tmp_path / "runs")
+    assert doc is not None, result.output
+    for r in doc["suites"]["s"]["cases"]:
+        out = r["output"]
+        assert out["ctx"] == [doc["run_id"], "s", r["case_id"], "default", r["attempt"]]
+        assert out["env_run_id"] == doc["run_id"]
+        assert out["env_case_id"] is None
+
+
 # ---------------------------------------------------------------------------- arms
 
 

@@ -159,7 +159,7 @@ class Runner:
         case = item.case
         started = now_iso()
         scope = CaseContext(self.plan.run_id, suite.name, case.id, item.arm.name, item.attempt)
-        with case_scope(scope):
+        with case_scope(scope, alone=suite.concurrency == 1):
             out, err, latency = await self._call(suite, item)
         digest, metadata = self._facts(case)
         base = dict(
