@@ -23,6 +23,9 @@ _SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|credential|auth|sig|sessi
 _SECRET_KEY = re.compile(
     r"api[_-]?key|^key$|secret|passw|pwd|credential|auth|signature|session|(^|[_-])token$", re.I
 )
+# `"key": "value"` in free text (an HTTP target's body template): a secret-looking key's
+# literal value is redacted; a `${VAR}` reference is kept (it names, not holds, a secret).
+_JSON_PAIR = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)"((?:[^"\\]|\\.)*)"')
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.I)
 
@@ -52,6 +55,8 @@ def _value(v: Any) -> Any:
         return {str(k): REDACTED if _SECRET_KEY.search(str(k)) else _value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_value(x) for x in v]
+    if isinstance(v, str) and '"' in v and ":" in v:
+        v = _JSON_PAIR.sub(_redact_pair, v)
     if isinstance(v, str) and _URL.match(v):
         return redact_url(v)
     if isinstance(v, str) and "://" in v:  # a URL inside free text (a description)
@@ -59,6 +64,13 @@ def _value(v: Any) -> Any:
     if isinstance(v, str | int | float | bool) or v is None:
         return v
     return str(v)
+
+
+def _redact_pair(m: re.Match[str]) -> str:
+    key, sep, value = m.groups()
+    if _SECRET_KEY.search(key) and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", value):
+        return f'"{key}"{sep}"{REDACTED}"'
+    return m.group(0)
 
 
 def snapshot(model: BaseModel) -> dict[str, Any]:

@@ -482,3 +482,35 @@ def test_a_header_value_echoed_by_the_product_is_scrubbed(mp: MockProvider, tmp_
     assert result.exit_code == 0, result.output
     assert doc is not None and doc["suites"]["product"]["cases"][0]["output"].startswith("Paris")
     assert leaked.encode() not in raw and b"[REDACTED]" in raw
+
+
+def test_http_body_credentials_come_from_the_environment_and_never_reach_the_run(
+    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key the product expects in the body: `${VAR}` is expanded when sent and scrubbed
+    if echoed; a key written literally in the template is redacted from the snapshot."""
+    from_env = "bodysecret-0123456789-phrase"
+    literal = "LITERALPW-9876543210"
+    body = ("""body = '{"q": {{ input.question | tojson }}, "auth_key": "${BODY_PHRASE}", """
+            f""""password": "{literal}", "user": "eval"}}'""")
+    cfg = http_project(tmp_path, mp, body=body)
+    monkeypatch.setenv("PRODUCT_TOKEN", "t")
+    monkeypatch.setenv("BODY_PHRASE", from_env)
+    mp.set_script([{"match": "capital of France", "text": f"Paris (you sent {from_env})"}])
+    result, doc, raw = run_config(cfg)
+    assert result.exit_code == 0, result.output
+    assert mp.requests[-1].body["auth_key"] == from_env  # expanded when sent
+    assert doc is not None and doc["suites"]["product"]["cases"][0]["status"] == "passed"
+    assert from_env.encode() not in raw and literal.encode() not in raw
+    snap_body = doc["config"]["suites"]["product"]["target"]["body"]
+    assert '"auth_key": "${BODY_PHRASE}"' in snap_body and '"password": "[REDACTED]"' in snap_body
+    assert '"user": "eval"' in snap_body
+
+
+def test_http_target_needs_its_body_variables(mp: MockProvider, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRODUCT_TOKEN", "t")
+    monkeypatch.delenv("BODY_PHRASE", raising=False)
+    cfg = http_project(tmp_path, mp, body="""body = '{"k": "${BODY_PHRASE}"}'""")
+    result, doc, _ = run_config(cfg, "--suite", "product")
+    assert result.exit_code == 2 and doc is None and "BODY_PHRASE" in result.stderr

@@ -11,9 +11,11 @@
 
 The body is a Jinja2 template (sandboxed, strict; it sees `input` and `case`, never
 `expected`) that must render JSON; without one evalh sends `{"input": <case input>}`.
-Header values may name environment variables as `${VAR}`: they are expanded when the
-request is sent, the suite needs the variables to run, and headers never reach the run
-document (only `url`, with any credentials stripped, and the non-header keys do). Every
+Header values and strings in the body may name environment variables as `${VAR}`: they
+are expanded when the request is sent, the suite needs the variables to run, and headers
+never reach the run document (only `url`, with any credentials stripped, and the
+non-header keys do; a secret-looking key written literally in the body template has its
+value redacted there). Every
 request carries `X-Evalh-Run-Id`, `X-Evalh-Case-Id` and `X-Evalh-Attempt`.
 
 429, 5xx, timeouts and dropped connections are retried like provider calls (backoff,
@@ -77,7 +79,8 @@ class HttpTargetConfig(TargetConfig):
     """Cap of one backoff wait (a server's `retry-after` is honoured even when longer)."""
 
     def requires_env(self) -> list[str]:
-        return sorted({m for v in self.headers.values() for m in _ENV_REF.findall(v)})
+        texts = [*self.headers.values(), self.body or ""]
+        return sorted({m for v in texts for m in _ENV_REF.findall(v)})
 
     def model_id(self) -> str | None:
         return self.model
@@ -117,6 +120,27 @@ def _usage(raw: Any) -> tuple[int | None, int | None, float | None]:
             float(cost) if cost is not None else None)
 
 
+def _expand_env(value: Any) -> Any:
+    """`${VAR}` in the body's strings, from the environment (after the JSON is parsed, so a
+    value needs no escaping). Each value is registered as a secret: a product that echoes
+    its request must not leak it into the run."""
+    if isinstance(value, dict):
+        return {k: _expand_env(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_env(v) for v in value]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def expand(m: re.Match[str]) -> str:
+        found = os.environ.get(m.group(1))
+        if found is None:
+            raise TargetError(f"body references ${{{m.group(1)}}}, which is not set")
+        register_secret(found)
+        return found
+
+    return _ENV_REF.sub(expand, value)
+
+
 class HttpTarget:
     def __init__(self, config: HttpTargetConfig) -> None:
         self.config = config
@@ -128,9 +152,10 @@ class HttpTarget:
             return {"input": case.input}
         text = render(self._body, "body", template_vars(case))
         try:
-            return json.loads(text)
+            body = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TargetError(f"template `body` rendered invalid JSON: {exc.msg} at char {exc.pos}") from None
+        return _expand_env(body) if "${" in text else body
 
     def request_headers(self, case: Case, ctx: CallContext) -> dict[str, str]:
         def expand(m: re.Match[str]) -> str:
