@@ -80,7 +80,7 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
         except ValidationError as exc:
             raise DatasetError(f"{pos}: {_first_error(exc)}") from None
         if case.id in seen:
-            raise DatasetError(f"{pos}: duplicate case id {case.id!r} (first at line {seen[case.id]})")
+            raise DatasetError(f"{pos}: duplicate case id {case.id!r} (first at {where or 'line'} {seen[case.id]})")
         seen[case.id] = lineno
         group = case.metadata.group
         if group is not None:
@@ -89,7 +89,7 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
                 first_split, first_line = group_split[group]
                 raise DatasetError(
                     f"{pos}: group {group!r} crosses splits: {split!r} here, "
-                    f"{first_split!r} at line {first_line}"
+                    f"{first_split!r} at {where or 'line'} {first_line}"
                 )
             group_split.setdefault(group, (split, lineno))
         cases.append(case)

@@ -161,3 +161,11 @@ def test_errors_use_the_display_path(tmp_path: Path) -> None:
     with pytest.raises(DatasetError) as info:
         load_dataset(path, display="datasets/d.jsonl")
     assert info.value.message.startswith("datasets/d.jsonl:1: ")
+
+
+def test_json_array_duplicates_name_items_on_both_sides(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([_case(1), _case(2), _case(1)], indent=1), encoding="utf-8")
+    msg = _refused(path)
+    assert msg.startswith(f"{path}: item 3: duplicate case id"), msg
+    assert msg.endswith("(first at item 1)"), msg
