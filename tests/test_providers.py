@@ -602,3 +602,17 @@ def test_an_edited_mock_script_is_not_served_from_the_cache(tmp_path: Path) -> N
     script.write_text('[{"match": "hello", "text": "second"}]')
     reply = ask()
     assert reply.text == "second" and not reply.cached
+
+
+def test_an_anthropic_reply_of_the_wrong_shape_is_a_retryable_malformed_reply() -> None:
+    from evalh.providers.anthropic import _response
+    from evalh.providers.resilience import TransientError
+
+    for data in ([], {"type": "message"}, {"content": "text"}, None):
+        with pytest.raises(TransientError, match="malformed reply from Anthropic"):
+            _response(data, MODEL)
+    reply = _response({"content": [{"type": "text", "text": "a"}, "junk", {"type": "tool_use", "id": "t1",
+                       "name": "f", "input": {"x": 1}}], "stop_reason": "max_tokens", "usage": {"input_tokens": 3}},
+                      MODEL)
+    assert (reply.text, reply.model, reply.tokens_in, reply.tokens_out, reply.truncated) == ("a", MODEL, 3, None, True)
+    assert reply.tool_calls == [{"id": "t1", "name": "f", "input": {"x": 1}}]

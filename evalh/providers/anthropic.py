@@ -51,22 +51,23 @@ class AnthropicBackend:
 
     async def send(self, request: ChatRequest) -> ChatResponse:
         sdk = self._sdk
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
             "messages": request.messages,
         }
         if request.system:
-            kwargs["system"] = request.system
+            body["system"] = request.system
         # Sampling and other parameters go as JSON fields, so any parameter the API accepts
         # works whatever the SDK version types (temperature, top_p, stop_sequences, tools, …).
-        extra = dict(request.params)
+        body.update(request.params)
         if request.temperature is not None:
-            extra["temperature"] = request.temperature
-        if extra:
-            kwargs["extra_body"] = extra
+            body["temperature"] = request.temperature
         try:
-            message = await self._client.messages.create(**kwargs)
+            # The SDK's own request path (auth, version headers, base URL, timeouts, its error
+            # types), with the reply kept as the JSON it is (`cast_to=object`): building the
+            # typed params and `Message` cost ~0.4 ms of CPU per request, a third of the call.
+            reply = await self._client.post("/v1/messages", body=body, cast_to=object)
         except sdk.APIStatusError as exc:
             status = exc.status_code
             text = f"HTTP {status} from Anthropic: {_error_message(exc)}"
@@ -81,7 +82,7 @@ class AnthropicBackend:
             raise TransientError(f"connection to Anthropic failed: {exc}") from None
         except (json.JSONDecodeError, sdk.APIResponseValidationError) as exc:
             raise TransientError(f"malformed reply from Anthropic: {exc}") from None
-        return _response(message, request.model)
+        return _response(reply, request.model)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -96,22 +97,27 @@ def _error_message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))[:500]
 
 
-def _response(message: Any, requested: str) -> ChatResponse:
+def _response(data: Any, requested: str) -> ChatResponse:
+    """A Messages API reply (JSON) as a `ChatResponse`; a reply of another shape is malformed."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise TransientError(f"malformed reply from Anthropic: no content list in {str(data)[:200]!r}")
     texts: list[str] = []
     tool_calls: list[dict[str, Any]] = []
-    for block in message.content or []:
-        kind = getattr(block, "type", None)
-        if kind == "text":
-            texts.append(block.text)
-        elif kind == "tool_use":
-            tool_calls.append({"id": block.id, "name": block.name, "input": block.input})
-    usage = getattr(message, "usage", None)
+    for block in data["content"]:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_use":
+            tool_calls.append({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    stop = data.get("stop_reason")
     return ChatResponse(
         text="".join(texts),
-        model=getattr(message, "model", None) or requested,
-        tokens_in=getattr(usage, "input_tokens", None),
-        tokens_out=getattr(usage, "output_tokens", None),
-        stop_reason=message.stop_reason,
-        truncated=message.stop_reason == "max_tokens",
+        model=data.get("model") or requested,
+        tokens_in=usage.get("input_tokens"),
+        tokens_out=usage.get("output_tokens"),
+        stop_reason=stop,
+        truncated=stop == "max_tokens",
         tool_calls=tool_calls or None,
     )
