@@ -72,6 +72,8 @@ def render_markdown(r: dict[str, Any]) -> str:
             "evalh_anthropic": "evalh, `anthropic` target → loopback mock (HTTP, official SDK on aiohttp)",
             "evalh_openai": "evalh, `openai` target → loopback mock (HTTP, aiohttp)",
             "inspect_ai": "inspect_ai, `mockllm/model` (in-process, no HTTP)",
+            "inspect_ai_anthropic": "inspect_ai, `anthropic/…` provider → loopback mock (HTTP, official SDK)",
+            "inspect_ai_openai": "inspect_ai, `openai/…` provider → loopback mock (HTTP, openai SDK)",
         }
         for key, label in names.items():
             e = o.get(key) or {}
@@ -100,7 +102,15 @@ def render_markdown(r: dict[str, Any]) -> str:
             if mi and me:
                 lines.append(f"Marginal (10,000 − 1,000 cases) ratio: {mi / me:.0f}x.")
             for kind in ("anthropic", "openai"):
-                e = o.get(f"evalh_{kind}") or {}
+                e, same = o.get(f"evalh_{kind}") or {}, o.get(f"inspect_ai_{kind}") or {}
+                a, b = _per_case(same, 1000), _per_case(e, 1000)
+                if a and b:
+                    lines.append(
+                        f"Same HTTP workload, `{kind}`: inspect_ai's `{kind}` provider {a * 1000:.1f} ms per "
+                        f"case against evalh's `{kind}` target {b * 1000:.2f} ms at 1,000 cases: "
+                        f"{a / b:.0f}x — aim ≥ {AIM_OVERHEAD_RATIO:.0f}x: {_verdict(a / b >= AIM_OVERHEAD_RATIO)} "
+                        "(both include the SDK's or client's own CPU per request)."
+                    )
                 a, b = _per_case(ins, 10000) or _per_case(ins, 1000), _per_case(e, 10000)
                 if a and b:
                     lines.append(

@@ -5,9 +5,11 @@ throughput, one-case end to end, and the progress bar's cost.
     python bench/run_bench.py --quick              # no 10,000-sample inspect_ai run, one repeat
     python bench/run_bench.py --inspect-python /path/to/venv/bin/python
 
-inspect_ai is the `bench` extra (`pip install -e ".[bench]"`, or into its own venv and pass
-`--inspect-python`); without it the comparison is skipped and says so. `hyperfine` is used
-for the end-to-end timing when it is on PATH, else a Python timing loop.
+inspect_ai is the `bench` extra (`pip install -e ".[bench]"`, or `pip install inspect-ai
+openai anthropic` into its own venv and pass `--inspect-python`); without it the comparison
+is skipped and says so. Its `openai` and `anthropic` providers run against the same loopback
+mock as evalh's model targets (the same HTTP workload); its `mockllm` runs in-process.
+`hyperfine` is used for the end-to-end timing when it is on PATH, else a Python timing loop.
 
 Every measurement runs in a fresh interpreter (`python bench/run_bench.py _worker ...`), so
 imports and caches of one do not help another. "Harness time" is the wall time of the
@@ -132,17 +134,25 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
     }
 
 
-def worker_inspect(n: int, log_dir: str) -> dict[str, Any]:
-    """Harness time of one inspect_ai eval of `n` samples on `mockllm/model`.
+def worker_inspect(n: int, log_dir: str, provider: str = "mockllm", base_url: str | None = None) -> dict[str, Any]:
+    """Harness time of one inspect_ai eval of `n` samples: on `mockllm/model` (in-process),
+    or on its `openai` / `anthropic` provider against the loopback mock at `base_url` (the
+    same HTTP workload as evalh's model targets; chat completions, no streaming, 32
+    connections as evalh's 32 in flight, 16 output tokens).
 
     The mock's outputs carry their usage: without it mockllm counts tokens with tiktoken,
     which downloads an encoding (no network here) and would only add to inspect's time.
     """
     from inspect_ai import Task, eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage, get_model
     from inspect_ai.scorer import exact
     from inspect_ai.solver import generate
+
+    if provider == "openai":
+        import openai  # noqa: F401  (imports outside the clock, as for evalh)
+    elif provider == "anthropic":
+        import anthropic  # noqa: F401
 
     def outputs(input: Any, tools: Any, tool_choice: Any, config: Any) -> Any:
         out = ModelOutput.from_content(model="mockllm", content="ok")
@@ -150,12 +160,19 @@ def worker_inspect(n: int, log_dir: str) -> dict[str, Any]:
         return out
 
     t0, cpu0 = time.perf_counter(), time.process_time()
-    model = get_model("mockllm/model", custom_outputs=outputs)
+    if provider == "mockllm":
+        model = get_model("mockllm/model", custom_outputs=outputs)
+    elif provider == "openai":
+        model = get_model("openai/bench-model", base_url=f"{base_url}/v1", api_key="bench-key",
+                          responses_api=False, config=GenerateConfig(max_tokens=16))
+    else:
+        model = get_model("anthropic/bench-model", base_url=base_url, api_key="bench-key",
+                          streaming=False, config=GenerateConfig(max_tokens=16))
     task = Task(
         dataset=[Sample(input=f"question {i}", target="ok", id=f"c{i:05d}") for i in range(n)],
         solver=[generate()], scorer=exact(),
     )
-    logs = eval(task, model=model, display="none", log_dir=log_dir)
+    logs = eval(task, model=model, display="none", log_dir=log_dir, max_connections=32)
     wall = time.perf_counter() - t0
     log = logs[0]
     assert log.status == "success", log.error
@@ -327,7 +344,8 @@ class MockServer:
 
 def bench_overhead(args: argparse.Namespace, inspect_python: str | None) -> dict[str, Any]:
     repeats = 1 if args.quick else 3
-    out: dict[str, Any] = {"evalh_python": {}, "evalh_anthropic": {}, "evalh_openai": {}, "inspect_ai": {}}
+    out: dict[str, Any] = {"evalh_python": {}, "evalh_anthropic": {}, "evalh_openai": {}, "inspect_ai": {},
+                           "inspect_ai_openai": {}, "inspect_ai_anthropic": {}}
     for n in (1000, 10000):
         cfg = write_config(f"py{n}", n, "python", 32)
         runs = [run_worker(sys.executable, ["evalh", str(cfg), str(WORK / "runs")]) for _ in range(repeats)]
@@ -342,6 +360,11 @@ def bench_overhead(args: argparse.Namespace, inspect_python: str | None) -> dict
                         for _ in range(repeats)]
                 out[f"evalh_{kind}"][n] = {"wall_s": median_of(runs), "runs": runs}
                 print(f"evalh {kind} target, {n} cases: {median_of(runs):.2f}s", file=sys.stderr)
+            if inspect_python:  # the same HTTP workload through inspect_ai's provider (1,000: ~25 s each)
+                runs = [run_worker(inspect_python, ["inspect", "1000", str(WORK / "inspect_logs"), kind,
+                                                    server.base_url]) for _ in range(1 if args.quick else 2)]
+                out[f"inspect_ai_{kind}"][1000] = {"wall_s": median_of(runs), "runs": runs}
+                print(f"inspect_ai {kind} provider, 1000 samples: {median_of(runs):.2f}s", file=sys.stderr)
     finally:
         server.stop()
     if inspect_python:
@@ -527,7 +550,7 @@ def main(argv: list[str]) -> int:
         elif kind == "client":
             result = worker_client(rest[0], rest[1], int(rest[2]), int(rest[3]))
         else:
-            result = worker_inspect(int(rest[0]), rest[1])
+            result = worker_inspect(int(rest[0]), rest[1], *rest[2:4])
         sys.stdout.write(json.dumps(result, default=str) + "\n")
         return 0
     sys.path.insert(0, str(REPO))
