@@ -445,15 +445,22 @@ class MockProvider:
         return Action.json(200, {"ok": True})
 
 
+SERVE_MAX_RECORDED = 10_000
+"""Requests a long-running server keeps for `GET /_mock/requests` (the latest ones; `count`
+still counts all): without a bound, its memory and its collector's work grow with every
+request it answers."""
+
+
 def serve(
-    port: int, script_path: Path | None, latency_ms: float = 0, host: str = "127.0.0.1"
+    port: int, script_path: Path | None, latency_ms: float = 0, host: str = "127.0.0.1",
+    max_recorded: int | None = SERVE_MAX_RECORDED,
 ) -> None:
     """Run a mock provider until Ctrl-C. Writes one line with the base URL to stderr.
 
     Raises `ConfigError` if the script cannot be read, `OSError` if the port is taken.
     """
     script = Script.load(script_path) if script_path is not None else Script()
-    with MockProvider(script, port=port, host=host, latency_ms=latency_ms) as mp:
+    with MockProvider(script, port=port, host=host, latency_ms=latency_ms, max_recorded=max_recorded) as mp:
         sys.stderr.write(f"evalh mock provider listening on {mp.base_url}\n")
         sys.stderr.flush()
         with contextlib.suppress(KeyboardInterrupt):
