@@ -304,12 +304,14 @@ def median_of(runs: list[dict[str, Any]], key: str = "wall_s") -> float:
 
 
 class MockServer:
-    """The loopback provider in its own process, so its CPU is not the runner's GIL."""
+    """The loopback provider in its own process, so its CPU is not the runner's GIL. It keeps
+    the last 100 requests only: the benchmarks never read them, and a server holding 10,000
+    spends its collector's time on them, more as a pass goes on."""
 
     def __init__(self, latency_ms: float) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "evalh.testing.mock_provider", "--port", "0",
-             "--latency-ms", str(latency_ms)],
+             "--latency-ms", str(latency_ms), "--max-recorded", "100"],
             stderr=subprocess.PIPE, text=True,
         )
         assert self.proc.stderr is not None

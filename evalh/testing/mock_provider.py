@@ -475,9 +475,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, default=None, help="JSON or TOML script")
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--max-recorded", type=int, default=SERVE_MAX_RECORDED,
+                        help="requests kept for /_mock/requests (the latest ones)")
     args = parser.parse_args(argv)
     try:
-        serve(args.port, args.script, args.latency_ms, args.host)
+        serve(args.port, args.script, args.latency_ms, args.host, max_recorded=max(0, args.max_recorded))
     except (ConfigError, OSError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
