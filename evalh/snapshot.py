@@ -23,9 +23,15 @@ _SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|credential|auth|sig|sessi
 _SECRET_KEY = re.compile(
     r"api[_-]?key|^key$|secret|passw|pwd|credential|auth|signature|session|(^|[_-])token$", re.I
 )
-# `"key": "value"` in free text (an HTTP target's body template): a secret-looking key's
-# literal value is redacted; a `${VAR}` reference is kept (it names, not holds, a secret).
-_JSON_PAIR = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)"((?:[^"\\]|\\.)*)"')
+# `"key": value` in a JSON template (an HTTP target's body): a credential-looking key's
+# literal value, string or number, is redacted; a `${VAR}` reference is kept (it names a
+# secret, it does not hold one). Stricter than _SECRET_KEY: "author" is not "auth".
+_JSON_PAIR = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)')
+_CREDENTIAL_KEY = re.compile(
+    r"api[_-]?key|secret|passw|pwd|credential|private[_-]?key|access[_-]?key|signature"
+    r"|(^|[_-])(auth|authorization|key|token|session)$|(?<=[a-z])(Key|Token|Secret|Password)$",
+)
+_ENV_REF_ONLY = re.compile(r'"\$\{[A-Za-z_][A-Za-z0-9_]*\}"')
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.I)
 
@@ -55,8 +61,6 @@ def _value(v: Any) -> Any:
         return {str(k): REDACTED if _SECRET_KEY.search(str(k)) else _value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_value(x) for x in v]
-    if isinstance(v, str) and '"' in v and ":" in v:
-        v = _JSON_PAIR.sub(_redact_pair, v)
     if isinstance(v, str) and _URL.match(v):
         return redact_url(v)
     if isinstance(v, str) and "://" in v:  # a URL inside free text (a description)
@@ -66,17 +70,31 @@ def _value(v: Any) -> Any:
     return str(v)
 
 
-def _redact_pair(m: re.Match[str]) -> str:
-    key, sep, value = m.groups()
-    if _SECRET_KEY.search(key) and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", value):
-        return f'"{key}"{sep}"{REDACTED}"'
-    return m.group(0)
+def redact_json_text(text: str) -> str:
+    """A JSON template with the literal values of credential-looking keys redacted."""
+
+    def pair(m: re.Match[str]) -> str:
+        key, sep, value = m.groups()
+        if (_CREDENTIAL_KEY.search(key) or _CREDENTIAL_KEY.search(key.lower())) and not _ENV_REF_ONLY.fullmatch(value):
+            return f'"{key}"{sep}"{REDACTED}"'
+        return m.group(0)
+
+    return _JSON_PAIR.sub(pair, text)
 
 
 def snapshot(model: BaseModel) -> dict[str, Any]:
-    """The allowlisted fields of a config model, recursively."""
+    """The allowlisted fields of a config model, recursively. Fields a model names in
+    `SNAPSHOT_JSON_TEXT` hold JSON templates: their credential-looking values are redacted."""
     allowed: frozenset[str] = getattr(type(model), "SNAPSHOT", frozenset())
-    return {name: _value(getattr(model, name)) for name in type(model).model_fields if name in allowed}
+    json_text: frozenset[str] = getattr(type(model), "SNAPSHOT_JSON_TEXT", frozenset())
+    out = {}
+    for name in type(model).model_fields:
+        if name in allowed:
+            value = getattr(model, name)
+            if name in json_text and isinstance(value, str):
+                value = redact_json_text(value)
+            out[name] = _value(value)
+    return out
 
 
 _REGISTERED: set[str] = set()
@@ -85,7 +103,7 @@ _REGISTERED: set[str] = set()
 def register_secret(value: str | None) -> None:
     """Name a secret this process holds that is not in a secret-looking environment variable
     (a header value written in evalh.toml, a key read from a file), so it is scrubbed too."""
-    if value and len(value) >= 4:
+    if value and _looks_secret(value, 8):  # "passed" or "eval" would corrupt the document
         _REGISTERED.add(value)
 
 

@@ -320,3 +320,32 @@ def test_snapshot_of_a_free_form_table_keeps_settings_and_hides_credentials() ->
     params = snapshot(cfg)["params"]
     assert params["top_p"] == 0.9 and params["max_tokens"] == 64
     assert params["api_key"] == REDACTED and params["access_token"] == REDACTED
+
+
+def test_credential_values_in_a_json_template_are_redacted_and_nothing_else() -> None:
+    from evalh.snapshot import REDACTED, redact_json_text
+
+    text = ('{"api_key": "k-123", "password" : "pw", "apiKey": 12345, "accessToken": "t", '
+            '"private_key": "p", "token": "${TOK}", "author": "me", "max_tokens": 5, '
+            '"q": {{ input.q | tojson }}, "session_id": "s1"}')
+    out = redact_json_text(text)
+    for key in ("api_key", "password", "apiKey", "accessToken", "private_key"):
+        assert f'"{key}"' in out
+    assert out.count(REDACTED) == 5
+    for kept in ('"token": "${TOK}"', '"author": "me"', '"max_tokens": 5', '"session_id": "s1"',
+                 "{{ input.q | tojson }}"):
+        assert kept in out, kept
+
+
+def test_only_json_template_fields_are_redacted_in_a_snapshot() -> None:
+    """A prompt that shows the model a JSON shape keeps it: only fields a config names as
+    JSON templates (an HTTP target's body) are redacted."""
+    from evalh.snapshot import snapshot
+    from evalh.targets.http import HttpTargetConfig
+    from evalh.targets.model import ModelTargetConfig
+
+    prompt = 'Reply as {"author": "<name>", "password": "<never>"}'
+    model = ModelTargetConfig(kind="anthropic", model="m", prompt=prompt)
+    assert snapshot(model)["prompt"] == prompt
+    http = HttpTargetConfig(kind="http", url="http://127.0.0.1:9/x", body='{"password": "hunter22"}')
+    assert snapshot(http)["body"] == '{"password": "[REDACTED]"}'

@@ -514,3 +514,53 @@ def test_http_target_needs_its_body_variables(mp: MockProvider, tmp_path: Path,
     cfg = http_project(tmp_path, mp, body="""body = '{"k": "${BODY_PHRASE}"}'""")
     result, doc, _ = run_config(cfg, "--suite", "product")
     assert result.exit_code == 2 and doc is None and "BODY_PHRASE" in result.stderr
+
+
+def test_only_the_body_template_names_variables_never_a_case_input(
+    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`${VAR}` in a case's input is data: it is sent as written, never expanded (an input
+    naming a key variable must not send the key to the product under test)."""
+    monkeypatch.setenv("PRODUCT_TOKEN", "t")
+    monkeypatch.setenv("SOME_KEY", "sk-should-never-be-sent-0123")
+    cfg = http_project(tmp_path, mp, body="""body = '{"q": {{ input.question | tojson }}, "k": "${SOME_KEY}"}'""")
+    cases = [{"id": "p1", "input": {"question": "echo ${SOME_KEY} and ${UNSET_VAR_X}"}, "expected": "ok"}]
+    (tmp_path / "product.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n", encoding="utf-8")
+    result, doc, _ = run_config(cfg)
+    assert doc is not None, result.output
+    sent = mp.requests[-1].body
+    assert sent["q"] == "echo ${SOME_KEY} and ${UNSET_VAR_X}"
+    assert sent["k"] == "sk-should-never-be-sent-0123"
+    assert doc["suites"]["product"]["cases"][0]["status"] != "errored"
+
+
+def test_a_plain_word_from_a_body_variable_does_not_corrupt_the_run(
+    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A setting such as `passed` passed through `${VAR}` is not treated as a secret: scrubbing
+    it would rewrite every case's status."""
+    monkeypatch.setenv("PRODUCT_TOKEN", "t")
+    monkeypatch.setenv("EVAL_MODE", "passed")
+    cfg = http_project(tmp_path, mp, body="""body = '{"q": {{ input.question | tojson }}, "mode": "${EVAL_MODE}"}'""")
+    result, doc, _ = run_config(cfg)
+    assert result.exit_code == 0 and doc is not None, result.output
+    assert doc["suites"]["product"]["cases"][0]["status"] == "passed"
+    from evalh.store import RunStore
+
+    assert RunStore(tmp_path / "runs").load(doc["run_id"]).status == "complete"
+
+
+def test_a_body_credential_echoed_into_a_partial_runs_journal_is_scrubbed(
+    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    phrase = "journal-secret-0123456789-phrase"
+    monkeypatch.setenv("PRODUCT_TOKEN", "t")
+    monkeypatch.setenv("BODY_PHRASE", phrase)
+    cfg = http_project(tmp_path, mp, body="""body = '{"q": {{ input.question | tojson }}, "k": "${BODY_PHRASE}"}'""")
+    cases = [{"id": f"p{i}", "input": {"question": "capital of France?"}, "expected": "Paris"} for i in range(4)]
+    (tmp_path / "product.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n", encoding="utf-8")
+    mp.set_script([{"match": "capital of France", "text": f"Paris ({phrase})"}])
+    result, doc, _ = run_config(cfg, "--max-tokens", "1", "-j", "1")
+    assert doc is not None and doc["status"] == "partial", result.output
+    journal = next((tmp_path / "runs").glob("*.journal.jsonl")).read_bytes()
+    assert b"Paris" in journal and phrase.encode() not in journal

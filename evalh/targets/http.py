@@ -28,8 +28,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -44,6 +45,7 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class HttpTargetConfig(TargetConfig):
+    SNAPSHOT_JSON_TEXT: ClassVar[frozenset[str]] = frozenset({"body"})
     SNAPSHOT = frozenset(
         {"kind", "url", "method", "body", "output_field", "trace_field", "usage_field", "model",
          "timeout_s", "max_retries", "max_in_flight", "rpm", "backoff_base_s", "backoff_max_s"}
@@ -120,31 +122,42 @@ def _usage(raw: Any) -> tuple[int | None, int | None, float | None]:
             float(cost) if cost is not None else None)
 
 
-def _expand_env(value: Any) -> Any:
-    """`${VAR}` in the body's strings, from the environment (after the JSON is parsed, so a
-    value needs no escaping). Each value is registered as a secret: a product that echoes
-    its request must not leak it into the run."""
-    if isinstance(value, dict):
-        return {k: _expand_env(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_expand_env(v) for v in value]
-    if not isinstance(value, str) or "${" not in value:
-        return value
+def _placeholders(template: str) -> tuple[str, dict[str, str]]:
+    """The body template with each `${VAR}` replaced by a token no case data can contain,
+    and the token → variable map: only the template's references are expanded, never a
+    `${...}` that arrives in a case's input."""
+    tag = secrets.token_hex(8)
+    names: dict[str, str] = {}
 
-    def expand(m: re.Match[str]) -> str:
-        found = os.environ.get(m.group(1))
-        if found is None:
-            raise TargetError(f"body references ${{{m.group(1)}}}, which is not set")
-        register_secret(found)
-        return found
+    def token(m: re.Match[str]) -> str:
+        key = f"evalh-env-{tag}-{len(names)}"
+        names[key] = m.group(1)
+        return key
 
-    return _ENV_REF.sub(expand, value)
+    return _ENV_REF.sub(token, template), names
+
+
+def _env_value(name: str, where: str) -> str:
+    value = os.environ.get(name)
+    if value is None:
+        raise TargetError(f"{where} references ${{{name}}}, which is not set")
+    return value
 
 
 class HttpTarget:
     def __init__(self, config: HttpTargetConfig) -> None:
         self.config = config
-        self._body = compile_template(config.body, "body") if config.body else None
+        self._env: dict[str, str] = {}
+        if config.body:
+            source, self._env = _placeholders(config.body)
+            self._body = compile_template(source, "body")
+        else:
+            self._body = None
+        self._token = re.compile("|".join(map(re.escape, self._env))) if self._env else None
+        # A product that echoes its request must not leak a credential into the run: values
+        # are registered now, before the run's journal is opened, not when first sent.
+        for name in {*self._env.values(), *self.config.requires_env()}:
+            register_secret(os.environ.get(name))
         self._client: Any = None
 
     def request_body(self, case: Case) -> Any:
@@ -155,16 +168,24 @@ class HttpTarget:
             body = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TargetError(f"template `body` rendered invalid JSON: {exc.msg} at char {exc.pos}") from None
-        return _expand_env(body) if "${" in text else body
+        return self._expand(body) if self._token is not None else body
+
+    def _expand(self, value: Any) -> Any:
+        """The template's `${VAR}` tokens in the parsed body, from the environment (after
+        parsing, so a value needs no JSON escaping)."""
+        if isinstance(value, dict):
+            return {k: self._expand(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._expand(v) for v in value]
+        if isinstance(value, str) and self._token is not None:
+            return self._token.sub(lambda m: _env_value(self._env[m.group(0)], "body"), value)
+        return value
 
     def request_headers(self, case: Case, ctx: CallContext) -> dict[str, str]:
-        def expand(m: re.Match[str]) -> str:
-            value = os.environ.get(m.group(1))
-            if value is None:
-                raise TargetError(f"header references ${{{m.group(1)}}}, which is not set")
-            return value
-
-        headers = {k: _ENV_REF.sub(expand, v) for k, v in self.config.headers.items()}
+        headers = {
+            k: _ENV_REF.sub(lambda m: _env_value(m.group(1), "header"), v)
+            for k, v in self.config.headers.items()
+        }
         for value in headers.values():  # a product that echoes a header must not leak it
             register_secret(value.split(" ", 1)[-1])
         headers.update({
