@@ -4,7 +4,7 @@ While a target runs, `evalh.context.current()` returns the run id, suite, case i
 attempt, so the product's own logs can be joined back to the run. The same ids are in the
 environment as `EVALH_RUN_ID` and `EVALH_CASE_ID`; the environment is shared by the whole
 process, so `EVALH_CASE_ID` is set only while a suite runs one case at a time
-(`--concurrency 1`) and is absent otherwise, never another case's id. The context variable
+(`--concurrency 1`) and is absent otherwise. The context variable
 is exact at any concurrency, including inside sync targets run in worker threads.
 HTTP targets receive them as the headers `X-Evalh-Run-Id` and `X-Evalh-Case-Id`.
 """

@@ -248,7 +248,8 @@ def test_a_cost_budget_stops_at_the_first_reply_it_cannot_price(
     assert doc is not None, result.output
     assert doc["status"] == "partial" and result.exit_code == 1
     assert doc["status_reason"] == (
-        "cost budget cannot be kept: 1 model reply has no price (add the model under [prices] in evalh.toml)"
+        "cost budget cannot be kept: 1 reply used tokens at no known price (a model missing from "
+        "[prices] in evalh.toml, or a target reporting tokens without its model)"
     )
     assert len(doc["suites"]["s"]["cases"]) == 1
     assert doc["suites"]["s"]["cases"][0]["cost_usd"] is None

@@ -84,7 +84,7 @@ class Runner:
             if not result.cached:  # a resumed run's budget counts what it already spent
                 plan.services.budget.charge(
                     cost_usd=result.cost_usd, tokens_in=result.tokens_in,
-                    tokens_out=result.tokens_out,
+                    tokens_out=result.tokens_out, resumed=True,
                 )
         self.stop_reason: str | None = None
         self.started_at = plan.started_at or now_iso()

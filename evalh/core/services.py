@@ -26,20 +26,26 @@ class Budget:
     """Replies that used tokens but have no cost (a model missing from the price table)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def charge(self, *, cost_usd: float | None, tokens_in: int | None, tokens_out: int | None) -> None:
+    def charge(
+        self, *, cost_usd: float | None, tokens_in: int | None, tokens_out: int | None,
+        resumed: bool = False,
+    ) -> None:
+        """Book a reply. `resumed`: a result a resumed run already has (its spend counts; an
+        unpriced one does not stop the run again before anything new is spent)."""
         with self._lock:
             self.cost_usd += cost_usd or 0.0
             self.tokens += (tokens_in or 0) + (tokens_out or 0)
-            if cost_usd is None and (tokens_in or tokens_out):
+            if cost_usd is None and (tokens_in or tokens_out) and not resumed:
                 self.unpriced += 1
 
     def exhausted(self) -> str | None:
         """The reason the budget is spent (or can no longer be kept), or None."""
         if self.max_cost_usd is not None and self.unpriced:
             # Counting an unpriced reply as $0 would let a cost budget be overrun unseen.
-            return (f"cost budget cannot be kept: {self.unpriced} model repl"
-                    f"{'y has' if self.unpriced == 1 else 'ies have'} no price "
-                    "(add the model under [prices] in evalh.toml)")
+            return (f"cost budget cannot be kept: {self.unpriced} repl"
+                    f"{'y' if self.unpriced == 1 else 'ies'} used tokens at no known price "
+                    "(a model missing from [prices] in evalh.toml, or a target reporting tokens "
+                    "without its model)")
         if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
             return f"cost budget reached: ${self.cost_usd:.4f} of ${self.max_cost_usd:.4f}"
         if self.max_tokens is not None and self.tokens >= self.max_tokens:

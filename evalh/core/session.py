@@ -122,7 +122,10 @@ def cheapest_first(plan: RunPlan) -> None:
         from evalh.core.estimate import estimate_suite
 
         def key(suite: SuitePlan) -> tuple[int, int, float, str]:
-            total = estimate_suite(plan, suite).total
+            try:
+                total = estimate_suite(plan, suite).total
+            except Exception:  # a case whose template fails errors when it runs, not here
+                return (suite.config.tier, 1, 0.0, suite.name)
             unknown = total.unpriced > 0 or total.requests_unknown > 0
             return (suite.config.tier, int(unknown), total.cost_usd or 0.0, suite.name)
 
