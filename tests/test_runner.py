@@ -362,6 +362,21 @@ def test_suites_run_cheapest_first_within_a_tier(tmp_path: Path, monkeypatch: py
     assert prepared.plan.options["suites"] == order
 
 
+def test_a_template_that_fails_on_a_case_does_not_stop_the_ordering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ordering estimates every case's prompt; a case the template cannot render is the
+    run's to error, not the planner's: the suite is placed last in its tier."""
+    monkeypatch.setenv("EVALH_TEST_FAKE_KEY", "k")
+    cfg = write_project(tmp_path, cases=4)
+    broken = MODEL_SUITE.replace("[prices]\n", "").replace('"m-test" = { input = 1.0, output = 2.0 }\n', "")
+    broken = broken.replace("[suites.m", "[suites.a_broken").replace("tier = 1", "tier = 0").replace(
+        "{{ input.n }}", "{{ input.missing.deeper }}")
+    cfg.write_text(cfg.read_text() + broken)
+    prepared = prepare_run(load_config(cfg), RunOptions(dry_run=True), tmp_path / "runs")
+    assert [s.name for s in prepared.plan.suites] == ["s", "a_broken"]
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALH_TEST_FAKE_KEY", "not-a-real-key")
     cfg = write_project(tmp_path, cases=12, extra=MODEL_SUITE)
