@@ -39,6 +39,13 @@ def mp() -> Iterator[MockProvider]:
         yield provider
 
 
+@pytest.fixture
+def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy variable from the machine running the tests (each test sets its own)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-test-0123456789")
@@ -295,10 +302,9 @@ def test_client_errors_are_not_retried(mp: MockProvider, tmp_path: Path) -> None
     ],
 )
 def test_an_unusable_proxy_or_key_is_a_permanent_error_before_any_request(
-    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], key: str, expected: str
+    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_proxy_env: None,
+    env: dict[str, str], key: str, expected: str,
 ) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv(KEY_ENV, key)
@@ -311,11 +317,11 @@ def test_an_unusable_proxy_or_key_is_a_permanent_error_before_any_request(
     assert waits.delays == [] and mp.count() == 0
 
 
-def test_the_environment_proxy_is_found_once_and_no_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_proxy_is_found_once_and_no_proxy_is_honoured(
+    monkeypatch: pytest.MonkeyPatch, no_proxy_env: None
+) -> None:
     from evalh.providers.openai import env_proxy
 
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
     assert env_proxy("https://api.openai.com/v1") is None
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     assert env_proxy("https://api.openai.com/v1") == "http://proxy.internal:3128"
@@ -328,11 +334,9 @@ def test_the_environment_proxy_is_found_once_and_no_proxy_is_honoured(monkeypatc
 
 
 def test_requests_go_through_the_environment_proxy(mp: MockProvider, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch, no_proxy_env: None) -> None:
     """The mock answers absolute-form requests as a forward proxy would see them, so it can
     stand in for the proxy: the upstream host does not exist, the reply still comes back."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", mp.base_url)
     svc = services(tmp_path)
     client, _ = client_for(config(mp, "openai", base_url="http://upstream.invalid:9/v1"), svc)
