@@ -73,10 +73,6 @@ class DaemonExecutor(ThreadPoolExecutor):
             self._free.append(worker)
             return True
 
-    @property
-    def threads_started(self) -> int:
-        return self._started
-
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop the idle threads; busy ones stop when their call returns. With `wait`, only
         the idle threads are joined: a call that never returns cannot hold the caller."""
