@@ -154,10 +154,15 @@ class HttpTarget:
         else:
             self._body = None
         self._token = re.compile("|".join(map(re.escape, self._env))) if self._env else None
-        # A product that echoes its request must not leak a credential into the run: values
-        # are registered now, before the run's journal is opened, not when first sent.
-        for name in {*self._env.values(), *self.config.requires_env()}:
+        # A product that echoes its request must not leak a credential into the run: the
+        # variables' values and the header values (a bearer token's token) are registered
+        # once, here, before the run's journal is opened, not on every request.
+        for name in config.requires_env():
             register_secret(os.environ.get(name))
+        for value in config.headers.values():
+            expanded = _ENV_REF.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
+            if not _ENV_REF.search(expanded):  # an unset variable: the run will refuse to start
+                register_secret(expanded.split(" ", 1)[-1])
         self._client: Any = None
 
     def request_body(self, case: Case) -> Any:
@@ -186,8 +191,6 @@ class HttpTarget:
             k: _ENV_REF.sub(lambda m: _env_value(m.group(1), "header"), v)
             for k, v in self.config.headers.items()
         }
-        for value in headers.values():  # a product that echoes a header must not leak it
-            register_secret(value.split(" ", 1)[-1])
         headers.update({
             "X-Evalh-Run-Id": ctx.run_id, "X-Evalh-Case-Id": case.id,
             "X-Evalh-Attempt": str(ctx.attempt),
