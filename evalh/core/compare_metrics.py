@@ -263,12 +263,22 @@ def _pct(iv: tuple[float, float] | None) -> tuple[float, float] | None:
     return (iv[0] * 100, iv[1] * 100) if iv is not None else None
 
 
+def _paired_means(pairs: list[Pair], field: str) -> tuple[list[float], list[float]]:
+    """Per case present on both sides with values of `field`: its mean on each side."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for b, c in pairs:
+        bv, cv = getattr(b, field), getattr(c, field)
+        if bv and cv:
+            xs.append(math.fsum(bv) / len(bv))
+            ys.append(math.fsum(cv) / len(cv))
+    return xs, ys
+
+
 def _cost_row(policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds) -> MetricRow | None:
-    both = [(b, c) for b, c in pairs if b.costs and c.costs]
-    if not both:
+    xs, ys = _paired_means(pairs, "costs")
+    if not xs:
         return None
-    xs = [math.fsum(b.costs) / len(b.costs) for b, _ in both]
-    ys = [math.fsum(c.costs) / len(c.costs) for _, c in both]
     base, cand = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
     res = stats.ratio_of_means_change(xs, ys, confidence=policy.confidence)
     change, iv = (res[0] * 100, _pct(res[1])) if res else (None, None)
@@ -279,11 +289,9 @@ def _cost_row(policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds
 
 
 def _latency_row(policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds) -> MetricRow | None:
-    both = [(b, c) for b, c in pairs if b.latencies and c.latencies]
-    if not both:
+    xs, ys = _paired_means(pairs, "latencies")
+    if not xs:
         return None
-    xs = [math.fsum(b.latencies) / len(b.latencies) for b, _ in both]
-    ys = [math.fsum(c.latencies) / len(c.latencies) for _, c in both]
     res = stats.median_ratio_change(xs, ys, confidence=policy.confidence)
     change, iv = (res[0] * 100, _pct(res[1])) if res else (None, None)
     note = None
