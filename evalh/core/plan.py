@@ -90,7 +90,8 @@ def config_snapshot(config: Config, seed: int, extra: dict[str, Any] | None = No
 def select_suites(
     config: Config, names: list[str] | None, *, require_credentials: bool = True
 ) -> tuple[list[SuiteConfig], list[tuple[str, list[str]]]]:
-    """The suites to run, cheapest first, and those skipped for want of credentials.
+    """The suites to run and those skipped for want of credentials. The run order is the
+    plan's (`evalh.core.session.cheapest_first`), which weighs estimated cost.
 
     Suites named explicitly must be runnable: a missing key is an error (exit 2), unless
     `require_credentials` is false (a dry run only estimates; nothing is called). With no
@@ -105,7 +106,7 @@ def select_suites(
                     f"suite {suite.name!r} needs {', '.join(missing)}: set "
                     f"{'it' if len(missing) == 1 else 'them'} in the environment"
                 )
-        return sorted(chosen, key=lambda s: (s.tier, s.name)), []
+        return chosen, []
     runnable, skipped = [], []
     for suite in config.suites_in_order():
         missing = suite.missing_env()
