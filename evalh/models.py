@@ -215,6 +215,11 @@ class Run(_Model):
     """The resolved, allowlisted config snapshot. Secrets never."""
     seed: int | None = None
     derived_from: DerivedFrom | None = None
+    pooled_from: list[str] = Field(default_factory=list)
+    """Ids of the runs this document pools, in order (`evalh.core.pool.pool_runs`: the
+    attempts of several BASELINE runs together per case); empty for a run that was
+    executed. Its length is how many baseline runs a comparison used. A pooled run is
+    built in memory for a comparison and never written to the run store."""
     limits: dict[str, Any] = Field(default_factory=dict)
     """Concurrency and rate limits the runner settled on."""
     suites: dict[str, SuiteResult] = Field(default_factory=dict)
