@@ -41,6 +41,7 @@ from evalh.models import (
     sha256_of,
 )
 from evalh.provenance import environment_info, git_info
+from evalh.snapshot import scrub_value, secret_env_values
 from evalh.store import RunStore, now_iso
 from evalh.targets.base import CallContext, TargetOutput
 
@@ -93,6 +94,7 @@ class Runner:
         self._case_facts: dict[int, tuple[str, dict[str, Any]]] = {}
         self._dataset_sha: dict[str, str] = {}
         self._git: Future[GitInfo] | None = None
+        self._secrets: list[str] | None = None  # the environment's, read at the first result
 
     def _facts(self, case: Case) -> tuple[str, dict[str, Any]]:
         facts = self._case_facts.get(id(case))
@@ -180,9 +182,13 @@ class Runner:
         cost = out.cost_usd
         if cost is None and not out.cached:
             cost = self.plan.services.cost_of(out.model, out.tokens_in, out.tokens_out)
+        # The output as the document will hold it (secrets replaced), and its digest of that.
+        if self._secrets is None:
+            self._secrets = secret_env_values()
+        output = scrub_value(out.output, env=self._secrets)
         result = CaseResult(
-            status=status, score=score, scores=scores, output=out.output,
-            output_sha256=sha256_of(out.output), trace=out.trace,
+            status=status, score=score, scores=scores, output=output,
+            output_sha256=sha256_of(output), trace=out.trace,
             tokens_in=out.tokens_in, tokens_out=out.tokens_out,
             cost_usd=0.0 if out.cached else cost, cached=out.cached, truncated=out.truncated,
             error=error, **base,

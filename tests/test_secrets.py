@@ -1,0 +1,110 @@
+"""Which values are secrets, and where they are kept out: the scrub rule (only credentials,
+never a path, a short value or a word), the response cache, the HTTP target's URL
+credentials and model targets with credentials in `base_url`. Through the CLI against the
+loopback mock provider, which can echo the request it received (`echo = true`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from evalh.cli.main import app
+from evalh.models import sha256_of
+
+KEY = "sk-ant-echoed-0123456789abcdef"
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def run_project(root: Path, *args: str) -> tuple[Result, dict[str, Any] | None, bytes]:
+    runs = root / "runs"
+    before = set(runs.glob("*.json")) if runs.is_dir() else set()
+    result = invoke("run", "--config", str(root / "evalh.toml"), "--runs-dir", str(runs), *args)
+    new = sorted(set(runs.glob("*.json")) - before) if runs.is_dir() else []
+    if not new:
+        return result, None, b""
+    raw = new[-1].read_bytes()
+    return result, json.loads(raw), raw
+
+
+def write(root: Path, toml: str, cases: list[dict[str, Any]], module: str = "") -> None:
+    (root / "evalh.toml").write_text(toml, encoding="utf-8")
+    (root / "d.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    if module:
+        (root / "tgt.py").write_text(module, encoding="utf-8")
+
+
+CASES = [{"id": f"c{i}", "input": {"q": f"question {i}"}, "expected": "x"} for i in range(2)]
+
+
+def all_bytes(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+
+
+# ----------------------------------------------------------------------------- the rule
+
+
+ENV_TARGET = '''\
+import os
+
+def echo(inp):
+    return {"cwd": os.environ["PWD"], "sock": os.environ["SSH_AUTH_SOCK"],
+            "session": os.environ["XDG_SESSION_ID"], "mode": os.environ["EVALH_AUTH_MODE"],
+            "key": os.environ["ANTHROPIC_API_KEY"], "short": os.environ["SHORT_TOKEN"],
+            "path": os.environ["GOOGLE_APPLICATION_CREDENTIALS"]}
+'''
+
+
+def test_only_credentials_are_scrubbed_and_the_digest_is_of_the_stored_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$PWD (the project path), a socket path, a session id and a setting are not secrets:
+    they stay in the output as the product returned them. A key is replaced, and the output's
+    digest is that of the output as stored, so the document verifies against itself."""
+    creds = tmp_path / "creds.json"
+    creds.write_text("{}")
+    monkeypatch.setenv("PWD", str(tmp_path))
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(tmp_path / "agent.sock"))
+    monkeypatch.setenv("XDG_SESSION_ID", "session-20261201")
+    monkeypatch.setenv("EVALH_AUTH_MODE", "interactive")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("SHORT_TOKEN", "abc123")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write(tmp_path, '[suites.s]\ndataset = "d.jsonl"\ntarget = "tgt:echo"\nscorers = [{ type = "exact" }]\n',
+          CASES, ENV_TARGET)
+    result, doc, raw = run_project(tmp_path)
+    assert doc is not None, result.output
+    case = doc["suites"]["s"]["cases"][0]
+    assert case["output"] == {
+        "cwd": str(tmp_path), "sock": str(tmp_path / "agent.sock"), "session": "session-20261201",
+        "mode": "interactive", "key": "[REDACTED]", "short": "abc123",
+        "path": str(creds),
+    }
+    assert KEY.encode() not in raw
+    assert case["output_sha256"] == sha256_of(case["output"])
+
+
+def test_the_rule_on_names_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalh.snapshot import is_credential_name, secret_env_values
+
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_SESSION_TOKEN", "DB_PASSWORD", "PGPASSWORD", "MYSQL_PWD", "CLIENT_SECRET",
+                 "STRIPE_KEY", "api_key", "SSH_PASSPHRASE", "SLACK_BOT_TOKEN", "AZURE_CREDENTIALS"):
+        assert is_credential_name(name), name
+    for name in ("PWD", "OLDPWD", "SSH_AUTH_SOCK", "XDG_SESSION_ID", "DBUS_SESSION_BUS_ADDRESS",
+                 "EVALH_AUTH_MODE", "MAX_TOKENS", "TOKENIZERS_PARALLELISM", "KEYBOARD", "SIGNAL",
+                 "HOME", "PATH", "MONKEY"):
+        assert not is_credential_name(name), name
+    monkeypatch.setenv("SOME_TOKEN", "/usr/local/lib")  # a path
+    monkeypatch.setenv("OTHER_TOKEN", "Disabled")  # a word
+    monkeypatch.setenv("THIRD_TOKEN", "/Zq8+xK2/long-base64-secret")  # starts with / but names nothing
+    values = secret_env_values()
+    assert "/usr/local/lib" not in values and "Disabled" not in values
+    assert "/Zq8+xK2/long-base64-secret" in values
