@@ -222,8 +222,11 @@ class Run(_Model):
     built in memory for a comparison and never written to the run store."""
     limits: dict[str, Any] = Field(default_factory=dict)
     """Concurrency and rate limits the runner settled on."""
-    suites: dict[str, SuiteResult] = Field(default_factory=dict)
     summary: dict[str, Any] = Field(default_factory=dict)
+    """Headline numbers, per suite too. Written before `suites` (the big part), so a listing
+    reads every field it shows from the head of the file (`evalh.run_header`)."""
+    suites: dict[str, SuiteResult] = Field(default_factory=dict)
+    """Last: fields added later go above it."""
 
     def to_json_bytes(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2)

@@ -33,24 +33,28 @@ def runs(
 
     from evalh.baseline import read_baseline
     from evalh.console import out, safe_text, warn
-    from evalh.errors import RunDocumentError, RunNotFound
+    from evalh.errors import RunDocumentError
+    from evalh.run_header import read_run_header
 
     root, store = open_project(config, runs_dir)
-    runs_ = []
-    for ref in store.list_ids():
-        try:
-            runs_.append(store.load(ref))
-        except (RunDocumentError, RunNotFound) as exc:  # named, not silently left out
-            warn(f"left out: {exc.message}")
-    runs_ = runs_[-limit:]
     baseline = read_baseline(root)
+    # newest first, header only, until `limit` are listed: memory is one header at a time
+    # and the documents older than the newest `limit` readable ones are not opened
+    headers = []
+    for ref in reversed(store.list_ids()):
+        if len(headers) == limit:
+            break
+        try:
+            headers.append(read_run_header(store.path_for(ref)))
+        except RunDocumentError as exc:  # named, not silently left out
+            warn(f"left out: {exc.message}")
     rows = [
         {
-            "run_id": r.run_id, "label": r.label, "status": r.status, "started_at": r.started_at,
-            "git_sha": r.git.sha, "dirty": r.git.dirty, "baseline": r.run_id == baseline,
-            "suites": {n: s.aggregate.pass_rate for n, s in r.suites.items()},
+            "run_id": h.run_id, "label": h.label, "status": h.status, "started_at": h.started_at,
+            "git_sha": h.git_sha, "dirty": h.git_dirty, "baseline": h.run_id == baseline,
+            "suites": h.pass_rates,
         }
-        for r in runs_
+        for h in reversed(headers)
     ]
     if json_out:
         out().file.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")

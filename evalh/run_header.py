@@ -1,0 +1,257 @@
+"""The header of a run document, read without loading its cases.
+
+`evalh runs` needs a handful of fields per run (id, label, status, git, per-suite pass
+rates). Loading whole documents to get them cost memory in proportion to the directory
+(2.6 GB for 524 MB of runs). This module reads a document's top-level object key by key,
+from a buffer filled in chunks, and stops as soon as it has what a listing shows:
+
+- documents written since the run model puts `summary` before `suites` give every field
+  before the first byte of `suites`: the read is bounded by the size of the header
+  (config snapshot and summary), whatever the number of cases;
+- older documents (`suites` before `summary`) are read suite by suite: each suite's keys are
+  decoded except `cases`, whose items are decoded one at a time and dropped. Memory stays
+  that of one case; time is that of reading the file.
+
+A document of another schema version goes through the migrations (a full parse of that one
+document, not kept). Nothing here keeps more than one document at a time.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from evalh.errors import RunDocumentError, first_validation_error
+from evalh.models import RUN_SCHEMA, Run
+
+CHUNK = 64 * 1024
+_WS = " \t\n\r"
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+"""What `surrogateescape` makes of a byte that is not UTF-8: bytes past the header are never
+judged, bytes in it are refused as a full load would."""
+
+
+@dataclass
+class RunHeader:
+    """What a listing shows of one run."""
+
+    run_id: str
+    label: str | None
+    status: str
+    started_at: str
+    git_sha: str | None
+    git_dirty: bool | None
+    pass_rates: dict[str, float | None] = field(default_factory=dict)
+    """Suite name → pass rate (null when no case passed or failed), in document order."""
+
+
+class _Incomplete(Exception):
+    """The buffer ends inside the value being read (and the file goes on)."""
+
+
+class _Reader:
+    """A str buffer over a file, decoded from UTF-8 chunk by chunk; `pos` is the cursor."""
+
+    def __init__(self, fh: IO[bytes], shown: str) -> None:
+        self.fh = fh
+        self.shown = shown
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+        self._json = json.JSONDecoder()
+
+    def _more(self, size: int = CHUNK) -> None:
+        if self.eof:
+            raise RunDocumentError(f"{self.shown}: not valid JSON: the document ends early")
+        data = self.fh.read(size)
+        text = self._decoder.decode(data, final=not data)
+        if not data:
+            self.eof = True
+        if self.pos > CHUNK:  # drop what was read: the buffer holds the current value only
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
+        self.buf += text
+
+    def peek(self) -> str:
+        """The next non-blank character (the cursor moves past the blanks)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            self._more()
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            raise RunDocumentError(f"{self.shown}: not valid JSON: expected {char!r}")
+        self.pos += 1
+
+    def value(self) -> Any:
+        """Decode one JSON value at the cursor, reading more of the file as needed."""
+        self.peek()
+        size = CHUNK  # doubled at each retry: a large value is decoded O(log n) times
+        while True:
+            try:
+                obj, end = self._json.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.eof:
+                    raise RunDocumentError(f"{self.shown}: not valid JSON: {exc.msg}") from None
+                self._more(size)
+                size *= 2
+                continue
+            # a number that ends where the buffer does may go on in the next chunk
+            if end == len(self.buf) and not self.eof:
+                self._more(size)
+                size *= 2
+                continue
+            if _UNDECODABLE.search(self.buf, self.pos, end):
+                raise RunDocumentError(f"{self.shown}: not valid UTF-8")
+            self.pos = end
+            return obj
+
+    def members(self) -> Any:
+        """The keys of the object at the cursor, one at a time; the caller reads or skips
+        each value before asking for the next key."""
+        self.expect("{")
+        if self.peek() == "}":
+            self.pos += 1
+            return
+        while True:
+            key = self.value()
+            if not isinstance(key, str):
+                raise RunDocumentError(f"{self.shown}: not valid JSON: an object key is not a string")
+            self.expect(":")
+            yield key
+            nxt = self.peek()
+            self.pos += 1
+            if nxt == "}":
+                return
+            if nxt != ",":
+                raise RunDocumentError(f"{self.shown}: not valid JSON: expected ',' or '}}'")
+
+    def skip_array(self) -> None:
+        """Step over an array item by item, keeping none of them."""
+        self.expect("[")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            self.value()
+            nxt = self.peek()
+            self.pos += 1
+            if nxt == "]":
+                return
+            if nxt != ",":
+                raise RunDocumentError(f"{self.shown}: not valid JSON: expected ',' or ']'")
+
+    def skip_value(self) -> None:
+        if self.peek() == "[":
+            self.skip_array()
+        else:
+            self.value()
+
+
+def _suites_from_summary(summary: Any) -> dict[str, float | None] | None:
+    per_suite = summary.get("suites") if isinstance(summary, dict) else None
+    if not isinstance(per_suite, dict):
+        return None
+    rates: dict[str, float | None] = {}
+    for name, row in per_suite.items():
+        if not isinstance(row, dict) or "pass_rate" not in row:
+            return None
+        rates[name] = row["pass_rate"]
+    return rates
+
+
+def _suites_by_scan(reader: _Reader) -> dict[str, Any]:
+    """`suites` read in place: every key of every suite but its `cases`."""
+    suites: dict[str, Any] = {}
+    if reader.peek() != "{":
+        return {"": reader.value()}  # not an object: validation names it
+    for name in reader.members():
+        if reader.peek() != "{":
+            suites[name] = reader.value()
+            continue
+        suite: dict[str, Any] = {}
+        for key in reader.members():
+            if key == "cases":
+                reader.skip_value()
+            else:
+                suite[key] = reader.value()
+        suites[name] = suite
+    return suites
+
+
+def _validate(raw: dict[str, Any], shown: str) -> Run:
+    try:
+        return Run.model_validate(raw)
+    except ValidationError as exc:
+        loc, msg = first_validation_error(exc)
+        raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
+
+
+def _from_run(run: Run) -> RunHeader:
+    return RunHeader(
+        run_id=run.run_id, label=run.label, status=run.status, started_at=run.started_at,
+        git_sha=run.git.sha, git_dirty=run.git.dirty,
+        pass_rates={n: s.aggregate.pass_rate for n, s in run.suites.items()},
+    )
+
+
+def _read(fh: IO[bytes], shown: str) -> dict[str, Any] | None:
+    """The top-level keys a listing needs; None when the document must go through the
+    migrations (another schema version)."""
+    reader = _Reader(fh, shown)
+    if reader.peek() != "{":
+        raise RunDocumentError(f"{shown}: not an evalh run document (no `schema: evalh.run/1`)")
+    raw: dict[str, Any] = {}
+    rates: dict[str, float | None] | None = None
+    for key in reader.members():
+        if key == "suites":
+            if rates is not None:  # the summary came first and named every suite's rate
+                raw["suites"] = {}
+                break
+            raw["suites"] = _suites_by_scan(reader)
+        else:
+            raw[key] = reader.value()
+            if key == "schema" and raw[key] != RUN_SCHEMA:
+                return None
+            if key == "summary":
+                rates = _suites_from_summary(raw[key])
+        if rates is not None and "suites" in raw:
+            break
+    if not str(raw.get("schema", "")).startswith("evalh.run/"):
+        raise RunDocumentError(f"{shown}: not an evalh run document (no `schema: evalh.run/1`)")
+    raw["_rates"] = rates
+    return raw
+
+
+def read_run_header(path: Path) -> RunHeader:
+    """The listing fields of the run document at `path`, validated like a full load."""
+    shown = str(path)
+    try:
+        with path.open("rb") as fh:
+            raw = _read(fh, shown)
+    except OSError as exc:
+        raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+    if raw is None:  # an older schema: the migrations need the whole document
+        from evalh.store import parse_run
+
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+        return _from_run(parse_run(data, shown))
+    rates = raw.pop("_rates")
+    run = _validate(raw, shown)
+    header = _from_run(run)
+    if rates is not None and not run.suites:
+        header.pass_rates = rates
+    return header
