@@ -23,7 +23,7 @@ from evalh.providers import (
     close_providers,
     get_provider,
 )
-from evalh.providers.cache import ResponseCache, cache_key, endpoint_of
+from evalh.providers.cache import ResponseCache, cache_key, credential_id, endpoint_of
 from evalh.providers.prices import DEFAULT_PRICES, cost_usd, merged_prices, price_for
 from evalh.providers.registry import ManagedClient
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, parse_retry_after
@@ -556,8 +556,12 @@ def test_cache_key_covers_what_changes_the_reply_and_never_the_key() -> None:
         cache_key("anthropic", "https://api.anthropic.com", request(system="s", params={"top_p": 0.9}, cache_salt="rubric")),
     ]
     assert len({k, *variants}) == len(variants) + 1
-    # credentials in the URL are not part of the key
+    # credentials in the URL are not part of the key; the identity of the key sent is
     assert cache_key("anthropic", "https://user:pw@api.anthropic.com", base) == k
+    a, b = credential_id("sk-account-a-0123456789"), credential_id("sk-account-b-0123456789")
+    assert cache_key("anthropic", "https://api.anthropic.com", base, credential=a) not in (
+        k, cache_key("anthropic", "https://api.anthropic.com", base, credential=b))
+    assert "sk-account-a" not in a and len(a) == 64
     assert endpoint_of("http://u:secret@127.0.0.1:8000/v1/") == "127.0.0.1:8000/v1"
 
 
@@ -571,12 +575,11 @@ def test_repeats_get_their_own_reply_unless_the_suite_shares_them(tmp_path: Path
 
 def test_unreadable_cache_entry_is_a_miss(mp: MockProvider, tmp_path: Path) -> None:
     svc = services(tmp_path, cache=True)
-    cfg = config(mp)
-    key = cache_key("anthropic", mp.base_url, request())
+    client, _ = client_for(config(mp), svc)
+    key = client.cache_key(request())
     path = svc.cache.path_for(key)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"{not json")
-    client, _ = client_for(cfg, svc)
     reply = run(_chat_and_close(client, svc, request()))
     assert not reply.cached and mp.count() == 1
     assert svc.cache.get(key) is not None  # rewritten with the fresh reply

@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
 from evalh.models import sha256_of
+from evalh.testing import MockProvider
 
 KEY = "sk-ant-echoed-0123456789abcdef"
 
@@ -108,3 +109,90 @@ def test_the_rule_on_names_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
     values = secret_env_values()
     assert "/usr/local/lib" not in values and "Disabled" not in values
     assert "/Zq8+xK2/long-base64-secret" in values
+
+
+# ----------------------------------------------------------------------------- the mock echoes
+
+
+def test_the_mock_echoes_the_request_it_received_credentials_included() -> None:
+    import httpx
+
+    with MockProvider([{"match": "who", "text": "you are", "echo": True},
+                       {"match": "json", "json": {"a": 1}, "echo": True}]) as mp:
+        reply = httpx.post(mp.base_url + "/v1/product/x?token=tok-0123456789",
+                           json={"q": "who"}, headers={"Authorization": "Bearer sk-echo-0123456789"})
+        text, line = reply.json()["output"].split("\n")
+        assert text == "you are"
+        echo = json.loads(line)
+        assert echo["path"] == "/v1/product/x?token=tok-0123456789"
+        assert echo["headers"]["authorization"] == "Bearer sk-echo-0123456789"
+        obj = httpx.post(mp.base_url + "/v1/product", json={"q": "json"}).json()["output"]
+        assert obj["a"] == 1 and obj["echo"]["path"] == "/v1/product"
+        assert mp.requests[0].headers["authorization"] == "Bearer ***"  # the record stays masked
+
+
+# ----------------------------------------------------------------------------- the response cache
+
+ECHO_SCRIPT = [{"endpoint": "anthropic", "match": "question", "text": "an answer", "echo": True}]
+JUDGE_KEY = "sk-openai-judge-0123456789abcdef"
+CUSTOM_KEY = "custom-cred-0123456789abcdef"
+
+
+def model_project(root: Path, mp: MockProvider, *, api_key_env: str = "", judge: bool = False) -> None:
+    env = f', api_key_env = "{api_key_env}"' if api_key_env else ""
+    scorers = '{ type = "contains" }'
+    if judge:
+        scorers += (f', {{ type = "judge", provider = "openai", model = "judge-1", base_url = "{mp.openai_base_url}", '
+                    'rubric = "is it right?", max_retries = 0 }')
+    write(root, f'[suites.s]\ndataset = "d.jsonl"\nregime = "stochastic"\n'
+                f'target = {{ kind = "anthropic", model = "claude-haiku-4-5", base_url = "{mp.base_url}", '
+                f'prompt = "{{{{ input.q }}}}", max_retries = 0{env} }}\nscorers = [{scorers}]\n', CASES)
+
+
+def test_the_response_cache_is_scrubbed_like_every_file_evalh_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider that echoes the request headers: the subject's key, a judge's key and a
+    key read through a plainly named `api_key_env` never reach `.evalh/cache`."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    monkeypatch.setenv("LOCAL_LLM", CUSTOM_KEY)
+    script = [*ECHO_SCRIPT, {"endpoint": "openai", "json": {"verdict": "pass", "rationale": "fine"}, "echo": True}]
+    judged, custom = tmp_path / "judged", tmp_path / "custom"
+    with MockProvider(script) as mp:
+        judged.mkdir(), custom.mkdir()
+        model_project(judged, mp, judge=True)
+        result, doc, raw = run_project(judged)
+        assert doc is not None, result.output
+        model_project(custom, mp, api_key_env="LOCAL_LLM")
+        result, doc2, _ = run_project(custom)
+        assert doc2 is not None, result.output
+    assert "authorization" in doc["suites"]["s"]["cases"][0]["output"]  # it did echo
+    cache = sorted((judged / ".evalh" / "cache").rglob("*.json"))
+    custom_cache = sorted((custom / ".evalh" / "cache").rglob("*.json"))
+    assert len(cache) == 4 and len(custom_cache) == 2  # 2 subject and 2 judge replies; 2 replies
+    blob = b"".join(p.read_bytes() for p in cache + custom_cache)
+    assert b"[REDACTED]" in blob and b"authorization" in blob
+    for secret in (KEY, JUDGE_KEY, CUSTOM_KEY):
+        assert secret.encode() not in blob, secret
+        assert secret.encode() not in all_bytes(tmp_path), secret
+
+
+def test_suites_with_different_keys_never_share_cached_replies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with MockProvider([{"match": "question", "text": "an answer"}]) as mp:
+        model_project(tmp_path, mp)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        first = run_project(tmp_path)[1]
+        again = run_project(tmp_path)[1]
+        assert mp.count() == 2
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-another-account-0123456789")
+        other = run_project(tmp_path)[1]
+        assert mp.count() == 4
+    assert first is not None and again is not None and other is not None
+    assert [c["cached"] for c in first["suites"]["s"]["cases"]] == [False, False]
+    assert [c["cached"] for c in again["suites"]["s"]["cases"]] == [True, True]
+    assert [c["cached"] for c in other["suites"]["s"]["cases"]] == [False, False]
+    names = b" ".join(p.name.encode() for p in (tmp_path / ".evalh" / "cache").rglob("*"))
+    assert KEY.encode() not in names

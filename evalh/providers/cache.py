@@ -4,9 +4,16 @@ The key is the SHA-256 of the canonical JSON of everything that changes a reply:
 provider, the endpoint (host, port and path of the base URL; never a key), the model id,
 every generation parameter (max_tokens, temperature, `params`), the system prompt and the
 rendered messages, the attempt index (so `--repeats N` gives N replies; a suite with
-`cache_repeats = true` shares one) and the caller's `cache_salt` (judges put their rubric
-digest there). One JSON file per key under `<dir>/<first 2 hex>/<key>.json`, written
-atomically. Errors and truncated replies are never stored.
+`cache_repeats = true` shares one), the caller's `cache_salt` (judges put their rubric
+digest there) and the identity of the credential the request is sent with: a domain-
+separated SHA-256 of the key (`credential_id`), never the key, so suites calling one
+endpoint with different keys (accounts, projects, permissions) never serve each other's
+replies. One JSON file per key under `<dir>/<first 2 hex>/<key>.json`, written atomically.
+Errors and truncated replies are never stored.
+
+A stored reply is scrubbed like every file evalh writes (`evalh.snapshot.scrub_secrets`):
+a provider or proxy that echoes the request headers or the key in its reply leaves
+`[REDACTED]` in the cache, never the value; a hit returns the scrubbed text.
 
 A hit comes back with `cached=True`, cost 0 and latency None (so it stays out of latency
 figures); its token counts are those of the reply it repeats. Identical requests in flight
@@ -19,6 +26,7 @@ overrides it; `evalh run --no-cache` disables the cache.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -52,12 +60,22 @@ def endpoint_of(base_url: str | None) -> str:
     return f"{host}{port}{parts.path.rstrip('/')}"
 
 
-def cache_key(provider: str, base_url: str | None, request: ChatRequest) -> str:
+def credential_id(api_key: str) -> str:
+    """What identifies a credential in a cache key: a SHA-256 of the key under a domain
+    prefix (so the digest is of no use anywhere else), never the key itself."""
+    return hashlib.sha256(b"evalh.cache.credential/1\0" + api_key.encode()).hexdigest()
+
+
+def cache_key(
+    provider: str, base_url: str | None, request: ChatRequest, *, credential: str = ""
+) -> str:
+    """The key of a request; `credential` is the `credential_id` of the key it is sent with."""
     return sha256_of(
         {
-            "v": 1,
+            "v": 2,
             "provider": provider,
             "endpoint": endpoint_of(base_url),
+            "credential": credential,
             "model": request.model,
             "system": request.system,
             "messages": request.messages,
@@ -82,6 +100,7 @@ class ResponseCache:
         self.writes = 0
         self.write_errors = 0
         self._inflight: dict[str, asyncio.Future[None]] = {}
+        self._secrets: list[str] | None = None  # the environment's, read at the first write
 
     def attempt_for(self, suite: str, attempt: int) -> int:
         """The attempt index that goes into the key for a call of `suite`."""
@@ -108,6 +127,7 @@ class ResponseCache:
         """Store a reply unless it is truncated (errors never reach here). False when not stored."""
         if response.truncated or response.cached:
             return False
+        from evalh.snapshot import scrub_secrets, secret_env_values
         from evalh.store import atomic_write_bytes
 
         record: dict[str, Any] = {
@@ -119,7 +139,10 @@ class ResponseCache:
             },
         }
         try:
-            atomic_write_bytes(self.path_for(key), orjson.dumps(record))
+            if self._secrets is None:
+                self._secrets = secret_env_values()
+            data = scrub_secrets(orjson.dumps(record), env=self._secrets)
+            atomic_write_bytes(self.path_for(key), data)
         except OSError:
             self.write_errors += 1  # a read-only cache must not fail the run
             return False

@@ -56,10 +56,13 @@ class ManagedClient:
         limits: EndpointLimits,
         services: RunServices,
         cache_url: str | None = None,
+        credential: str = "",
     ) -> None:
         self.config = config
         self.cache_url = cache_url or backend.base_url
         """The base URL the cache key names (a mock's script, not its port)."""
+        self.credential = credential
+        """The `credential_id` of the key requests are sent with (part of the cache key)."""
         self.backend = backend
         self.limits = limits
         self.services = services
@@ -75,10 +78,13 @@ class ManagedClient:
         cache = self.services.cache
         if cache is None:
             return await self._call(request)
+        return await cache.fetch(self.cache_key(request), lambda: self._call(request))  # type: ignore[no-any-return]
+
+    def cache_key(self, request: ChatRequest) -> str:
+        """The response-cache key of `request` sent through this client."""
         from evalh.providers.cache import cache_key
 
-        key = cache_key(self.backend.provider, self.cache_url, request)
-        return await cache.fetch(key, lambda: self._call(request))  # type: ignore[no-any-return]
+        return cache_key(self.backend.provider, self.cache_url, request, credential=self.credential)
 
     async def _call(self, request: ChatRequest) -> ChatResponse:
         t0 = time.perf_counter()
@@ -125,8 +131,7 @@ def api_key_for(config: ProviderConfig) -> str:
     return key
 
 
-def _make_backend(config: ProviderConfig, base_url: str) -> Backend:
-    key = api_key_for(config)
+def _make_backend(config: ProviderConfig, base_url: str, key: str) -> Backend:
     live = config.model_copy(update={"base_url": base_url})
     if config.provider == "anthropic":
         from evalh.providers.anthropic import AnthropicBackend
@@ -170,9 +175,10 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
     backend_memo = "backend:" + sha256_of(
         [config.provider, base_url, config.key_env(), config.timeout_s]
     )
+    key = api_key_for(config)
     backend = providers.get(backend_memo)
     if backend is None:
-        backend = providers[backend_memo] = _make_backend(config, base_url)
+        backend = providers[backend_memo] = _make_backend(config, base_url, key)
     limits = services.limits.get(name)
     if limits is None:
         limits = services.limits[name] = EndpointLimits(name, config.max_in_flight, config.rpm, config.tpm)
@@ -181,7 +187,11 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
         from evalh.providers.loopback import script_digest
 
         cache_url = f"{stable_url}#{script_digest(stable_url, services)}"
-    client = providers[memo] = ManagedClient(config, backend, limits, services, cache_url)
+    from evalh.providers.cache import credential_id
+
+    client = providers[memo] = ManagedClient(
+        config, backend, limits, services, cache_url, credential_id(key)
+    )
     return client
 
 

@@ -103,6 +103,16 @@ _FAULT_MESSAGES = {
 }
 
 
+def _echoed(reply: Reply, target: str, headers: dict[str, str]) -> Reply:
+    """`reply` with the request it answers added (see `Reply.echo`)."""
+    echo = {"path": target, "headers": dict(headers)}
+    if isinstance(reply.json_, dict) and reply.text is None:
+        return reply.model_copy(update={"json_": {**reply.json_, "echo": echo}})
+    text = reply.render_text()
+    line = json.dumps(echo, separators=(",", ":"))
+    return reply.model_copy(update={"text": f"{text}\n{line}" if text else line, "json_": None})
+
+
 class Engine:
     """Script state, recorded requests and the queue of injected faults."""
 
@@ -153,9 +163,11 @@ class Engine:
         return self.error(None, "not_found", f"no such endpoint: {path}")
 
     def handle(
-        self, path: str, headers: dict[str, str], raw: bytes, latency_ms: float = 0.0
+        self, path: str, headers: dict[str, str], raw: bytes, latency_ms: float = 0.0,
+        target: str | None = None,
     ) -> Action:
-        """The action for one POST to a provider endpoint (`headers` lower-cased)."""
+        """The action for one POST to a provider endpoint (`headers` lower-cased; `target`
+        is the request target with its query, for replies that echo the request)."""
         endpoint = endpoint_for(path)
         try:
             body, bad_json = (json.loads(raw) if raw.strip() else None), False
@@ -210,6 +222,8 @@ class Engine:
         if fault is not None and fault.kind == "drop":
             return Action(drop=True, delay_s=delay)
 
+        if replies and replies[0].echo:
+            replies = [_echoed(replies[0], target or path, headers), *replies[1:]]
         truncate = fault if fault is not None and fault.kind == "truncate" else None
         payload = self._payload(endpoint, body, model or "", prompts, pairs, replies, truncate)
         data = json.dumps(payload).encode()

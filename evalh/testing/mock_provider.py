@@ -217,7 +217,7 @@ class _Connection(asyncio.Protocol):
             elif method == "POST" and path.startswith(_CONTROL):
                 action = provider._control(path[len(_CONTROL) :], body)
             elif method == "POST":
-                action = engine.handle(path, headers, body, provider.latency_ms)
+                action = engine.handle(path, headers, body, provider.latency_ms, target)
             else:
                 message = f"unsupported method {method}"
                 action = Action.json(501, {"error": {"type": "not_implemented", "message": message}})

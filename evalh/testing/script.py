@@ -23,7 +23,8 @@ File format (JSON, or TOML by the `.toml` suffix)::
                                                   "input": {"city": "Paris"}}]},
       {"endpoint": "score", "match": "Paris", "score": 0.9},
       {"match": "flaky", "sequence": [{"fault": "rate_limit"}, "fine now"]},
-      {"match": "json please", "json": {"answer": 42}, "usage": {"output_tokens": 7}}
+      {"match": "json please", "json": {"answer": 42}, "usage": {"output_tokens": 7}},
+      {"match": "who am I", "text": "you are", "echo": true}
     ],
      "default": {"text": "ok"}}
 
@@ -110,6 +111,10 @@ class Reply(_Strict):
     usage: UsageOverride | None = None
     latency_ms: float = Field(default=0.0, ge=0)
     fault: Fault | None = None
+    echo: bool = False
+    """Echo the request as received, credentials included (a careless product or proxy):
+    `{"path": <path and query>, "headers": {<every header, unmasked>}}` is added under
+    `echo` to a `json` object reply, else appended to the text on a line of its own."""
 
     @model_validator(mode="before")
     @classmethod
