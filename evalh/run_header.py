@@ -9,8 +9,11 @@ from a buffer filled in chunks, and stops as soon as it has what a listing shows
   before the first byte of `suites`: the read is bounded by the size of the header
   (config snapshot and summary), whatever the number of cases;
 - older documents (`suites` before `summary`) are read suite by suite: each suite's keys are
-  decoded except `cases`, whose items are decoded one at a time and dropped. Memory stays
-  that of one case; time is that of reading the file.
+  decoded except `cases` (last in a suite), which is stepped over. In a document indented
+  as evalh writes it the end of the array is found by its closing line (a string search);
+  otherwise, or when that guess leads to a parse error, its items are decoded one at a
+  time and dropped. Memory stays that of a chunk or one case; time is that of reading the
+  file.
 
 A document of another schema version goes through the migrations (a full parse of that one
 document, not kept). Nothing here keeps more than one document at a time.
@@ -66,6 +69,8 @@ class _Reader:
         self.eof = False
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
         self._json = json.JSONDecoder()
+        self.key_indent: int | None = None
+        """Indent of the line of the last key read (None: not at the start of a line)."""
 
     def _more(self, size: int = CHUNK) -> None:
         if self.eof:
@@ -124,6 +129,8 @@ class _Reader:
             self.pos += 1
             return
         while True:
+            self.peek()
+            self.key_indent = self._indent()
             key = self.value()
             if not isinstance(key, str):
                 raise RunDocumentError(f"{self.shown}: not valid JSON: an object key is not a string")
@@ -135,6 +142,38 @@ class _Reader:
                 return
             if nxt != ",":
                 raise RunDocumentError(f"{self.shown}: not valid JSON: expected ',' or '}}'")
+
+    def _indent(self) -> int | None:
+        """The number of spaces between the last newline and the cursor, when the line
+        holds nothing else before it (None when unknown)."""
+        start = self.buf.rfind("\n", 0, self.pos)
+        if start < 0 or self.buf[start + 1:self.pos].strip(" "):
+            return None
+        return self.pos - start - 1
+
+    def skip_indented_array(self, indent: int) -> bool:
+        """Step over the array at the cursor by finding its closing line: in a document
+        indented as evalh writes it (two spaces a level, no raw newline in a string), the
+        first line that is `indent` spaces and `]` after the opening `[` closes it. False
+        (cursor unmoved) when the array does not open a line of its own."""
+        self.peek()
+        while len(self.buf) - self.pos < 2 and not self.eof:
+            self._more()
+        if self.buf[self.pos:self.pos + 2] != "[\n":
+            return False
+        needle = "\n" + " " * indent + "]"
+        at = self.pos + 1
+        while True:
+            found = self.buf.find(needle, at)
+            if found >= 0:
+                if _UNDECODABLE.search(self.buf, self.pos, found):
+                    raise RunDocumentError(f"{self.shown}: not valid UTF-8")
+                self.pos = found + len(needle)
+                return True
+            # keep only what could begin the closing line; what was searched is dropped
+            self.pos = max(self.pos, len(self.buf) - len(needle) + 1)
+            at = self.pos
+            self._more(CHUNK * 4)
 
     def skip_array(self) -> None:
         """Step over an array item by item, keeping none of them."""
@@ -170,7 +209,7 @@ def _suites_from_summary(summary: Any) -> dict[str, float | None] | None:
     return rates
 
 
-def _suites_by_scan(reader: _Reader) -> dict[str, Any]:
+def _suites_by_scan(reader: _Reader, fast: bool) -> dict[str, Any]:
     """`suites` read in place: every key of every suite but its `cases`."""
     suites: dict[str, Any] = {}
     if reader.peek() != "{":
@@ -182,7 +221,9 @@ def _suites_by_scan(reader: _Reader) -> dict[str, Any]:
         suite: dict[str, Any] = {}
         for key in reader.members():
             if key == "cases":
-                reader.skip_value()
+                indent = reader.key_indent
+                if not (fast and indent is not None and reader.skip_indented_array(indent)):
+                    reader.skip_value()
             else:
                 suite[key] = reader.value()
         suites[name] = suite
@@ -205,7 +246,7 @@ def _from_run(run: Run) -> RunHeader:
     )
 
 
-def _read(fh: IO[bytes], shown: str) -> dict[str, Any] | None:
+def _read(fh: IO[bytes], shown: str, fast: bool) -> dict[str, Any] | None:
     """The top-level keys a listing needs; None when the document must go through the
     migrations (another schema version)."""
     reader = _Reader(fh, shown)
@@ -218,7 +259,7 @@ def _read(fh: IO[bytes], shown: str) -> dict[str, Any] | None:
             if rates is not None:  # the summary came first and named every suite's rate
                 raw["suites"] = {}
                 break
-            raw["suites"] = _suites_by_scan(reader)
+            raw["suites"] = _suites_by_scan(reader, fast)
         else:
             raw[key] = reader.value()
             if key == "schema" and raw[key] != RUN_SCHEMA:
@@ -237,8 +278,15 @@ def read_run_header(path: Path) -> RunHeader:
     """The listing fields of the run document at `path`, validated like a full load."""
     shown = str(path)
     try:
-        with path.open("rb") as fh:
-            raw = _read(fh, shown)
+        try:
+            with path.open("rb") as fh:
+                raw = _read(fh, shown, fast=True)
+        except RunDocumentError:
+            # the closing line of a `cases` array was guessed from the indentation: when
+            # that went wrong, step over every case instead (this raises when the document
+            # is bad indeed)
+            with path.open("rb") as fh:
+                raw = _read(fh, shown, fast=False)
     except OSError as exc:
         raise RunDocumentError(f"{path}: cannot read: {exc}") from None
     if raw is None:  # an older schema: the migrations need the whole document

@@ -81,6 +81,26 @@ def test_the_header_matches_a_full_load(tmp_path: Path, order: str) -> None:
         assert header.pass_rates == {n: s.aggregate.pass_rate for n, s in full.suites.items()}
 
 
+@pytest.mark.parametrize("layout", ["compact", "misleading"])
+def test_an_old_document_not_indented_as_evalh_writes_lists(tmp_path: Path, layout: str) -> None:
+    """Compact JSON has no closing lines to find; a hand-edited document can have a line of
+    six spaces and `]` inside a case: the cases are then stepped over item by item."""
+    run = _run(1)
+    raw = orjson.loads(_old_order(run))
+    if layout == "compact":
+        data = orjson.dumps(raw)
+    else:
+        raw["suites"]["gate"]["cases"][0]["output"] = {"a": ["MARK"]}
+        data = _old_order(Run.model_validate(raw)).replace(
+            b'"MARK"\n', b'"MARK"\n      ],"x": [\n', 1)
+        orjson.loads(data)  # still valid JSON
+    path = tmp_path / "r.json"
+    path.write_bytes(data)
+    header = read_run_header(path)
+    assert header.label == "run 1"
+    assert header.pass_rates == {n: s.aggregate.pass_rate for n, s in run.suites.items()}
+
+
 def test_a_document_of_an_older_evalh_lists() -> None:
     header = read_run_header(FIXTURE)
     assert header.label == "fixture" and header.pass_rates == {"smoke": pytest.approx(2 / 3)}
