@@ -5,6 +5,7 @@ loopback mock provider, which can echo the request it received (`echo = true`)."
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ CASES = [{"id": f"c{i}", "input": {"q": f"question {i}"}, "expected": "x"} for i
 
 
 def all_bytes(root: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+    """Every file under `root` but the config the test wrote (it holds a URL's credentials)."""
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != "evalh.toml")
 
 
 # ----------------------------------------------------------------------------- the rule
@@ -196,3 +198,49 @@ def test_suites_with_different_keys_never_share_cached_replies(
     assert [c["cached"] for c in other["suites"]["s"]["cases"]] == [False, False]
     names = b" ".join(p.name.encode() for p in (tmp_path / ".evalh" / "cache").rglob("*"))
     assert KEY.encode() not in names
+
+
+# ----------------------------------------------------------------------------- HTTP target URLs
+
+URL_USER, URL_PASSWORD, URL_TOKEN = "evalh-ci-user", "pw-0123456789-url", "tok-query-0123456789"
+BASIC = base64.b64encode(f"{URL_USER}:{URL_PASSWORD}".encode()).decode()
+
+
+def test_http_target_url_credentials_are_secrets_when_the_product_echoes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`?token=` and the Basic header derived from `user:pass@`: every credential evalh sends
+    stays out of the run document, `show --json` and the dashboard API."""
+    import threading
+
+    import httpx
+
+    from evalh.ui.server import make_server
+
+    with MockProvider([{"match": "question", "text": "x", "echo": True}]) as mp:
+        host = mp.base_url.split("://", 1)[1]
+        url = f"http://{URL_USER}:{URL_PASSWORD}@{host}/v1/product/answer?token={URL_TOKEN}&region=eu"
+        write(tmp_path, f'[suites.s]\ndataset = "d.jsonl"\ntarget = {{ kind = "http", url = "{url}" }}\n'
+                        'scorers = [{ type = "contains" }]\n', CASES)
+        result, doc, raw = run_project(tmp_path)
+        assert doc is not None, result.output
+        sent = mp.requests[0]
+    assert sent.headers["authorization"] == "***"  # Basic, masked in the record; sent all the same
+    output = doc["suites"]["s"]["cases"][0]["output"]
+    assert "region=eu" in output and "authorization" in output  # it did echo
+    shown = invoke("show", str(tmp_path / "runs" / f"{doc['run_id']}.json"), "--json")
+    server = make_server(tmp_path / "runs", tmp_path, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/api/runs/{doc['run_id']}"
+        api = [httpx.get(base).text, httpx.get(f"{base}/case", params={"suite": "s", "i": 0}).text]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert '"output"' in api[1]
+    for secret in (URL_PASSWORD, URL_TOKEN, BASIC, URL_USER):
+        for where, blob in [("document", raw.decode()), ("show", shown.output), *(("api", a) for a in api),
+                            ("files", all_bytes(tmp_path).decode())]:
+            assert secret not in blob, (secret, where)

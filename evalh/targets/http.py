@@ -15,7 +15,10 @@ Header values and strings in the body may name environment variables as `${VAR}`
 are expanded when the request is sent, the suite needs the variables to run, and headers
 never reach the run document (only `url`, with any credentials stripped, and the
 non-header keys do; a secret-looking key written literally in the body template has its
-value redacted there). Every
+value redacted there). Every credential evalh sends is a registered secret, scrubbed from
+everything evalh writes or shows should the product echo it: header values, `${VAR}`
+values, the user, password and `Authorization: Basic` value of a `user:pass@` URL, and
+the values of credential-looking query parameters (`?token=`, `?api_key=`, `?sig=`). Every
 request carries `X-Evalh-Run-Id`, `X-Evalh-Case-Id` and `X-Evalh-Attempt`.
 
 429, 5xx, timeouts and dropped connections are retried like provider calls (backoff,
@@ -37,7 +40,7 @@ from pydantic import Field
 from evalh.errors import TargetError
 from evalh.models import Case
 from evalh.providers.base import ProviderError
-from evalh.snapshot import register_secret
+from evalh.snapshot import register_secret, register_url_secrets
 from evalh.targets.base import CallContext, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
 
@@ -157,6 +160,7 @@ class HttpTarget:
         # A product that echoes its request must not leak a credential into the run: the
         # variables' values and the header values (a bearer token's token) are registered
         # once, here, before the run's journal is opened, not on every request.
+        register_url_secrets(config.url)  # user:pass@ (and the Basic header), ?token=
         for name in config.requires_env():
             register_secret(os.environ.get(name))
         for value in config.headers.values():
