@@ -9,12 +9,16 @@ Per suite, by regime:
 - deterministic: zero tolerance, by case name. passed → failed/errored is a regression,
   failed/errored → passed an improvement, each named. A case whose content digest changed
   is `changed` and not compared.
-- stochastic: metric rows (pass rate, mean score, error rate, cost, p50 latency), each
-  with an allowance and an interval over the paired cases; see `compare_metrics.decide`.
+- stochastic: metric rows (pass rate, mean score or named scorers, error rate, cost, p50
+  latency), each with an allowance and an interval over the paired cases (clustered by the
+  suite's cluster field); see `compare_metrics.decide`. Every gating row of every suite is
+  one family of tests, held to one family-wise level (`compare_metrics.apply_family`).
 
 Errored and `judge_error` results never count as failures of the product's answer: they
-are counted apart, and a rise is reported (a passed → errored case is still a regression
-in a deterministic suite; in a stochastic suite the error rate is a row of its own).
+are counted apart. They still fail closed: a passed → errored case is a regression in a
+deterministic suite, a passed → judge_error case blocks it (it could not be verified); in a
+stochastic suite the error rate (errored + judge_error) is a row like the others, and a
+candidate that produced nothing comparable blocks the gate.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from evalh.core.compare_metrics import (
     CaseFacts,
     Key,
     Pair,
+    apply_family,
     deterministic_row,
     group,
+    plan_row,
     stochastic_rows,
 )
 from evalh.core.compare_models import (
@@ -34,8 +40,8 @@ from evalh.core.compare_models import (
     ComparePolicy,
     Comparison,
     ErrorCounts,
+    Family,
     MetricRow,
-    NamedCases,
     RunRef,
     SuiteComparison,
     SuiteCounts,
@@ -66,10 +72,18 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         suites[name] = _compare_suite(
             name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th, source
         )
+    family = [m for s in suites.values() if s.regime == "stochastic" for m in s.metrics if m.gating]
+    alpha = apply_family(family, policy)
+    tested = sum(1 for m in family if m.p_worse is not None)
+    for s in suites.values():
+        for m in s.metrics:
+            plan_row(m, policy, tested)
+        _finish(s)
     compared = [s.verdict for s in suites.values() if s.verdict not in ("added", "removed")]
     if not suites:
         warnings.append("neither run has any suite")
     verdict = worst(compared, default="incomparable")
+    gate = [_gate_reason(s) for s in suites.values() if s.verdict == "regressed" or s.blocking]
     return Comparison(
         base=_ref(base),
         candidate=_ref(candidate),
@@ -78,12 +92,26 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         suites=suites,
         verdict=verdict,  # type: ignore[arg-type]
         regressed=any(s.verdict == "regressed" for s in suites.values()),
+        fails_gate=bool(gate),
+        gate_reasons=gate,
+        family=Family(size=tested, alpha=alpha),
         inconclusive=any(
             s.verdict == "inconclusive" or any(m.verdict == "inconclusive" for m in s.metrics)
             for s in suites.values()
         ),
+        inconclusive_worse=any(
+            m.gating and m.verdict == "inconclusive" and m.direction == "worse"
+            for s in suites.values() if s.verdict not in ("added", "removed") for m in s.metrics
+        ),
         policy=policy.model_dump(mode="json"),
     )
+
+
+def _gate_reason(s: SuiteComparison) -> str:
+    if s.verdict == "regressed":
+        why = next((r for r in s.reasons if "regressed" in r or "fail or error now" in r), None)
+        return f"suite {s.suite} regressed" + (f": {why}" if why else "")
+    return f"suite {s.suite} cannot pass: " + "; ".join(s.blocking)
 
 
 # --------------------------------------------------------------------------- run level
@@ -176,7 +204,9 @@ def _compare_suite(
         out.verdict = "incomparable"
         out.reasons.append(f"regime changed: {sb.regime} in the base, {sc.regime} in the candidate")
         return out
-    gb, gc = group(sb.cases), group(sc.cases)
+    cluster_by, gate_scores = _suite_options(name, base, cand)
+    scorers = frozenset(gate_scores)
+    gb, gc = group(sb.cases, cluster_by, scorers), group(sc.cases, cluster_by, scorers)
     out.counts.base_cases, out.counts.candidate_cases = len(gb), len(gc)
     pairs_by_arm: dict[str, list[tuple[Key, Pair]]] = {}
     named = out.cases
@@ -202,16 +232,29 @@ def _compare_suite(
         elif sc.regime == "deterministic":
             arm_verdicts[arm] = _deterministic_arm(out, arm, keyed)
         else:
-            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, name)
+            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores)
     if arms != ["default"]:
         out.arms = arm_verdicts
-    _finish(out, named, arm_verdicts)
+    out._arm_verdicts = arm_verdicts
     return out
+
+
+def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[str]]:
+    """The suite's cluster field and gated scorers, from the candidate's config snapshot
+    (else the base's); clustering on `group` by default, `"case"` turns it off."""
+    for run in (cand, base):
+        snap = (run.config.get("suites") or {}).get(name)
+        if isinstance(snap, dict):
+            cluster = snap.get("cluster", "group")
+            scores = snap.get("gate_scores") or []
+            cluster_by = None if cluster in (None, "case") else str(cluster)
+            return cluster_by, [str(x) for x in scores] if isinstance(scores, list) else []
+    return "group", []
 
 
 def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pair]]) -> Verdict:
     named = out.cases
-    regressed = improved = 0
+    regressed = improved = unverified = 0
     for key, (b, c) in keyed:
         bo, co = b.outcome, c.outcome
         if bo == "skipped" or co == "skipped":
@@ -233,8 +276,16 @@ def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pa
             improved += 1
         elif "judge_error" in (bo, co):
             named.judge_error.append(ref)
+            if bo == "passed" and co == "judge_error":
+                unverified += 1
     compared = [p for _, p in keyed if p[0].outcome != "skipped" and p[1].outcome != "skipped"]
     out.metrics.append(deterministic_row(arm, compared, regressed, improved))
+    if unverified:
+        where = f" [{arm}]" if arm != "default" else ""
+        out.blocking.append(
+            f"{unverified} case(s){where} passed in the base and could not be judged now "
+            "(judge_error): zero tolerance cannot vouch for them"
+        )
     if not compared:
         return "incomparable"
     return "regressed" if regressed else ("improved" if improved else "flat")
@@ -242,7 +293,7 @@ def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pa
 
 def _stochastic_arm(
     out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pair]], policy: ComparePolicy,
-    th: Thresholds, suite: str,
+    th: Thresholds, cluster_by: str | None, gate_scores: list[str],
 ) -> Verdict:
     named = out.cases
     pairs: list[Pair] = []
@@ -268,15 +319,43 @@ def _stochastic_arm(
             ref = _case_ref(key, b, c)
             for target in lists:
                 target.append(ref)
-    rows = stochastic_rows(policy, suite, arm, pairs, th)
+    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores)
     out.metrics.extend(rows)
-    primary = [r for r in rows if r.name in ("pass_rate", "mean_score") and r.verdict != "incomparable"]
+    where = f" [{arm}]" if arm != "default" else ""
+    if pairs and not any(c.valid for _, c in pairs) and any(b.valid for b, _ in pairs):
+        tried = sum(c.tried for _, c in pairs)
+        bad = sum(c.errored + c.judge_error for _, c in pairs)
+        out.blocking.append(
+            f"the candidate{where} produced no scorable result: {bad} of {tried} results "
+            "errored or could not be judged"
+        )
+    for r in rows:
+        if r.name == "score" and r.n == 0 and any(b.scorer_mean(r.scorer or "") is not None
+                                                 for b, _ in pairs):
+            out.blocking.append(f"scorer {r.scorer}{where} gave no value in the candidate")
+    return "flat"  # decided in _finish, once the family adjustment is known
+
+
+def _arm_verdict(rows: list[MetricRow]) -> Verdict:
+    gating = [r for r in rows if r.gating]
+    primary = [r for r in gating if r.name in ("pass_rate", "mean_score", "score")
+               and r.verdict != "incomparable"]
     if not primary:
         return "incomparable"
-    return worst([r.verdict for r in rows if r.verdict != "incomparable"])  # type: ignore[return-value]
+    return worst([r.verdict for r in gating if r.verdict != "incomparable"])  # type: ignore[return-value]
 
 
-def _finish(out: SuiteComparison, named: NamedCases, arm_verdicts: dict[str, Verdict]) -> None:
+def _finish(out: SuiteComparison) -> None:
+    if out.verdict in ("added", "removed") or out.regime is None:
+        return
+    named = out.cases
+    arm_verdicts: dict[str, Verdict] = dict(getattr(out, "_arm_verdicts", None) or {})
+    if out.regime == "stochastic":
+        for arm in arm_verdicts:
+            if arm_verdicts[arm] not in ("added", "removed"):
+                arm_verdicts[arm] = _arm_verdict([m for m in out.metrics if m.arm == arm])
+        if out.arms:
+            out.arms = arm_verdicts
     c = out.counts
     c.compared = len(out.compared_cases)
     c.changed, c.added, c.removed, c.not_run = (
@@ -290,6 +369,7 @@ def _finish(out: SuiteComparison, named: NamedCases, arm_verdicts: dict[str, Ver
             f"no case could be compared ({c.changed} changed, {c.added} added, "
             f"{c.removed} removed, {c.not_run} not run, {c.skipped} skipped)"
         )
+    r.extend(out.blocking)
     if named.regressed and out.regime == "deterministic":
         r.append(f"{len(named.regressed)} case(s) passed in the base and fail or error now")
     if named.improved and out.regime == "deterministic":
@@ -307,8 +387,8 @@ def _finish(out: SuiteComparison, named: NamedCases, arm_verdicts: dict[str, Ver
         )
     if e.judge_errors_rose:
         r.append(
-            f"judge errors rose: {e.base_judge_error} → {e.candidate_judge_error} "
-            "(not product failures; those cases are not compared)"
+            f"judge errors rose: {e.base_judge_error} of {e.base_results} → "
+            f"{e.candidate_judge_error} of {e.candidate_results} results"
         )
     if out.partial:
         r.append("partial: a run is not complete; the verdict covers the cases both finished")
@@ -326,7 +406,15 @@ def _row_reason(m: MetricRow) -> str:
         f" (interval {m.interval[0] * scale:+.3g} to {m.interval[1] * scale:+.3g})"
         if m.interval else ""
     )
-    text = f"{m.name}{arm} {m.verdict}: {change}{iv}, allowance {m.allowance * scale:g}{unit}"
-    if m.cases_needed:
-        text += f"; about {m.cases_needed} cases would settle it"
+    name = f"score[{m.scorer}]" if m.name == "score" else m.name
+    text = f"{name}{arm} {m.verdict}: {change}{iv}, allowance {m.allowance * scale:.3g}{unit}"
+    if m.verdict == "inconclusive" and m.direction:
+        text += f", estimate on the {m.direction} side" if m.direction != "none" else ""
+    if m.cases_needed and m.cases_needed_for is not None:
+        text += (
+            f"; about {m.cases_needed} cases would settle a change of "
+            f"{m.cases_needed_for * scale:+.3g}{unit}"
+        )
+        if m.repeats_needed:
+            text += f" (or {m.repeats_needed} repeats a case at these cases)"
     return text

@@ -1,15 +1,18 @@
 """The mechanics under `compare_runs`: results grouped by case, and the metric rows.
 
 Pure: no I/O. A (case, arm) with several attempts is reduced to per-case figures first
-(repeats averaged), so the case is the unit every interval resamples or counts.
+(repeats averaged), so the case (or the cluster of cases it belongs to) is the unit every
+interval counts. A row's verdict here is provisional: `compare_runs` then holds every
+gating row of the comparison to one family-wise level (`apply_family`) and computes what
+would settle the open ones (`plan_row`).
 """
 
 from __future__ import annotations
 
 import math
-import zlib
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 from typing import Literal
 
 from evalh.config import Thresholds
@@ -29,6 +32,8 @@ class CaseFacts:
     """One (case, arm) of one run: its attempts reduced to what a comparison needs."""
 
     digest: str | None = None
+    cluster: str | None = None
+    """The value of the suite's cluster field in the case's metadata, when it has one."""
     passed: int = 0
     failed: int = 0
     errored: int = 0
@@ -39,10 +44,12 @@ class CaseFacts:
     scores: list[float] | tuple[()] = ()
     latencies: list[float] | tuple[()] = ()
     costs: list[float] | tuple[()] = ()
+    by_scorer: dict[str, list[float]] | None = None
+    """Values of the scorers a suite gates on, by scorer name (None when it names none)."""
     graded: bool = False
     """Some score is not the pass indicator (1 on a pass, 0 on a fail)."""
 
-    def add(self, r: CaseResult) -> None:
+    def add(self, r: CaseResult, scorers: frozenset[str] = frozenset()) -> None:
         status = r.status
         if status == "passed":
             self.passed += 1
@@ -56,10 +63,17 @@ class CaseFacts:
             self.skipped += 1
             return
         score = r.score
-        if score is not None and (status == "passed" or status == "failed"):
+        answered = status == "passed" or status == "failed"
+        if score is not None and answered:
             self.scores = [*self.scores, score]
             if score != (1.0 if status == "passed" else 0.0):
                 self.graded = True
+        if scorers and answered:
+            found = self.by_scorer if self.by_scorer is not None else {}
+            for s in r.scores:
+                if s.scorer in scorers and s.value is not None:
+                    found.setdefault(s.scorer, []).append(s.value)
+            self.by_scorer = found
         if r.latency_ms is not None and not r.cached:
             self.latencies = [*self.latencies, r.latency_ms]
         if r.cost_usd is not None:
@@ -80,9 +94,19 @@ class CaseFacts:
         return math.fsum(self.scores) / len(self.scores) if self.scores else None
 
     @property
+    def tried(self) -> int:
+        """Attempts that reached an outcome, an error included (skipped ones excluded)."""
+        return self.passed + self.failed + self.errored + self.judge_error
+
+    @property
     def error_frac(self) -> float | None:
-        tried = self.passed + self.failed + self.errored
-        return self.errored / tried if tried else None
+        """Share of attempts that measured nothing: the target errored, or a judge did."""
+        tried = self.tried
+        return (self.errored + self.judge_error) / tried if tried else None
+
+    def scorer_mean(self, name: str) -> float | None:
+        values = (self.by_scorer or {}).get(name)
+        return math.fsum(values) / len(values) if values else None
 
     @property
     def outcome(self) -> str:
@@ -103,69 +127,209 @@ class CaseFacts:
         return not self.graded and len(self.scores) == self.passed + self.failed
 
 
-def group(results: Iterable[CaseResult]) -> dict[Key, CaseFacts]:
-    """Results grouped by (case_id, arm), in first-seen order."""
+def group(
+    results: Iterable[CaseResult],
+    cluster_by: str | None = "group",
+    scorers: frozenset[str] = frozenset(),
+) -> dict[Key, CaseFacts]:
+    """Results grouped by (case_id, arm), in first-seen order. ``cluster_by`` names the
+    metadata field that clusters cases (None: no clustering); ``scorers`` the scorers
+    whose values are kept apart."""
     out: dict[Key, CaseFacts] = {}
     for r in results:
         key = (r.case_id, r.arm)
         facts = out.get(key)
         if facts is None:
-            facts = out[key] = CaseFacts(r.case_digest)
-        facts.add(r)
+            cluster = r.metadata.get(cluster_by) if cluster_by and r.metadata else None
+            facts = out[key] = CaseFacts(
+                r.case_digest, None if cluster is None else str(cluster)
+            )
+        facts.add(r, scorers)
     return out
 
 
 Pair = tuple[CaseFacts, CaseFacts]
 
 
+# --------------------------------------------------------------------------- evidence
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a row's verdict and power rest on, whatever the interval method."""
+
+    estimate: stats.Estimate | None = None
+    """A t-based estimate (cluster-robust), or None for Newcombe's interval."""
+    counts: tuple[int, int, int, int] | None = None
+    """(both, base_only, cand_only, neither) for Newcombe's paired score interval."""
+    within: float | None = None
+    """Mean over cases of the within-case variance of the per-case difference (the part of
+    the noise repeats shrink); None without repeats."""
+    repeats: float = 1.0
+    """Mean attempts per case and side."""
+
+    def interval(self, confidence: float) -> tuple[float, float] | None:
+        if self.estimate is not None:
+            return self.estimate.interval(confidence)
+        if self.counts is not None:
+            return stats.newcombe_paired_interval(*self.counts, confidence)
+        return None
+
+    def p_below(self, change: float) -> float:
+        if self.estimate is not None:
+            return self.estimate.p_below(change)
+        assert self.counts is not None
+        return stats.newcombe_p_below(*self.counts, change)
+
+    def p_above(self, change: float) -> float:
+        if self.estimate is not None:
+            return self.estimate.p_above(change)
+        assert self.counts is not None
+        return stats.newcombe_p_above(*self.counts, change)
+
+    def se(self, confidence: float) -> float | None:
+        """Standard error on the test scale (for Newcombe: read off the interval)."""
+        if self.estimate is not None:
+            return self.estimate.se
+        iv = self.interval(confidence)
+        if iv is None:
+            return None
+        return (iv[1] - iv[0]) / (2 * stats.z_for(confidence))
+
+    def to_test(self, change: float) -> float:
+        return self.estimate.from_change(change) if self.estimate is not None else change
+
+
 # --------------------------------------------------------------------------- decisions
+
+
+def orient(row: MetricRow) -> tuple[float, float, float] | None:
+    """(gain, low, high) of a row with a figure and an interval, oriented so that a gain is
+    positive; None otherwise."""
+    if row.change is None or row.interval is None:
+        return None
+    if row.better == "higher":
+        return row.change, row.interval[0], row.interval[1]
+    return -row.change, -row.interval[1], -row.interval[0]
 
 
 def decide(
     change: float | None, interval: tuple[float, float] | None, allowance: float, better: str
 ) -> RowVerdict:
-    """The row verdict. Oriented so that a gain is positive:
+    """The row verdict, before the family adjustment. Oriented so that a gain is positive,
+    with the allowance *a* as the margin of a non-inferiority test:
 
-    - `regressed`: the change is worse than the allowance and the interval excludes zero;
-    - `improved`: better than the allowance and the interval excludes zero;
+    - `regressed`: the whole interval lies beyond the allowance on the worse side (with
+      *a* = 0: the interval excludes zero on the worse side);
+    - `improved`: the whole interval lies beyond the allowance on the better side;
     - `flat`: the interval rules out a change worse than the allowance;
-    - `inconclusive`: otherwise (the interval holds both a change beyond the allowance and
-      one inside it); `incomparable` without a figure.
+    - `inconclusive`: otherwise; `incomparable` without a figure.
     """
     if change is None:
         return "incomparable"
     if interval is None:
         return "inconclusive"
-    g, lo, hi = (change, *interval) if better == "higher" else (-change, -interval[1], -interval[0])
-    if g < -allowance - _EPS and hi < 0:
+    _, lo, hi = (change, *interval) if better == "higher" else (-change, -interval[1], -interval[0])
+    if hi < -allowance - _EPS:
         return "regressed"
-    if g > allowance + _EPS and lo > 0:
+    if lo > allowance + _EPS:
         return "improved"
     if lo >= -allowance - _EPS:
         return "flat"
     return "inconclusive"
 
 
-def _needed(row: MetricRow, policy: ComparePolicy) -> int | None:
-    if row.verdict != "inconclusive" or row.interval is None or row.change is None:
+def p_worse(row: MetricRow, ev: Evidence) -> float:
+    """One-sided p-value of "the true change is worse than the allowance"."""
+    if row.better == "higher":
+        return ev.p_below(-row.allowance)
+    return ev.p_above(row.allowance)
+
+
+def _direction(change: float | None, better: str) -> Literal["worse", "better", "none"] | None:
+    if change is None:
         return None
+    g = change if better == "higher" else -change
+    return "worse" if g < -_EPS else ("better" if g > _EPS else "none")
+
+
+def apply_family(rows: Sequence[MetricRow], policy: ComparePolicy) -> float:
+    """Hold every gating row with an interval to one family-wise level (Holm 1979).
+
+    A row whose interval lies beyond its allowance is `regressed` only if its Holm-adjusted
+    p-value is at most ``alpha = (1 − confidence)/2``; otherwise it becomes `inconclusive`
+    with a note. Returns that alpha. Non-gating rows are left as they are."""
+    alpha = (1.0 - policy.confidence) / 2.0
+    tested = [r for r in rows if r.p_worse is not None]
+    adjusted = stats.holm([r.p_worse for r in tested])  # type: ignore[misc]
+    m = len(tested)
+    order = sorted(range(m), key=lambda i: tested[i].p_worse)  # type: ignore[arg-type, return-value]
+    for rank, i in enumerate(order):
+        row = tested[i]
+        row.p_adjusted = adjusted[i]
+        row.alpha_adjusted = alpha / (m - rank)
+        if row.verdict == "regressed" and adjusted[i] > alpha:
+            row.verdict = "inconclusive"
+            row.note = _join(
+                row.note,
+                f"beyond the allowance at {policy.confidence:.0%}, but not at the level held "
+                f"for {m} tests (Holm-adjusted p {adjusted[i]:.3g} > {alpha:g})",
+            )
+    return alpha
+
+
+def _join(a: str | None, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
+    """For an inconclusive row: the paired cases (and, where repeats can do it, the repeats)
+    at which a change twice the allowance on the worse side would be `regressed` with the
+    policy's power at the family's Bonferroni level, which also gives an unchanged product
+    `flat` with at least that power. With a zero allowance the change planned for is the
+    estimate itself, when it is on the worse side.
+
+    The standard error is scaled as 1/√n from the current one (normal approximation)."""
+    ev: Evidence | None = row._evidence
+    if row.verdict != "inconclusive" or ev is None or row.change is None or row.n < 2:
+        return
+    se0 = ev.se(policy.confidence)
+    if not se0 or se0 <= 0:
+        return
+    sign = -1.0 if row.better == "higher" else 1.0  # the worse direction, in change units
     a = row.allowance
-    g, lo, hi = (
-        (row.change, *row.interval)
-        if row.better == "higher"
-        else (-row.change, -row.interval[1], -row.interval[0])
-    )
-    if g < -a:  # beyond the allowance: settles as regressed once the interval clears zero
-        half, gap = hi - g, -g
-    else:  # inside it: settles as flat once the interval clears the allowance
-        half, gap = g - lo, g + a
-    return stats.cases_needed(
-        row.n, half, a, confidence=policy.confidence, power=policy.power, gap=gap
-    )
+    if a > 0:
+        target = sign * 2 * a
+    elif _direction(row.change, row.better) == "worse":
+        target = row.change
+    else:
+        return
+    distance = abs(ev.to_test(target) - ev.to_test(sign * a))
+    if distance <= 0:
+        return
+    alpha = (1.0 - policy.confidence) / 2.0 / max(family_size, 1)
+    z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(policy.power)
+    se_target = distance / z
+    needed = math.ceil(row.n * (se0 / se_target) ** 2)
+    row.cases_needed = max(needed, row.n + 1)
+    row.cases_needed_for = target
+    if needed <= row.n:
+        row.note = _join(
+            row.note,
+            "these cases already have that power against a change of twice the allowance: "
+            "the estimate sits near the boundary",
+        )
+    if ev.within is not None and ev.within > 0:
+        total = row.n * se0 * se0  # variance of one case's difference
+        between = max(0.0, total - ev.within)
+        room = row.n * se_target * se_target - between
+        if room > 0:
+            r_new = math.ceil(ev.within * ev.repeats / room)
+            if ev.repeats < r_new <= 100:
+                row.repeats_needed = r_new
 
 
-def _seed(policy: ComparePolicy, *parts: str) -> int:
-    return policy.seed ^ zlib.crc32("/".join(parts).encode())
+# --------------------------------------------------------------------------- rows
 
 
 def _row(
@@ -178,155 +342,260 @@ def _row(
     base: float | None,
     cand: float | None,
     change: float | None,
-    interval: tuple[float, float] | None,
+    evidence: Evidence | None,
     allowance: float,
     method: str,
     n: int,
     p_value: float | None = None,
     note: str | None = None,
+    delta: float | None = None,
+    scorer: str | None = None,
+    gating: bool = True,
+    cluster_by: str | None = None,
 ) -> MetricRow:
-    delta = cand - base if base is not None and cand is not None else None
+    if delta is None and base is not None and cand is not None:
+        delta = cand - base
+    interval = evidence.interval(policy.confidence) if evidence is not None else None
     row = MetricRow(
         arm=arm, name=name, better=better, base=base, candidate=cand, delta=delta,
         change=change, unit=unit, allowance=allowance, interval=interval, method=method,
         p_value=p_value, n=n, verdict=decide(change, interval, allowance, better), note=note,
+        scorer=scorer, gating=gating, direction=_direction(change, better),
     )
-    row.cases_needed = _needed(row, policy)
+    if evidence is not None and interval is not None and change is not None:
+        row._evidence = evidence
+        row.p_worse = p_worse(row, evidence)
+        est = evidence.estimate
+        row.clusters = est.clusters if est is not None else n
+        if est is not None and cluster_by is not None and est.clusters < n:
+            row.cluster_by = cluster_by
     return row
 
 
-# --------------------------------------------------------------------------- rows
+@dataclass
+class Columns:
+    """Paired per-case values of one figure, with their clusters and within-case noise."""
+
+    xs: list[float] = field(default_factory=list)
+    ys: list[float] = field(default_factory=list)
+    clusters: list[Hashable] = field(default_factory=list)
+    within: list[float] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)
+    single: bool = True
+
+    def add(self, x: float, y: float, b: CaseFacts, c: CaseFacts, i: int) -> None:
+        self.xs.append(x)
+        self.ys.append(y)
+        self.clusters.append(b.cluster if b.cluster is not None else ("case", i))
+
+    @property
+    def clustered(self) -> bool:
+        return any(not isinstance(g, tuple) for g in self.clusters)
+
+    def cluster_ids(self) -> list[Hashable] | None:
+        return self.clusters if self.clustered else None
+
+    def evidence(self, *, estimate: stats.Estimate | None) -> Evidence:
+        within = None
+        repeats = 1.0
+        if self.attempts and max(self.attempts) > 2:  # two attempts = one a side
+            within = math.fsum(self.within) / len(self.within)
+            repeats = sum(self.attempts) / (2 * len(self.attempts))
+        return Evidence(estimate=estimate, within=within, repeats=repeats)
 
 
-def _mean_diff(
-    xs: Sequence[float], ys: Sequence[float], policy: ComparePolicy, seed: int
-) -> tuple[tuple[float, float] | None, str]:
-    if len(xs) <= policy.bootstrap_max_cases:
-        iv = stats.paired_bootstrap_mean_diff(
-            xs, ys, resamples=policy.bootstrap_resamples, seed=seed, confidence=policy.confidence
-        )
-        return iv, f"paired bootstrap over cases ({policy.bootstrap_resamples} resamples)"
-    return stats.paired_normal_mean_diff(xs, ys, confidence=policy.confidence), "paired normal (CLT)"
+def _frac_var(k: int, n: int) -> float:
+    """Variance of the mean of n Bernoulli attempts with k successes (unbiased)."""
+    if n < 2:
+        return 0.0
+    p = k / n
+    return p * (1 - p) * n / (n - 1) / n
 
 
-def _proportion_row(
-    policy: ComparePolicy, arm: str, name: MetricName, pairs: list[Pair],
-    get: Callable[[CaseFacts], float | None], single: Callable[[CaseFacts], bool],
-    better: Literal["higher", "lower"], allowance: float, suite: str,
+def _values_var(values: Sequence[float]) -> float:
+    v = stats.sample_variance(values)
+    return (v or 0.0) / len(values) if values else 0.0
+
+
+def _mean_row(
+    policy: ComparePolicy, arm: str, name: MetricName, cols: Columns, *,
+    better: Literal["higher", "lower"], allowance: float, cluster_by: str | None,
+    scorer: str | None = None, gating: bool = True, note: str | None = None,
 ) -> MetricRow:
-    """A proportion per case (pass or error): Newcombe + McNemar when every case has one
-    attempt on both sides, else the per-case fractions through the paired bootstrap."""
-    xs, ys, one = [], [], True
-    for b, c in pairs:
-        x, y = get(b), get(c)
-        if x is not None and y is not None:
-            xs.append(x)
-            ys.append(y)
-            one = one and single(b) and single(c)
-    n = len(xs)
+    """A mean of per-case values: Newcombe when every case is one pass/fail attempt a side
+    and unclustered, else the cluster-robust t interval of the mean paired difference."""
+    n = len(cols.xs)
     if n == 0:
-        return _row(policy, arm=arm, name=name, better=better, unit="abs", base=None, cand=None,
-                    change=None, interval=None, allowance=allowance, method="none", n=0,
-                    note="no case has an outcome in both runs")
-    base, cand = math.fsum(xs) / n, math.fsum(ys) / n
-    if one:
-        both = sum(1 for x, y in zip(xs, ys, strict=True) if x and y)
-        b_only = sum(1 for x, y in zip(xs, ys, strict=True) if x and not y)
-        c_only = sum(1 for x, y in zip(xs, ys, strict=True) if y and not x)
-        iv = stats.newcombe_paired_interval(both, b_only, c_only, n - both - b_only - c_only,
-                                            policy.confidence)
-        test = stats.mcnemar(b_only, c_only)
-        return _row(policy, arm=arm, name=name, better=better, unit="abs", base=base, cand=cand,
-                    change=cand - base, interval=iv, allowance=allowance,
-                    method="Newcombe paired score interval; McNemar mid-p", n=n, p_value=test.p_mid)
-    iv, method = _mean_diff(xs, ys, policy, _seed(policy, suite, arm, name))
+        return _row(policy, arm=arm, name=name, better=better, unit="abs", base=None,
+                    cand=None, change=None, evidence=None, allowance=allowance, method="none",
+                    n=0, scorer=scorer, gating=gating,
+                    note=note or "no case has a value in both runs")
+    base, cand = math.fsum(cols.xs) / n, math.fsum(cols.ys) / n
+    p_value = None
+    if cols.single and not cols.clustered:
+        pairs = list(zip(cols.xs, cols.ys, strict=True))
+        both = sum(1 for x, y in pairs if x and y)
+        b_only = sum(1 for x, y in pairs if x and not y)
+        c_only = sum(1 for x, y in pairs if y and not x)
+        ev = Evidence(counts=(both, b_only, c_only, n - both - b_only - c_only))
+        method = "Newcombe paired score interval; McNemar mid-p"
+        p_value = stats.mcnemar(b_only, c_only).p_mid
+    else:
+        diffs = [y - x for x, y in zip(cols.xs, cols.ys, strict=True)]
+        ids = cols.cluster_ids()
+        ev = cols.evidence(estimate=stats.clustered_mean(diffs, ids))
+        method = (
+            f"paired t over {len(set(ids))} clusters of cases by {cluster_by} "
+            "(cluster-robust standard error)" if ids is not None
+            else "paired t over cases"
+        )
+        if ev.estimate is None:
+            note = _join(note, "fewer than two independent units: no interval")
     return _row(policy, arm=arm, name=name, better=better, unit="abs", base=base, cand=cand,
-                change=cand - base, interval=iv, allowance=allowance, method=method, n=n)
+                change=cand - base, evidence=ev, allowance=allowance, method=method, n=n,
+                p_value=p_value, scorer=scorer, gating=gating, cluster_by=cluster_by, note=note)
 
 
-def _score_row(policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds, suite: str) -> MetricRow | None:
+def _collect(
+    pairs: Sequence[Pair], get: Callable[[CaseFacts], float | None],
+    count: Callable[[CaseFacts], int], var: Callable[[CaseFacts], float],
+) -> Columns:
+    cols = Columns()
+    for i, (b, c) in enumerate(pairs):
+        x, y = get(b), get(c)
+        if x is None or y is None:
+            continue
+        cols.add(x, y, b, c, i)
+        nb, nc = count(b), count(c)
+        cols.single = cols.single and nb == 1 and nc == 1
+        cols.attempts.append(nb + nc)
+        cols.within.append(var(b) + var(c))
+    return cols
+
+
+def _pass_cols(pairs: Sequence[Pair]) -> Columns:
+    return _collect(pairs, lambda f: f.pass_frac, lambda f: f.valid,
+                    lambda f: _frac_var(f.passed, f.valid))
+
+
+def _error_cols(pairs: Sequence[Pair]) -> Columns:
+    return _collect(pairs, lambda f: f.error_frac, lambda f: f.tried,
+                    lambda f: _frac_var(f.errored + f.judge_error, f.tried))
+
+
+def _score_cols(pairs: Sequence[Pair], scorer: str | None) -> Columns:
+    if scorer is None:
+        return _collect(pairs, lambda f: f.score, lambda f: len(f.scores),
+                        lambda f: _values_var(f.scores))
+    cols = _collect(pairs, lambda f: f.scorer_mean(scorer),
+                    lambda f: len((f.by_scorer or {}).get(scorer, ())),
+                    lambda f: _values_var((f.by_scorer or {}).get(scorer, [])))
+    cols.single = False  # scores are graded: never Newcombe
+    return cols
+
+
+def _blended_row(
+    policy: ComparePolicy, arm: str, pairs: Sequence[Pair], th: Thresholds,
+    cluster_by: str | None, gating: bool,
+) -> MetricRow | None:
     scored = [(b, c) for b, c in pairs if b.scores and c.scores]
     if not scored:
         return None
     if all(b.binary_scores() and c.binary_scores() for b, c in scored):
         return None  # mean score is the pass rate: compared once, as pass rate
-    xs = [b.score for b, _ in scored]
-    ys = [c.score for _, c in scored]
-    iv, method = _mean_diff(xs, ys, policy, _seed(policy, suite, arm, "mean_score"))  # type: ignore[arg-type]
-    base, cand = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)  # type: ignore[arg-type]
-    return _row(policy, arm=arm, name="mean_score", better="higher", unit="abs", base=base,
-                cand=cand, change=cand - base, interval=iv, allowance=th.mean_score_drop,
-                method=method, n=len(xs))
+    cols = _score_cols(scored, None)
+    cols.single = False
+    note = None if gating else "the mean of every scorer blended: shown, does not gate"
+    return _mean_row(policy, arm, "mean_score", cols, better="higher",
+                     allowance=th.mean_score_drop, cluster_by=cluster_by, gating=gating,
+                     note=note)
 
 
-def _pct(iv: tuple[float, float] | None) -> tuple[float, float] | None:
-    return (iv[0] * 100, iv[1] * 100) if iv is not None else None
-
-
-def _paired_means(pairs: list[Pair], field: str) -> tuple[list[float], list[float]]:
-    """Per case present on both sides with values of `field`: its mean on each side."""
-    xs: list[float] = []
-    ys: list[float] = []
-    for b, c in pairs:
-        bv, cv = getattr(b, field), getattr(c, field)
+def _paired_means(pairs: Sequence[Pair], attr: str) -> Columns:
+    """Per case present on both sides with values of `attr`: its mean on each side."""
+    cols = Columns()
+    for i, (b, c) in enumerate(pairs):
+        bv, cv = getattr(b, attr), getattr(c, attr)
         if bv and cv:
-            xs.append(math.fsum(bv) / len(bv))
-            ys.append(math.fsum(cv) / len(cv))
-    return xs, ys
+            cols.add(math.fsum(bv) / len(bv), math.fsum(cv) / len(cv), b, c, i)
+    return cols
 
 
-def _cost_row(policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds) -> MetricRow | None:
-    xs, ys = _paired_means(pairs, "costs")
-    if not xs:
+def _cost_row(
+    policy: ComparePolicy, arm: str, pairs: Sequence[Pair], th: Thresholds, cluster_by: str | None
+) -> MetricRow | None:
+    cols = _paired_means(pairs, "costs")
+    if not cols.xs:
         return None
-    base, cand = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
-    res = stats.ratio_of_means_change(xs, ys, confidence=policy.confidence)
-    change, iv = (res[0] * 100, _pct(res[1])) if res else (None, None)
-    return _row(policy, arm=arm, name="cost_usd", better="lower", unit="pct", base=base, cand=cand,
-                change=change, interval=iv, allowance=th.cost_increase_pct,
-                method="ratio of mean cost per case (delta method)", n=len(xs),
-                note=None if res else "base cost is zero: no relative change")
-
-
-def _latency_row(policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds) -> MetricRow | None:
-    xs, ys = _paired_means(pairs, "latencies")
-    if not xs:
-        return None
-    res = stats.median_ratio_change(xs, ys, confidence=policy.confidence)
-    change, iv = (res[0] * 100, _pct(res[1])) if res else (None, None)
+    n = len(cols.xs)
+    base, cand = math.fsum(cols.xs) / n, math.fsum(cols.ys) / n
+    est = stats.clustered_log_ratio(cols.xs, cols.ys, cols.cluster_ids())
     note = None
-    if res is None:
-        note = "base median latency is zero: no relative change"
-    elif iv is None:
-        note = "fewer than 6 cases: no interval for a median"
-    return _row(policy, arm=arm, name="latency_ms_p50", better="lower", unit="pct",
-                base=percentile(xs, 50), cand=percentile(ys, 50), change=change, interval=iv,
-                allowance=th.latency_p50_increase_pct,
-                method="ratio of medians (order-statistic interval, conservative)", n=len(xs),
-                note=note)
+    if est is None:
+        note = ("base cost is zero: no relative change" if base <= 0 or cand <= 0
+                else "fewer than two independent units: no interval")
+    change = 100.0 * (cand / base - 1.0) if base > 0 else None
+    return _row(policy, arm=arm, name="cost_usd", better="lower", unit="pct", base=base,
+                cand=cand, change=change, evidence=Evidence(estimate=est) if est else None,
+                allowance=th.cost_increase_pct, n=n, cluster_by=cluster_by, note=note,
+                method="ratio of mean cost per case, log scale (cluster-robust delta method, t)")
+
+
+def _latency_row(
+    policy: ComparePolicy, arm: str, pairs: Sequence[Pair], th: Thresholds, cluster_by: str | None
+) -> MetricRow | None:
+    cols = _paired_means(pairs, "latencies")
+    keep = [i for i, (x, y) in enumerate(zip(cols.xs, cols.ys, strict=True)) if x > 0 and y > 0]
+    if not keep:
+        return None
+    xs, ys = [cols.xs[i] for i in keep], [cols.ys[i] for i in keep]
+    ids = [cols.clusters[i] for i in keep]
+    clustered = any(not isinstance(g, tuple) for g in ids)
+    base, cand = percentile(xs, 50), percentile(ys, 50)
+    logs = [math.log(y / x) for x, y in zip(xs, ys, strict=True)]
+    est = stats.clustered_mean(logs, ids if clustered else None)
+    if est is not None:
+        est = replace(est, scale="log")
+    allowance, note = th.latency_p50_increase_pct, None
+    if base and th.latency_floor_ms > 0 and 100.0 * th.latency_floor_ms / base > allowance:
+        allowance = 100.0 * th.latency_floor_ms / base
+        note = (f"allowance raised to {allowance:.4g} % by the {th.latency_floor_ms:g} ms floor "
+                f"(base median {base:.3g} ms)")
+    if est is None:
+        note = _join(note, "fewer than two independent units: no interval")
+    change = 100.0 * math.expm1(math.fsum(logs) / len(logs))
+    return _row(policy, arm=arm, name="latency_ms_p50", better="lower", unit="pct", base=base,
+                cand=cand, change=change, evidence=Evidence(estimate=est) if est else None,
+                allowance=allowance, n=len(xs), cluster_by=cluster_by, note=note,
+                method="typical paired ratio (geometric mean of per-case ratios, "
+                       "cluster-robust t on the log scale)")
 
 
 def stochastic_rows(
-    policy: ComparePolicy, suite: str, arm: str, pairs: list[Pair], th: Thresholds
+    policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds, *,
+    cluster_by: str | None = "group", gate_scores: Sequence[str] = (),
 ) -> list[MetricRow]:
-    """Pass rate, mean score (when graded), error rate (when errors occur), cost and p50
-    latency of one arm, over its paired cases."""
+    """Pass rate, mean score (when graded), one row per gated scorer, error rate (when
+    errors occur), cost and p50 latency of one arm, over its paired cases."""
     rows = [
-        _proportion_row(policy, arm, "pass_rate", pairs, lambda f: f.pass_frac,
-                        lambda f: f.valid == 1, "higher", th.pass_rate_drop, suite)
+        _mean_row(policy, arm, "pass_rate", _pass_cols(pairs), better="higher",
+                  allowance=th.pass_rate_drop, cluster_by=cluster_by)
     ]
-    score = _score_row(policy, arm, pairs, th, suite)
-    if score is not None:
-        rows.append(score)
-    if any(b.errored or c.errored for b, c in pairs):
-        err = _proportion_row(policy, arm, "error_rate", pairs, lambda f: f.error_frac,
-                              lambda f: f.passed + f.failed + f.errored == 1, "lower",
-                              th.pass_rate_drop, suite)
-        if err.verdict == "inconclusive":  # errors gate only when clearly beyond the allowance
-            err.verdict, err.cases_needed = "flat", None
-            err.note = "not distinguishable from noise: reported, does not gate"
-        rows.append(err)
-    for extra in (_cost_row(policy, arm, pairs, th), _latency_row(policy, arm, pairs, th)):
+    blended = _blended_row(policy, arm, pairs, th, cluster_by, gating=not gate_scores)
+    if blended is not None:
+        rows.append(blended)
+    for name in gate_scores:
+        rows.append(_mean_row(
+            policy, arm, "score", _score_cols(pairs, name), better="higher",
+            allowance=th.mean_score_drop, cluster_by=cluster_by, scorer=name,
+            note=None if any(b.by_scorer and name in b.by_scorer for b, _ in pairs)
+            else f"scorer {name} gave no value in the base",
+        ))
+    if any(b.errored or c.errored or b.judge_error or c.judge_error for b, c in pairs):
+        rows.append(_mean_row(policy, arm, "error_rate", _error_cols(pairs), better="lower",
+                              allowance=th.pass_rate_drop, cluster_by=cluster_by))
+    for extra in (_cost_row(policy, arm, pairs, th, cluster_by),
+                  _latency_row(policy, arm, pairs, th, cluster_by)):
         if extra is not None:
             rows.append(extra)
     return rows

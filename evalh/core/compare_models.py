@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evalh.config import Thresholds
 from evalh.models import Regime
@@ -24,7 +24,10 @@ Verdict = Literal[
 RowVerdict = Literal["regressed", "improved", "flat", "inconclusive", "incomparable"]
 """Verdict of one metric row."""
 
-MetricName = Literal["pass_rate", "mean_score", "error_rate", "cost_usd", "latency_ms_p50"]
+MetricName = Literal[
+    "pass_rate", "mean_score", "score", "error_rate", "cost_usd", "latency_ms_p50"
+]
+"""`score` is the mean of one named scorer (`gate_scores`); its name is in `MetricRow.scorer`."""
 
 VERDICT_RANK: dict[str, int] = {
     "regressed": 5,
@@ -59,15 +62,11 @@ class ComparePolicy(BaseModel):
     cost_increase_pct: float | None = Field(None, ge=0)
     latency_p50_increase_pct: float | None = Field(None, ge=0)
     confidence: float = Field(0.95, gt=0.5, lt=1)
-    """Two-sided confidence of every interval."""
+    """Two-sided confidence of every interval. A row regresses when its interval lies wholly
+    beyond the allowance after the family adjustment, so the family-wise rate of false
+    regressions is at most (1 − confidence)/2."""
     power: float = Field(0.8, gt=0.5, lt=1)
     """Power used to estimate the cases that would settle an inconclusive verdict."""
-    bootstrap_resamples: int = Field(2000, ge=100)
-    bootstrap_max_cases: int = Field(5000, ge=0)
-    """Above this many paired cases the paired bootstrap is replaced by its large-sample
-    (normal) limit, which it matches there, at a fraction of the time."""
-    seed: int = 0
-    """Seed of the bootstrap: the same inputs give the same intervals."""
 
     def overrides(self) -> dict[str, float]:
         """The allowances set explicitly, by `Thresholds` field name."""
@@ -107,8 +106,35 @@ class MetricRow(_Out):
     """Paired cases behind the figure."""
     verdict: RowVerdict
     cases_needed: int | None = None
-    """For an inconclusive row: paired cases that would settle it (see methodology)."""
+    """For an inconclusive row: paired cases at which a change of `cases_needed_for` would be
+    called `regressed` with the policy's power (and an unchanged product `flat`)."""
     note: str | None = None
+    scorer: str | None = None
+    """For a `score` row: the scorer whose mean it compares."""
+    gating: bool = True
+    """False for a row shown for information only (the blended `mean_score` when the suite
+    names `gate_scores`): it is not in the family and does not move the suite's verdict."""
+    direction: Literal["worse", "better", "none"] | None = None
+    """Side of zero the estimate lies on (oriented: `worse` is a drop, or a rise in cost,
+    latency or errors); null without an estimate."""
+    p_worse: float | None = None
+    """One-sided p-value of "the true change is worse than the allowance"; null without an
+    interval."""
+    p_adjusted: float | None = None
+    """`p_worse` adjusted for the family (Holm); the row regresses when it is at most
+    `Comparison.family.alpha`."""
+    alpha_adjusted: float | None = None
+    """The Holm level this row's `p_worse` was held to (family alpha / (m − rank + 1))."""
+    clusters: int | None = None
+    """Independent units behind the interval: the paired cases, or their clusters (groups)."""
+    cluster_by: str | None = None
+    """The case metadata field the interval clusters on, when it does."""
+    cases_needed_for: float | None = None
+    """The change, in `unit`, that `cases_needed` (and `repeats_needed`) are computed for."""
+    repeats_needed: int | None = None
+    """Repeats per case at the current cases that would give the same power, when repeats
+    can (only the within-case part of the noise shrinks with repeats); null otherwise."""
+    _evidence: Any = PrivateAttr(default=None)
 
 
 class CaseRef(_Out):
@@ -180,6 +206,10 @@ class SuiteComparison(_Out):
     cases: NamedCases = Field(default_factory=NamedCases)
     cases_needed: int | None = None
     """Largest `cases_needed` of the inconclusive rows."""
+    blocking: list[str] = Field(default_factory=list)
+    """Why this suite fails the gate although no row regressed (the candidate produced
+    nothing that could be compared, or cases it passed before could not be scored now)."""
+    _arm_verdicts: dict[str, Any] = PrivateAttr(default_factory=dict)
     compared_cases: list[tuple[str, str, str, str]] = Field(default_factory=list, exclude=True)
     """Every compared (case_id, arm, base outcome, candidate outcome), for JUnit; not part
     of the JSON form."""
@@ -203,6 +233,17 @@ class ConfigDifference(_Out):
     candidate: Any = None
 
 
+class Family(_Out):
+    """The family of tests one comparison makes: every gating row of every stochastic suite
+    and arm with an interval. Holm's step-down keeps the chance that any of them is falsely
+    `regressed` at or below `alpha`."""
+
+    size: int = 0
+    alpha: float = 0.025
+    """Family-wise level of a false `regressed`: (1 − confidence)/2."""
+    method: str = "Holm step-down over the gating rows' one-sided p-values"
+
+
 class Comparison(_Out):
     schema_: str = Field(default=COMPARE_SCHEMA, alias="schema")
     base: RunRef
@@ -212,9 +253,18 @@ class Comparison(_Out):
     suites: dict[str, SuiteComparison] = Field(default_factory=dict)
     verdict: Verdict
     regressed: bool
-    """Some suite regressed: the one fact `--fail-on-regression` gates on."""
+    """Some suite regressed."""
+    fails_gate: bool = False
+    """What `--fail-on-regression` gates on: some suite regressed, or is `blocking` (it could
+    not be compared because the candidate produced nothing comparable)."""
+    gate_reasons: list[str] = Field(default_factory=list)
+    """One line per suite that fails the gate."""
+    family: Family = Field(default_factory=Family)
     inconclusive: bool
     """Some suite (or row) is inconclusive."""
+    inconclusive_worse: bool = False
+    """Some gating row is inconclusive with its estimate on the worse side: what
+    `--fail-on-inconclusive` gates on."""
     policy: dict[str, Any] = Field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -337,3 +337,176 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     if c < k:
         return 0.0
     return math.prod((c - i) / (n - i) for i in range(k))
+
+
+# --------------------------------------------------------------------------- estimates
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Quantile of Student's t with ``df`` degrees of freedom (normal when ``df`` is inf)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if math.isinf(df):
+        return NormalDist().inv_cdf(p)
+    from scipy.special import stdtrit  # lazily: scipy costs ~0.5 s to import
+
+    return float(stdtrit(df, p))
+
+
+def t_cdf(x: float, df: float) -> float:
+    """Distribution function of Student's t (normal when ``df`` is inf)."""
+    if math.isinf(df):
+        return NormalDist().cdf(x)
+    from scipy.special import stdtr
+
+    return float(stdtr(df, x))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A change estimated on a test scale where it is roughly Student-t distributed.
+
+    ``value`` ± t·``se`` with ``df`` degrees of freedom is the interval on the test scale;
+    ``scale`` maps it to the scale the change is reported on: ``"abs"`` (the identity) or
+    ``"log"`` (a log ratio, reported as a percent change, ``100·(eᵛ − 1)``).
+    """
+
+    value: float
+    se: float
+    df: float
+    scale: str = "abs"
+    clusters: int = 0
+    """Independent units behind the standard error (cases, or groups of cases)."""
+
+    def to_change(self, v: float) -> float:
+        return 100.0 * math.expm1(v) if self.scale == "log" else v
+
+    def from_change(self, c: float) -> float:
+        return math.log1p(c / 100.0) if self.scale == "log" else c
+
+    @property
+    def change(self) -> float:
+        return self.to_change(self.value)
+
+    def interval(self, confidence: float = 0.95) -> Interval:
+        half = t_quantile(0.5 + confidence / 2.0, self.df) * self.se
+        return self.to_change(self.value - half), self.to_change(self.value + half)
+
+    def p_below(self, change: float) -> float:
+        """One-sided p-value of "the true change is below ``change``" (small when the
+        estimate lies well below it)."""
+        m = self.from_change(change)
+        if self.se <= 0:
+            return 0.0 if self.value < m else 1.0
+        return t_cdf((self.value - m) / self.se, self.df)
+
+    def p_above(self, change: float) -> float:
+        """One-sided p-value of "the true change is above ``change``"."""
+        m = self.from_change(change)
+        if self.se <= 0:
+            return 0.0 if self.value > m else 1.0
+        return t_cdf((m - self.value) / self.se, self.df)
+
+
+def _cluster_sums(
+    values: Sequence[float], clusters: Sequence[Hashable] | None
+) -> tuple[list[float], list[int]]:
+    if clusters is None:
+        return list(values), [1] * len(values)
+    sums: dict[Hashable, float] = {}
+    sizes: dict[Hashable, int] = {}
+    for v, g in zip(values, clusters, strict=True):
+        sums[g] = sums.get(g, 0.0) + v
+        sizes[g] = sizes.get(g, 0) + 1
+    return list(sums.values()), list(sizes.values())
+
+
+def clustered_mean(
+    values: Sequence[float], clusters: Sequence[Hashable] | None = None
+) -> Estimate | None:
+    """Mean of per-case values with a cluster-robust standard error (Liang & Zeger 1986,
+    with the G/(G − 1) small-sample factor) and G − 1 degrees of freedom (Cameron & Miller
+    2015, §VI). Each case is its own cluster when ``clusters`` is None: this is then the
+    paired t interval. None with fewer than two clusters."""
+    n = len(values)
+    sums, sizes = _cluster_sums(values, clusters)
+    g = len(sums)
+    if n == 0 or g < 2:
+        return None
+    est = math.fsum(values) / n
+    resid = math.fsum((s - est * m) ** 2 for s, m in zip(sums, sizes, strict=True))
+    se = math.sqrt(g / (g - 1) * resid) / n
+    return Estimate(est, se, float(g - 1), "abs", g)
+
+
+def clustered_log_ratio(
+    base: Sequence[float], cand: Sequence[float], clusters: Sequence[Hashable] | None = None
+) -> Estimate | None:
+    """``log(mean(cand)/mean(base))`` of paired positive values, with a cluster-robust
+    delta-method standard error and G − 1 degrees of freedom. The log scale keeps the
+    interval of a ratio from under-covering on the side of large rises (the ratio's
+    sampling distribution is skewed). None when a mean is not positive or with fewer than
+    two clusters."""
+    n = len(base)
+    if n != len(cand):
+        raise ValueError("paired samples must have the same length")
+    bx, _ = _cluster_sums(base, clusters)
+    cy, _ = _cluster_sums(cand, clusters)
+    g = len(bx)
+    sx, sy = math.fsum(base), math.fsum(cand)
+    if n == 0 or g < 2 or sx <= 0 or sy <= 0:
+        return None
+    infl = [y / sy - x / sx for x, y in zip(bx, cy, strict=True)]
+    se = math.sqrt(g / (g - 1) * math.fsum(z * z for z in infl))
+    return Estimate(math.log(sy / sx), se, float(g - 1), "log", g)
+
+
+def newcombe_p_below(
+    both: int, base_only: int, cand_only: int, neither: int, change: float
+) -> float:
+    """One-sided p-value of "the paired difference of proportions (candidate − base) is
+    below ``change``", by inverting Newcombe's interval: the α at which the upper bound of
+    its two-sided 1 − 2α interval reaches ``change`` (one minus the α at which the lower
+    bound does, when the estimate is above ``change``). 1.0 without pairs."""
+    n = both + base_only + cand_only + neither
+    if n <= 0:
+        return 1.0
+
+    def bound(alpha: float, upper: bool) -> float:
+        iv = newcombe_paired_interval(both, base_only, cand_only, neither, 1.0 - 2.0 * alpha)
+        assert iv is not None
+        return iv[1] if upper else iv[0]
+
+    theta = (cand_only - base_only) / n
+    upper = theta < change
+    lo, hi = 1e-12, 0.5
+    if upper and bound(lo, True) < change:
+        return lo
+    if not upper and bound(lo, False) >= change:
+        return 1.0 - lo
+    for _ in range(50):  # the bound moves monotonically with α: bisect on log α
+        mid = math.sqrt(lo * hi)
+        crossed = bound(mid, True) < change if upper else bound(mid, False) > change
+        lo, hi = (lo, mid) if crossed else (mid, hi)
+    return hi if upper else 1.0 - hi
+
+
+def newcombe_p_above(
+    both: int, base_only: int, cand_only: int, neither: int, change: float
+) -> float:
+    """The p-value of "the difference is above ``change``": `newcombe_p_below` with the
+    two runs' roles swapped (the difference changes sign)."""
+    return newcombe_p_below(both, cand_only, base_only, neither, -change)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm (1979) step-down adjusted p-values, in the input order: rejecting those ≤ α
+    controls the family-wise error rate at α for any dependence between the tests."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out

@@ -1,0 +1,121 @@
+"""Seeded simulations of pairs of runs, for the statistical claims of `compare_runs`.
+
+Used by ``tests/test_compare_statistical.py`` (a few hundred replications, in CI) and by
+``bench/stats_bench.py`` (the full table in ``bench/stats_results.md``). Pure: builds
+`Run` documents in memory; depends only on `evalh.models`, so the bench can load this file
+next to an older evalh and measure the decision rule before a change.
+
+A scenario draws, per case, a difficulty (the case's true pass probability or score) and,
+per group of cases, a shock shared by the group's candidate answers (cases that share a
+source document move together). The candidate's true change is known by construction, so
+interval coverage can be counted against it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, Run, SuiteResult
+
+ENV = EnvironmentInfo(evalh="sim", python="3", platform="sim")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One stochastic suite's data-generating process."""
+
+    n: int
+    """Cases."""
+    delta: float = 0.0
+    """True change of the candidate's pass probability (binary) or score (graded)."""
+    graded: bool = False
+    """Scores in [0, 1] with a pass at 0.5, instead of pass/fail only."""
+    repeats: int = 1
+    groups: int = 0
+    """Cases fall into this many groups (metadata.group); 0: no groups."""
+    shock: float = 0.0
+    """Standard deviation of the group-level shock of the candidate (probability or score)."""
+    cost_ratio: float | None = None
+    """Candidate/base mean cost; None: no cost recorded."""
+    latency_ratio: float | None = None
+    """Candidate/base typical latency; None: no latency recorded."""
+    latency_ms: float = 800.0
+    """Typical base latency per case (lognormal around it)."""
+    latency_jitter: float = 0.15
+    """Standard deviation of the per-attempt log latency noise."""
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def suite_pair(sc: Scenario, rng: random.Random) -> tuple[SuiteResult, SuiteResult]:
+    """A base and a candidate suite drawn from `sc`."""
+    shocks = [rng.gauss(0.0, sc.shock) if sc.shock else 0.0 for _ in range(max(sc.groups, 1))]
+    base: list[CaseResult] = []
+    cand: list[CaseResult] = []
+    for i in range(sc.n):
+        cid = f"c{i}"
+        g = i % sc.groups if sc.groups else 0
+        meta = {"group": f"g{g}"} if sc.groups else {}
+        level = rng.uniform(0.35, 0.85) if not sc.graded else rng.uniform(0.4, 0.8)
+        cost = math.exp(rng.gauss(math.log(0.01), 0.6)) if sc.cost_ratio is not None else None
+        lat = sc.latency_ms * math.exp(rng.gauss(0.0, 0.5))
+        for side, out in ((0, base), (1, cand)):
+            mu = level + (sc.delta + shocks[g] if side else 0.0)
+            for a in range(sc.repeats):
+                if sc.graded:
+                    score = _clip(mu + rng.uniform(-0.15, 0.15))
+                    status = "passed" if score >= 0.5 else "failed"
+                else:
+                    ok = rng.random() < _clip(mu)
+                    score, status = float(ok), "passed" if ok else "failed"
+                c = None
+                if cost is not None:
+                    ratio = sc.cost_ratio if side else 1.0
+                    c = cost * ratio * math.exp(rng.gauss(-0.02, 0.2))  # E[exp(N(-.02,.2))] = 1
+                ms = None
+                if sc.latency_ratio is not None:
+                    ratio = sc.latency_ratio if side else 1.0
+                    ms = lat * ratio * math.exp(rng.gauss(0.0, sc.latency_jitter))
+                out.append(CaseResult(
+                    case_id=cid, case_digest=f"d-{cid}", attempt=a, status=status,  # type: ignore[arg-type]
+                    score=score, metadata=meta, cost_usd=c, latency_ms=ms,
+                ))
+    return _suite(base, sc.n), _suite(cand, sc.n)
+
+
+def _suite(results: list[CaseResult], n: int) -> SuiteResult:
+    return SuiteResult(
+        regime="stochastic", dataset=DatasetInfo(path="sim.jsonl", sha256="sim", cases=n),
+        cases=results,
+    )
+
+
+def run_pair(scenarios: dict[str, Scenario], seed: int) -> tuple[Run, Run]:
+    """Two runs, one suite per scenario, drawn with one seed."""
+    rng = random.Random(seed)
+    pairs = {name: suite_pair(sc, rng) for name, sc in scenarios.items()}
+    return _run("base", {k: v[0] for k, v in pairs.items()}), _run(
+        "cand", {k: v[1] for k, v in pairs.items()}
+    )
+
+
+def _run(run_id: str, suites: dict[str, SuiteResult]) -> Run:
+    return Run(
+        run_id=run_id, status="complete", started_at="2026-01-01T00:00:00Z",  # type: ignore[arg-type]
+        environment=ENV, config={}, suites=suites,
+    )
+
+
+def true_change(sc: Scenario, metric: str) -> float:
+    """The change a row of `metric` estimates, in the row's unit."""
+    if metric in ("pass_rate", "mean_score"):
+        return sc.delta
+    if metric == "cost_usd":
+        return 100.0 * ((sc.cost_ratio or 1.0) - 1.0)
+    if metric == "latency_ms_p50":
+        return 100.0 * ((sc.latency_ratio or 1.0) - 1.0)
+    raise ValueError(metric)
