@@ -123,7 +123,7 @@ def test_results_table_fits_the_terminal_without_cutting_a_value(project: Path, 
 
 COMMANDS = ["run", "validate", "runs", "show", "baseline", "compare", "report", "ui", "rejudge",
             "sweep", "label", "export-requests", "mock-provider"]
-LEAVES = [["run"], ["validate"], ["runs"], ["show"], ["baseline", "set"], ["baseline", "show"],
+LEAVES = [["run"], ["validate"], ["runs"], ["show"], ["baseline", "set"], ["baseline", "show"], ["baseline", "noise"],
           ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"], ["label", "import"],
           ["label", "report"], ["export-requests"], ["mock-provider"]]
 

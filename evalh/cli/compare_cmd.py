@@ -14,6 +14,7 @@ from evalh.cli.project import open_project
 
 if TYPE_CHECKING:
     from evalh.core.compare_models import Comparison
+    from evalh.report.compare_notes import CompareNotes
     from evalh.store import RunStore
 
 
@@ -34,20 +35,22 @@ def exit_code(cmp: Comparison, *, fail_on_regression: bool, fail_on_inconclusive
 
 
 def emit_comparison(
-    cmp: Comparison, fmt: CompareFormat | str = CompareFormat.table, junit_xml: Path | None = None
+    cmp: Comparison, fmt: CompareFormat | str = CompareFormat.table, junit_xml: Path | None = None,
+    notes: CompareNotes | None = None,
 ) -> None:
-    """Render on stdout in `fmt`, write the JUnit file, and say the verdict on stderr."""
+    """Render on stdout in `fmt`, write the JUnit file, and say the verdict on stderr.
+    `notes`: what a BASELINE base adds (pooled runs, noise floor)."""
     from evalh.console import err, out
     from evalh.errors import EvalhError
     from evalh.report import compare_render as render
 
     fmt = CompareFormat(fmt)
     if fmt is CompareFormat.json:
-        out().file.write(render.to_json(cmp))
+        out().file.write(render.to_json(cmp, notes))
     elif fmt is CompareFormat.markdown:
-        out().file.write(render.to_markdown(cmp))
+        out().file.write(render.to_markdown(cmp, notes=notes))
     else:
-        render.render_terminal(cmp, out())
+        render.render_terminal(cmp, out(), notes=notes)
     if junit_xml is not None:
         try:
             from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
@@ -79,7 +82,8 @@ def _refs(store: RunStore, root: Path, base: str | None, candidate: str | None) 
 @translate_errors
 def compare(
     base: Annotated[str | None, typer.Argument(
-        metavar="BASE", help="Base run: id or path to a run document (default: the BASELINE file).",
+        metavar="BASE", help="Base run: id or path to a run document (default: the BASELINE "
+        "file; several runs there are pooled per case).",
         show_default=False)] = None,
     candidate: Annotated[str | None, typer.Argument(
         metavar="CANDIDATE", help="Candidate run: id or path (default: the newest run).",
@@ -141,12 +145,19 @@ def compare(
     root, store = open_project(config, runs_dir)
     base_ref, cand_ref = _refs(store, root, base, candidate)
     with gc_paused():  # two large runs: millions of acyclic objects (see evalh.gcpause)
-        base_run = store.load(base_ref)
+        notes = None
         cand_run = store.load(cand_ref)
-        if base_run.run_id == cand_run.run_id:
+        if base is None:  # the BASELINE marker: its runs pooled per case
+            from evalh.baseline import load_baseline
+
+            baseline = load_baseline(root, store)
+            base_run, notes = baseline.run, baseline.notes(cand_run)
+        else:
+            base_run = store.load(base_ref)
+        if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
         cmp = compare_runs(base_run, cand_run, policy)
-        emit_comparison(cmp, fmt, junit_xml)
+        emit_comparison(cmp, fmt, junit_xml, notes)
     code = exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:
         raise typer.Exit(code=code)

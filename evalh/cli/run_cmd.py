@@ -104,22 +104,22 @@ def run(
         err().print(f"resuming run {plan.run_id}: {len(plan.done)} of {plan.total} results "
                     f"kept, {plan.total - len(plan.done)} to run", markup=False, highlight=False)
     store = RunStore(directory)
+    baseline = None
     if compare_baseline:  # fail before spending anything when there is nothing to compare with
-        from evalh.baseline import require_baseline
+        from evalh.baseline import load_baseline
 
-        store.resolve(require_baseline(cfg.root))
+        baseline = load_baseline(cfg.root, store)  # every run it names, of one configuration
     result = execute(prepared, store, ProgressObserver(enabled=not quiet and not json_out))
     path = store.path_for(result.run_id)
     code = 0 if result.summary.get("deterministic_ok", True) else 1
     if result.status != "complete":
         warn(f"run {result.run_id} is {result.status}: {result.status_reason}; not every case ran")
         code = 1
-    comparison = None
-    if compare_baseline:
-        from evalh.baseline import compare_with_baseline
+    comparison = notes = None
+    if baseline is not None:
         from evalh.cli.compare_cmd import exit_code
 
-        comparison = compare_with_baseline(result, root=cfg.root, store=store)
+        comparison, notes = baseline.compare(result)  # the baseline's runs pooled per case
         code = max(code, exit_code(comparison, fail_on_regression=True, fail_on_inconclusive=False))
     if json_out:
         import orjson
@@ -127,7 +127,9 @@ def run(
         doc = {"run_id": result.run_id, "path": str(path), "status": result.status,
                "summary": result.summary}
         if comparison is not None:
-            doc["comparison"] = comparison.to_dict()
+            from evalh.report.compare_notes import comparison_doc
+
+            doc["comparison"] = comparison_doc(comparison, notes)
         out().file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         if not quiet:
@@ -136,7 +138,7 @@ def run(
         if comparison is not None:
             from evalh.cli.compare_cmd import emit_comparison
 
-            emit_comparison(comparison)
+            emit_comparison(comparison, notes=notes)
     if code:
         raise typer.Exit(code=code)
 

@@ -19,6 +19,8 @@ from evalh.report.render import md_escape
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from evalh.report.compare_notes import CompareNotes
+
 MAX_NAMED = 20
 """Named cases shown per list in the terminal and markdown (JSON keeps them all)."""
 
@@ -31,9 +33,12 @@ _LISTS = (
 )
 
 
-def to_json(cmp: Comparison) -> str:
-    """The `evalh.compare/1` document, indented, keys in their stable model order."""
-    return orjson.dumps(cmp.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
+def to_json(cmp: Comparison, notes: CompareNotes | None = None) -> str:
+    """The `evalh.compare/1` document, indented, keys in their stable model order (the
+    notes' keys, `baseline_runs` and `baseline_noise`, last)."""
+    from evalh.report.compare_notes import comparison_doc
+
+    return orjson.dumps(comparison_doc(cmp, notes), option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 # --------------------------------------------------------------------------- formatting
@@ -140,7 +145,7 @@ def _confidence(cmp: Comparison) -> str:
 # --------------------------------------------------------------------------- markdown
 
 
-def to_markdown(cmp: Comparison, *, max_named: int = MAX_NAMED) -> str:
+def to_markdown(cmp: Comparison, *, max_named: int = MAX_NAMED, notes: CompareNotes | None = None) -> str:
     """GitHub-flavoured markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`."""
     e = md_escape
     out = [
@@ -149,6 +154,8 @@ def to_markdown(cmp: Comparison, *, max_named: int = MAX_NAMED) -> str:
         f"base {e(run_text(cmp, 'base'))} → candidate {e(run_text(cmp, 'candidate'))}",
         "",
     ]
+    if notes is not None and notes.header:
+        out += [f"> {e(line)}" for line in notes.header] + [""]
     if cmp.config_differences:
         out += ["> **The runs' configuration differs:**"]
         out += [f"> - {e(difference_text(d))}" for d in cmp.config_differences]
@@ -164,15 +171,17 @@ def to_markdown(cmp: Comparison, *, max_named: int = MAX_NAMED) -> str:
                    f"{s.counts.compared} | {needed} |")
     out.append("")
     for s in cmp.suites.values():
-        out += _suite_markdown(cmp, s, max_named)
+        out += _suite_markdown(cmp, s, max_named, notes.suites.get(s.suite, []) if notes else [])
     return "\n".join(out).rstrip() + "\n"
 
 
-def _suite_markdown(cmp: Comparison, s: SuiteComparison, max_named: int) -> list[str]:
+def _suite_markdown(
+    cmp: Comparison, s: SuiteComparison, max_named: int, lines: list[str]
+) -> list[str]:
     e = md_escape
     out = [f"### {e(s.suite)}: {s.verdict}", ""]
-    out += [f"- {e(r)}" for r in s.reasons]
-    if s.reasons:
+    out += [f"- {e(r)}" for r in [*s.reasons, *lines]]
+    if s.reasons or lines:
         out.append("")
     if s.metrics:
         out += [
@@ -204,7 +213,9 @@ _STYLE = {"regressed": "bold red", "improved": "green", "inconclusive": "yellow"
           "incomparable": "yellow", "flat": "", "added": "cyan", "removed": "cyan"}
 
 
-def render_terminal(cmp: Comparison, console: Console, *, max_named: int = MAX_NAMED) -> None:
+def render_terminal(
+    cmp: Comparison, console: Console, *, max_named: int = MAX_NAMED, notes: CompareNotes | None = None
+) -> None:
     """Draw the comparison: differences and warnings first, then one table per suite."""
     from rich import box
     from rich.table import Table
@@ -219,6 +230,8 @@ def render_terminal(cmp: Comparison, console: Console, *, max_named: int = MAX_N
         ("base ", "dim"), inert(run_text(cmp, "base")), ("  →  candidate ", "dim"),
         inert(run_text(cmp, "candidate"))
     ))
+    for line in notes.header if notes else []:
+        console.print(Text(line, style="yellow" if line.startswith("warning:") else ""))
     if cmp.config_differences:
         console.print(Text("the runs' configuration differs:", style="yellow"))
         for d in cmp.config_differences:
@@ -242,7 +255,7 @@ def render_terminal(cmp: Comparison, console: Console, *, max_named: int = MAX_N
             console.print(title)
         for m in s.metrics:
             console.print(Text(f"  {metric_label(m)}: {detail(m)}", style="dim"))
-        for r in s.reasons:
+        for r in [*s.reasons, *(notes.suites.get(s.suite, []) if notes else [])]:
             console.print(Text(f"  {r}"))
         for key, _ in _LISTS:
             refs: list[CaseRef] = getattr(s.cases, key)
