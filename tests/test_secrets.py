@@ -244,3 +244,34 @@ def test_http_target_url_credentials_are_secrets_when_the_product_echoes_them(
         for where, blob in [("document", raw.decode()), ("show", shown.output), *(("api", a) for a in api),
                             ("files", all_bytes(tmp_path).decode())]:
             assert secret not in blob, (secret, where)
+
+
+# ----------------------------------------------------------------------------- model base_url
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+@pytest.mark.parametrize("where", ["target", "judge"])
+def test_credentials_in_a_model_base_url_are_refused_when_the_config_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, where: str
+) -> None:
+    """Not one error per case (aiohttp's "Cannot combine AUTHORIZATION header", the SDK's
+    "Connection error."): one line naming the field and what to do, exit 2, nothing written."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    url = f"http://{URL_USER}:{URL_PASSWORD}@127.0.0.1:9/v1"
+    model = f'kind = "{kind}", model = "m", prompt = "{{{{ input.q }}}}"'
+    if where == "target":
+        target, scorers = f'{{ {model}, base_url = "{url}" }}', '{ type = "contains" }'
+        field = "suites.s.target.base_url"
+    else:
+        target = f'{{ {model}, base_url = "mock:none.json" }}'
+        scorers = f'{{ type = "judge", provider = "{kind}", model = "j", base_url = "{url}", rubric = "r" }}'
+        field = "suites.s.scorers[0].judges[0].base_url"
+    write(tmp_path, f'[suites.s]\ndataset = "d.jsonl"\ntarget = {target}\nscorers = [{scorers}]\n', CASES)
+    for command in (["validate"], ["run", "--runs-dir", str(tmp_path / "runs")]):
+        result = invoke(*command, "--config", str(tmp_path / "evalh.toml"))
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"evalh.toml: {field}: " in lines[0], lines
+        assert "api_key_env" in lines[0] and URL_PASSWORD not in result.output
+    assert not (tmp_path / "runs").exists()

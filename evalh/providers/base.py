@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ProviderConfig(BaseModel):
@@ -55,6 +56,19 @@ class ProviderConfig(BaseModel):
     """First retry waits up to this long (full jitter), doubling per attempt."""
     backoff_max_s: float = Field(30.0, ge=0)
     """Cap of one backoff wait (a server's `retry-after` is honoured even when longer)."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials_in_url(cls, url: str | None) -> str | None:
+        # The key goes in its own header (x-api-key / Authorization: Bearer), so a
+        # user:password@ would have to be a second Authorization header: aiohttp refuses to
+        # build the request and the SDK reports a bare "Connection error." on every case.
+        if url and not url.startswith("mock:") and "@" in urlsplit(url).netloc:
+            raise ValueError(
+                "credentials in the URL (user:password@) cannot be sent with the API key: "
+                "remove them, and put the key in the variable `api_key_env` names"
+            )
+        return url
 
     def key_env(self) -> str:
         return self.api_key_env or ("ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY")
