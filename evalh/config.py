@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalh import registry
+from evalh.core.outcome import DEFAULT_MAX_ERROR_RATE
 from evalh.core.sweep_spec import SweepConfig
 from evalh.errors import ConfigError
 from evalh.scorers.base import ScorerConfig
@@ -79,7 +80,7 @@ class SuiteConfig(_Strict):
         {
             "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
-            "cache_repeats", "splits", "sweep",
+            "cache_repeats", "splits", "sweep", "max_error_rate",
         }
     )
 
@@ -106,6 +107,10 @@ class SuiteConfig(_Strict):
     """Cases in flight at once; `[evalh] concurrency` when unset, `--concurrency` overrides."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
     """Allowances of `evalh compare` for stochastic suites."""
+    max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
+    """`evalh run` exits 1 when more than this share of the suite's results errored or got
+    no judgment (errored + judge_error over the results that ran), in either regime; a suite
+    whose every result errored fails whatever the value. `--max-error-rate` overrides it."""
     tier: int = 0
     """Suites run cheapest first: lower tiers first; within a tier, by the estimated cost of
     their model calls (suites whose cost cannot be estimated last), then by name."""

@@ -74,7 +74,7 @@ def cli(cfg: Path, *args: str) -> Result:
 
 def original(tmp_path: Path) -> tuple[Path, str, bytes]:
     cfg = project(tmp_path)
-    result = cli(cfg, "run", "--json")
+    result = cli(cfg, "run", "--json", "--max-error-rate", "1")  # errors on purpose: the material of a rejudge
     assert result.exit_code == 0, result.output
     run_id = json.loads(result.stdout)["run_id"]
     script(tmp_path, SECOND)
@@ -263,7 +263,7 @@ def test_rejudge_one_suite_keeps_the_others_as_they_were(tmp_path: Path) -> None
     cfg = project(tmp_path)
     text = cfg.read_text(encoding="utf-8")
     cfg.write_text(text + text.replace("[suites.s]", "[suites.t]"), encoding="utf-8")
-    result = cli(cfg, "run", "--json")
+    result = cli(cfg, "run", "--json", "--max-error-rate", "1")  # errors on purpose: the material of a rejudge
     assert result.exit_code == 0, result.output
     run_id = json.loads(result.stdout)["run_id"]
     script(tmp_path, SECOND)

@@ -27,6 +27,7 @@ def run(
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID", help="Finish an interrupted, killed or budget-stopped run: only the cases it has no result for run, under the same run id.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
+    max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, metavar="RATE", help="Exit 1 when more than this share (0-1) of a suite's results errored or got no judgment; overrides every suite's max_error_rate (default 0.1).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
@@ -36,9 +37,11 @@ def run(
     """Run suites against their targets, score every case, and write one run document.
 
     Exit 0 when every deterministic case passed; 1 when a deterministic case failed or
-    errored, when the run stopped before every case ran (`partial`: budget reached,
-    interrupted) or, with --compare-baseline, on a regression against BASELINE; 2 on bad
-    usage or bad input (nothing is written then).
+    errored, when a suite's error rate (errored + judge_error over the results that ran)
+    is over its max_error_rate (any regime; a suite where every result errored always is),
+    when the run stopped before every case ran (`partial`: budget reached, interrupted)
+    or, with --compare-baseline, on a regression against BASELINE; 2 on bad usage or bad
+    input (nothing is written then).
 
     Examples:
 
@@ -55,7 +58,7 @@ def run(
     from evalh.cli.progress import ProgressObserver
     from evalh.cli.render_run import render_run
     from evalh.config import load_config
-    from evalh.console import err, out, warn
+    from evalh.console import err, out, safe_text, warn
     from evalh.core.session import RunOptions, execute, prepare_run
     from evalh.store import RunStore, resolve_runs_dir
 
@@ -67,11 +70,12 @@ def run(
 
         given = [flag for flag, value in (("--suite", suite), ("--label", label), ("--seed", seed),
                                           ("--repeats", repeats), ("--timeout", timeout),
-                                          ("--allow-self-judge", allow_self_judge or None))
+                                          ("--allow-self-judge", allow_self_judge or None),
+                                          ("--max-error-rate", max_error_rate))
                  if value is not None]
         if given:
-            raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats, timeout "
-                             f"and judge settings: drop {', '.join(given)}")
+            raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats, timeout, "
+                             f"judge settings and max error rate: drop {', '.join(given)}")
         prepared = prepare_resume(
             cfg, resume, directory, concurrency=concurrency, max_cost_usd=max_cost,
             max_tokens=max_tokens, use_cache=False if no_cache else None,
@@ -80,7 +84,7 @@ def run(
         options = RunOptions(
             suites=suite, label=label, seed=seed, repeats=repeats, concurrency=concurrency,
             timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens, use_cache=not no_cache,
-            allow_self_judge=allow_self_judge, dry_run=dry_run,
+            allow_self_judge=allow_self_judge, max_error_rate=max_error_rate, dry_run=dry_run,
         )
         prepared = prepare_run(cfg, options, directory)
     for name, missing in prepared.skipped:
@@ -110,11 +114,13 @@ def run(
 
         baseline = load_baseline(cfg.root, store)  # every run it names, of one configuration
     result = execute(prepared, store, ProgressObserver(enabled=not quiet and not json_out))
+    from evalh.core.outcome import run_verdict
+
     path = store.path_for(result.run_id)
-    code = 0 if result.summary.get("deterministic_ok", True) else 1
-    if result.status != "complete":
-        warn(f"run {result.run_id} is {result.status}: {result.status_reason}; not every case ran")
-        code = 1
+    verdict = run_verdict(result)
+    code = verdict.code
+    for reason in verdict.reasons:  # what fails the run that the results table does not say
+        err().print(safe_text(reason, style="red"))
     comparison = notes = None
     if baseline is not None:
         from evalh.cli.compare_cmd import exit_code
@@ -125,7 +131,7 @@ def run(
         import orjson
 
         doc = {"run_id": result.run_id, "path": str(path), "status": result.status,
-               "summary": result.summary}
+               "exit_code": code, "reasons": verdict.reasons, "summary": result.summary}
         if comparison is not None:
             from evalh.report.compare_notes import comparison_doc
 

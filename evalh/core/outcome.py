@@ -5,9 +5,15 @@ Pure functions, shared by the runner and anything that rebuilds a run (resume, r
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalh.models import Run, Score
+
+DEFAULT_MAX_ERROR_RATE = 0.1
+"""A suite fails the run when more than this share of its results errored or lost their
+judgment. One in ten: a flaky provider or a judge that sometimes truncates stays under it
+on a large suite, an outage, a wrong key or a judge that fails every case never does."""
 
 
 def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[str, float | None]:
@@ -30,6 +36,109 @@ def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[str, floa
     return "failed", score
 
 
+@dataclass(frozen=True)
+class ErrorGate:
+    """One suite's error rate against its limit: (errored + judge_error) over the results
+    that ran (skipped ones left out)."""
+
+    suite: str
+    errored: int
+    judge_error: int
+    of: int
+    """Results that ran: every result but the skipped ones (the denominator)."""
+    results: int
+    """Every result, skipped ones included."""
+    max_error_rate: float
+
+    @property
+    def errors(self) -> int:
+        return self.errored + self.judge_error
+
+    @property
+    def rate(self) -> float | None:
+        return self.errors / self.of if self.of else None
+
+    @property
+    def over(self) -> bool:
+        """Over the limit: strictly more than `max_error_rate`, or every result that ran
+        errored (whatever the limit, even 1), or results exist and none ran."""
+        if not self.of:
+            return self.results > 0
+        return self.errors == self.of or self.errors / self.of > self.max_error_rate
+
+    def line(self) -> str:
+        if self.judge_error and self.errored:
+            what = f"errored or judge_error ({self.errored} errored, {self.judge_error} judge_error)"
+        elif self.judge_error:
+            what = f"errored or judge_error (0 errored, {self.judge_error} judge_error)"
+        else:
+            what = "errored"
+        if not self.of:
+            return (f"suite {self.suite}: none of its {self.results} results ran (all skipped), "
+                    f"over max_error_rate {_pct(self.max_error_rate)}")
+        return (f"suite {self.suite}: {self.errors} of {self.of} results {what} ({_pct(self.errors / self.of)}), "
+                f"over max_error_rate {_pct(self.max_error_rate)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"errors": self.errors, "errored": self.errored, "judge_error": self.judge_error,
+                "of": self.of, "rate": self.rate, "max_error_rate": self.max_error_rate, "over": self.over}
+
+
+def _pct(x: float) -> str:
+    text = f"{x * 100:.1f}".rstrip("0").rstrip(".")
+    return f"{text} %"
+
+
+def max_error_rate_for(config: dict[str, Any], suite: str) -> float:
+    """The limit recorded in a run's config snapshot: `--max-error-rate` (`run_options`),
+    else the suite's `max_error_rate`, else the default."""
+    flag = (config.get("run_options") or {}).get("max_error_rate")
+    if isinstance(flag, int | float) and not isinstance(flag, bool):
+        return float(flag)
+    key = ((config.get("suites") or {}).get(suite) or {}).get("max_error_rate")
+    if isinstance(key, int | float) and not isinstance(key, bool):
+        return float(key)
+    return DEFAULT_MAX_ERROR_RATE
+
+
+def error_gates(run: Run) -> list[ErrorGate]:
+    """Every suite with results, against its limit (a suite that has none — a partial run
+    stopped before it — is not rated: the run's status already fails it)."""
+    gates = []
+    for name, s in run.suites.items():
+        a = s.aggregate
+        if not a.n:
+            continue
+        gates.append(ErrorGate(suite=name, errored=a.errored, judge_error=a.judge_error,
+                               of=a.n - a.skipped, results=a.n,
+                               max_error_rate=max_error_rate_for(run.config, name)))
+    return gates
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """What `evalh run` exits with and why (`--compare-baseline` may only raise the code)."""
+
+    code: int
+    reasons: list[str] = field(default_factory=list)
+    """One line per cause of a non-zero code that the results table does not state:
+    a suite over its error rate, a run that did not finish."""
+
+
+def run_verdict(run: Run) -> RunVerdict:
+    """1 when a deterministic case failed or errored, a suite's error rate is over its
+    `max_error_rate` (deterministic or stochastic), or the run is not complete; else 0."""
+    reasons = [g.line() for g in error_gates(run) if g.over]
+    code = 1 if reasons else 0
+    if any(s.regime == "deterministic" and (s.aggregate.failed or s.aggregate.errored)
+           for s in run.suites.values()):
+        code = 1
+    if run.status != "complete":
+        reasons.append(f"run {run.run_id} is {run.status}: {run.status_reason}; not every case ran")
+        code = 1
+    return RunVerdict(code=code, reasons=reasons)
+
+
 def summarize(run: Run) -> dict[str, Any]:
     """Headline numbers. Per-suite figures, never one blended pass rate across suites."""
     totals = {"cases": 0, "passed": 0, "failed": 0, "errored": 0, "judge_error": 0, "skipped": 0}
@@ -50,12 +159,17 @@ def summarize(run: Run) -> dict[str, Any]:
             "errored": a.errored, "judge_error": a.judge_error, "pass_rate": a.pass_rate,
             "mean_score": a.mean_score,
         }
+    gates = {g.suite: g for g in error_gates(run)}
+    for name, g in gates.items():
+        per_suite[name]["error_gate"] = g.to_dict()
     gate_ok = all(
         s.aggregate.failed == 0 and s.aggregate.errored == 0
-        for s in run.suites.values()
+        and not (name in gates and gates[name].over)
+        for name, s in run.suites.items()
         if s.regime == "deterministic"
     )
     return {
         **totals, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost,
-        "deterministic_ok": gate_ok, "suites": per_suite,
+        "deterministic_ok": gate_ok, "error_rate_ok": not any(g.over for g in gates.values()),
+        "suites": per_suite,
     }

@@ -33,16 +33,19 @@ class RunOptions:
     max_tokens: int | None = None
     use_cache: bool = True
     allow_self_judge: bool = False
+    max_error_rate: float | None = None
+    """`--max-error-rate`: overrides every suite's `max_error_rate` (recorded in `run_options`)."""
     dry_run: bool = False
     """Only estimating: a suite named without its key is planned (nothing will be called)."""
     extra_snapshot: dict[str, object] = field(default_factory=dict)
 
     def overrides(self) -> dict[str, Any]:
-        """Options given on the command line that change what runs or what it may spend;
-        recorded in the run's config as `run_options` (so `--resume` and readers see them)."""
+        """Options given on the command line that change what runs, what it may spend or
+        what fails it; recorded in the run's config as `run_options` (so `--resume` and
+        readers see them)."""
         out: dict[str, Any] = {
             k: getattr(self, k)
-            for k in ("repeats", "timeout_s", "concurrency", "max_cost_usd", "max_tokens")
+            for k in ("repeats", "timeout_s", "concurrency", "max_cost_usd", "max_tokens", "max_error_rate")
             if getattr(self, k) is not None
         }
         if not self.use_cache:
