@@ -31,13 +31,13 @@ def runs(
     import orjson
     from rich.table import Table
 
-    from evalh.baseline import read_baseline
+    from evalh.baseline import read_baseline_ids
     from evalh.console import out, safe_text, warn
     from evalh.errors import RunDocumentError
     from evalh.run_header import read_run_header
 
     root, store = open_project(config, runs_dir)
-    baseline = read_baseline(root)
+    baseline = set(read_baseline_ids(root) or ())  # a pooled baseline marks each of its runs
     # newest first, header only, until `limit` are listed: memory is one header at a time
     # and the documents older than the newest `limit` readable ones are not opened
     headers = []
@@ -51,7 +51,7 @@ def runs(
     rows = [
         {
             "run_id": h.run_id, "label": h.label, "status": h.status, "started_at": h.started_at,
-            "git_sha": h.git_sha, "dirty": h.git_dirty, "baseline": h.run_id == baseline,
+            "git_sha": h.git_sha, "dirty": h.git_dirty, "baseline": h.run_id in baseline,
             "suites": h.pass_rates,
         }
         for h in reversed(headers)

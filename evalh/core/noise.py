@@ -91,9 +91,9 @@ def measure_noise(
             })
             for m in sc.metrics:
                 scorer = getattr(m, "scorer", None)  # rows of one named scorer
-                name = f"{m.name} {scorer}" if scorer else m.name
-                row = rows.setdefault((m.arm, name), {
-                    "arm": m.arm, "name": name, "unit": m.unit, "allowance": m.allowance,
+                label = f"{m.name} {scorer}" if scorer else m.name
+                row = rows.setdefault((m.arm, label), {
+                    "arm": m.arm, "name": label, "unit": m.unit, "allowance": m.allowance,
                     "changes": [], "verdicts": {},
                 })
                 if m.change is not None:
@@ -184,6 +184,11 @@ def noise_line(doc: dict[str, Any], suite: str) -> str | None:
         text = head + "no metric changed between baseline runs"
     c = s["cases"]
     text += f"; {c['flipped']} of {c['compared']} cases flip"
+    per_pair = [(p["flipped"], p["cases"]) for p in s.get("pair_results") or []]
+    if len(per_pair) > 1:
+        lo, hi = min(per_pair), max(per_pair)
+        text += (f" (between two runs: {lo[0]} of {lo[1]}" +
+                 (f" to {hi[0]} of {hi[1]})" if hi != lo else ")"))
     wide = [r["name"] + (f" [{r['arm']}]" if r["arm"] != "default" else "")
             for r in s["rows"] if _wider_than_allowance(r)]
     if wide:
