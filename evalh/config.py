@@ -158,6 +158,10 @@ class Settings(_Strict):
     """Budget: once this many USD are spent no new case starts, and the run is `partial`."""
     max_tokens: int | None = Field(None, ge=0)
     """Budget in tokens (input + output), like `max_cost_usd`."""
+    max_retry_wait_s: float = Field(120.0, gt=0)
+    """The longest a request waits for an endpoint's rate limit, in seconds: a `retry-after`
+    beyond it makes the requests it would hold `errored` at once, saying so. Waiting for a
+    rate limit never counts as the target's latency or against its `timeout_s`."""
 
 
 class Config(BaseModel):

@@ -41,6 +41,7 @@ from evalh.models import (
     sha256_of,
 )
 from evalh.provenance import environment_info, git_info
+from evalh.providers.waits import case_clock
 from evalh.snapshot import scrub_value, secret_env_values
 from evalh.store import RunStore, now_iso
 from evalh.targets.base import CallContext, TargetOutput
@@ -126,17 +127,20 @@ class Runner:
         assert item.arm.target is not None
         ctx = CallContext(self.plan.run_id, suite.name, item.arm.name, item.attempt, services)
         t0 = time.perf_counter()
-        try:
-            # asyncio.timeout, not wait_for: same semantics without a task per call
-            async with asyncio.timeout(suite.timeout_s):
-                out = await item.arm.target.call(item.case, ctx)
-        except TimeoutError:
-            err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {suite.timeout_s:g}s")
-            return None, err, (time.perf_counter() - t0) * 1000
-        except (Exception, SystemExit) as exc:  # the product failed: an errored case, not a crash
-            # SystemExit too: a target calling sys.exit(0) must not end the run as a green gate
-            return None, _error(exc), (time.perf_counter() - t0) * 1000
-        return out, None, (time.perf_counter() - t0) * 1000
+        # time spent waiting for an endpoint's rate limits is neither latency nor timeout
+        with case_clock() as clock:
+            try:
+                # asyncio.timeout, not wait_for: same semantics without a task per call
+                async with asyncio.timeout(suite.timeout_s) as deadline:
+                    clock.timeout = deadline
+                    out = await item.arm.target.call(item.case, ctx)
+            except TimeoutError:
+                err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {suite.timeout_s:g}s")
+                return None, err, (time.perf_counter() - t0 - clock.waited_s) * 1000
+            except (Exception, SystemExit) as exc:  # the product failed: an errored case, not a crash
+                # SystemExit too: a target calling sys.exit(0) must not end the run as a green gate
+                return None, _error(exc), (time.perf_counter() - t0 - clock.waited_s) * 1000
+        return out, None, (time.perf_counter() - t0 - clock.waited_s) * 1000
 
     async def _score(self, suite: SuitePlan, item: WorkItem, out: TargetOutput) -> list[Score]:
         from evalh.scorers.base import ScoreContext

@@ -63,6 +63,9 @@ class RunServices:
     limits: dict[str, Any] = field(default_factory=dict)
     """Per-provider limiters, created on first use; their settled values go in the run."""
     allow_self_judge: bool = False
+    max_retry_wait_s: float = 120.0
+    """The longest a request waits for an endpoint's rate limit (`[evalh] max_retry_wait_s`):
+    a longer `retry-after` fails the requests it would hold, at once."""
     providers: dict[str, Any] = field(default_factory=dict)
     """Provider clients of this run (evalh.providers.get_provider), closed at its end."""
 

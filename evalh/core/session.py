@@ -69,6 +69,7 @@ def make_services(config: Config, options: RunOptions, runs_dir: Path) -> RunSer
             max_tokens=options.max_tokens if options.max_tokens is not None else config.settings.max_tokens,
         ),
         allow_self_judge=options.allow_self_judge,
+        max_retry_wait_s=config.settings.max_retry_wait_s,
     )
     from evalh.providers.prices import merged_prices
 

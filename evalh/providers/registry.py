@@ -87,16 +87,19 @@ class ManagedClient:
         return cache_key(self.backend.provider, self.cache_url, request, credential=self.credential)
 
     async def _call(self, request: ChatRequest) -> ChatResponse:
+        from evalh.providers.waits import case_clock
+
         t0 = time.perf_counter()
-        response = await call_with_retries(
-            lambda: self.backend.send(request),
-            policy=self.policy,
-            limits=self.limits,
-            what=f"{self.backend.provider} {request.model}",
-            tokens=_estimate_tokens(request),
-            sleep=self.sleep,
-        )
-        response.latency_ms = round((time.perf_counter() - t0) * 1000, 3)
+        with case_clock() as clock:  # the request's own time: rate-limit waits left out
+            response = await call_with_retries(
+                lambda: self.backend.send(request),
+                policy=self.policy,
+                limits=self.limits,
+                what=f"{self.backend.provider} {request.model}",
+                tokens=_estimate_tokens(request),
+                sleep=self.sleep,
+            )
+        response.latency_ms = round((time.perf_counter() - t0 - clock.waited_s) * 1000, 3)
         response.cost_usd = cost_usd(
             self.services.prices, response.model, response.tokens_in, response.tokens_out
         )
@@ -181,7 +184,9 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
         backend = providers[backend_memo] = _make_backend(config, base_url, key)
     limits = services.limits.get(name)
     if limits is None:
-        limits = services.limits[name] = EndpointLimits(name, config.max_in_flight, config.rpm, config.tpm)
+        limits = services.limits[name] = EndpointLimits(
+            name, config.max_in_flight, config.rpm, config.tpm, max_wait_s=services.max_retry_wait_s
+        )
     cache_url = stable_url
     if stable_url != base_url:  # a mock: an edited script must not be served stale replies
         from evalh.providers.loopback import script_digest

@@ -11,6 +11,11 @@
   for the `retry-after` the server asked for; each success grows it back by one, up to
   the configured `max_in_flight`. Optional requests- and tokens-per-minute limits use
   `aiolimiter`. `describe()` is what the run document records under `limits`.
+* Waiting is bounded: a `retry-after` longer than `max_wait_s` (`[evalh] max_retry_wait_s`)
+  fails the request that got it at once, and so does every request that would have to
+  wait out that pause: `ProviderError` saying so, never a case stuck until its timeout.
+  Every wait is marked with `waits.waiting()`, so it is left out of the case's latency and
+  does not consume its per-case timeout.
 
 Model providers and the `http` target share both, so a flaky endpoint is handled the same
 way whoever calls it.
@@ -29,8 +34,12 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from evalh.providers.base import ProviderError
+from evalh.providers.waits import waiting
 
 T = TypeVar("T")
+
+DEFAULT_MAX_WAIT_S = 120.0
+"""The longest evalh waits for an endpoint's rate limit (`[evalh] max_retry_wait_s`)."""
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 """Statuses worth another attempt; any other 5xx is retried too (see `is_retryable`)."""
@@ -43,6 +52,14 @@ class TransientError(Exception):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+
+
+class WaitTooLong(Exception):
+    """The endpoint is paused for longer than its `max_wait_s`: the request is not sent."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(wait_s)
+        self.wait_s = wait_s
 
 
 class PermanentError(Exception):
@@ -107,8 +124,13 @@ class EndpointLimits:
     config to reach an endpoint sets its `max_in_flight`, `rpm` and `tpm`.
     """
 
-    def __init__(self, name: str, max_in_flight: int, rpm: int | None = None, tpm: int | None = None) -> None:
+    def __init__(
+        self, name: str, max_in_flight: int, rpm: int | None = None, tpm: int | None = None,
+        max_wait_s: float = DEFAULT_MAX_WAIT_S,
+    ) -> None:
         self.name = name
+        self.max_wait_s = max_wait_s
+        """A pause longer than this fails the requests that meet it instead of holding them."""
         self.ceiling = max_in_flight
         self.current = max_in_flight
         self.min_reached = max_in_flight
@@ -148,21 +170,24 @@ class EndpointLimits:
     async def slot(self, tokens: int = 1) -> AsyncIterator[int]:
         """Hold one in-flight slot (waiting out any retry-after pause). Yields the epoch the
         request started in, which `on_rate_limited` uses to halve once per burst."""
-        await self._rate(tokens)
-        while True:
-            pause = self._pause_until - time.monotonic()
-            if pause > 0:
-                await asyncio.sleep(pause)
-                continue
-            if self.in_flight < self.current:
-                break
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter
-            finally:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+        with waiting():
+            await self._rate(tokens)
+            while True:
+                pause = self._pause_until - time.monotonic()
+                if pause > self.max_wait_s:
+                    raise WaitTooLong(pause)
+                if pause > 0:
+                    await asyncio.sleep(pause)
+                    continue
+                if self.in_flight < self.current:
+                    break
+                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                try:
+                    await waiter
+                finally:
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
         # No await between the check and the increment: the slot is ours.
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
@@ -209,6 +234,7 @@ class EndpointLimits:
             "in_flight_peak": self.peak,
             "rpm": self.rpm,
             "tpm": self.tpm,
+            "max_retry_wait_s": self.max_wait_s,
             "requests": self.requests,
             "rate_limited": self.rate_limited,
             "retries": self.retries,
@@ -232,26 +258,41 @@ async def call_with_retries(
     """
     last: TransientError | None = None
     total = policy.max_retries + 1
+
+    def too_long(wait_s: float, attempts: int) -> ProviderError:
+        limits.failures += 1
+        return ProviderError(
+            f"{what}: rate limited: the server asked to wait {wait_s:.0f} s, longer than "
+            f"max_retry_wait_s = {limits.max_wait_s:g} s ([evalh] in evalh.toml)",
+            status=429, attempts=attempts, retryable=False,
+        )
+
     for n in range(total):
         if n:
             limits.retries += 1
-        async with limits.slot(tokens) as epoch:
-            try:
-                result = await attempt()
-            except TransientError as exc:
-                last = exc
-                if exc.status == 429:
-                    limits.on_rate_limited(epoch, exc.retry_after)
-            except PermanentError as exc:
-                limits.failures += 1
-                raise ProviderError(
-                    f"{what}: {exc}", status=exc.status, attempts=n + 1, retryable=False
-                ) from None
-            else:
-                limits.on_success()
-                return result
+        try:
+            async with limits.slot(tokens) as epoch:
+                try:
+                    result = await attempt()
+                except TransientError as exc:
+                    last = exc
+                    if exc.status == 429:
+                        limits.on_rate_limited(epoch, exc.retry_after)
+                    if exc.retry_after is not None and exc.retry_after > limits.max_wait_s:
+                        raise too_long(exc.retry_after, n + 1) from None
+                except PermanentError as exc:
+                    limits.failures += 1
+                    raise ProviderError(
+                        f"{what}: {exc}", status=exc.status, attempts=n + 1, retryable=False
+                    ) from None
+                else:
+                    limits.on_success()
+                    return result
+        except WaitTooLong as exc:  # not sent: the endpoint is paused past the limit
+            raise too_long(exc.wait_s, n) from None
         if n + 1 < total:
-            await sleep(policy.delay(n, last.retry_after if last else None))
+            with waiting():
+                await sleep(policy.delay(n, last.retry_after if last else None))
     limits.failures += 1
     assert last is not None
     noun = "attempt" if total == 1 else "attempts"

@@ -214,7 +214,9 @@ class HttpTarget:
         name = limits_name("http", cfg.url)
         limits = ctx.services.limits.get(name)
         if limits is None:
-            limits = ctx.services.limits[name] = EndpointLimits(name, cfg.max_in_flight, cfg.rpm)
+            limits = ctx.services.limits[name] = EndpointLimits(
+                name, cfg.max_in_flight, cfg.rpm, max_wait_s=ctx.services.max_retry_wait_s
+            )
         try:
             data = await call_with_retries(
                 lambda: self._send(body, headers),
