@@ -41,13 +41,15 @@ def out() -> Console:
                    soft_wrap=False, width=_width(sys.stdout))
 
 
-# C0 controls but tab and newline, DEL, and C1 controls (U+009B is a one-byte CSI).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL, and C1 controls (U+009B is a one-byte CSI); and the
+# bidirectional controls (marks U+200E, U+200F, U+061C; embeddings and overrides
+# U+202A–U+202E; isolates U+2066–U+2069), which reorder what a reader sees ("Trojan Source").
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def inert(text: str) -> str:
-    """Untrusted text made safe for a terminal: every control character but tab and newline
-    becomes U+FFFD. `rich.text.Text` stops markup, not escape sequences: an ESC in a case
+    """Untrusted text made safe for a terminal: every control character but tab and newline,
+    and every bidirectional control, becomes U+FFFD. `rich.text.Text` stops markup, not escape sequences: an ESC in a case
     id or a model's output would otherwise colour, hide, relink (OSC 8) or clear what a
     terminal or a CI log shows."""
     return _CONTROL.sub("\ufffd", text)

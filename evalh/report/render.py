@@ -29,8 +29,11 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!{}])")
 
 
 def md_escape(text: str) -> str:
-    """Untrusted text made inert in markdown: no markup, no raw HTML, one line."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Untrusted text made inert in markdown: no markup, no raw HTML, no control or
+    bidirectional control character (U+FFFD instead, as on the terminal), one line."""
+    from evalh.console import inert
+
+    text = inert(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return " ".join(text.split())
 
