@@ -83,7 +83,8 @@ def pool_runs(runs: list[Run]) -> Run:
     """One `Run` holding every run's results, per suite and case.
 
     - Each (case, arm) gets attempts 0..k-1 across the runs: the first run's attempts
-      first (in their own attempt order), then the next run's, and so on.
+      first (in their own attempt order), then the next run's, and so on. Results whose
+      number does not change are shared with the input runs; none is modified.
     - A case or suite only some runs have keeps the results that exist.
     - `pooled_from` lists the pooled run ids, in order; `run_id`, label, git, config and
       seed are the first run's (the config is the same in what ran: see
@@ -146,8 +147,12 @@ def _pool_suite(name: str, parts: list[SuiteResult], owners: list[str]) -> Suite
             mine.setdefault((r.case_id, r.arm), []).append(r)
         for key, results in mine.items():
             bucket = by_key.setdefault(key, [])
-            for r in sorted(results, key=lambda r: r.attempt):
-                bucket.append(r.model_copy(update={"attempt": len(bucket)}))
+            if any(a.attempt > b.attempt for a, b in zip(results, results[1:], strict=False)):
+                results = sorted(results, key=lambda r: r.attempt)
+            for r in results:
+                # a result already numbered right is shared, not copied (never mutated)
+                bucket.append(r if r.attempt == len(bucket) else
+                              r.model_copy(update={"attempt": len(bucket)}))
     cases = [r for bucket in by_key.values() for r in bucket]
     head = parts[0]
     arm_names: list[str] = []
