@@ -122,12 +122,15 @@ def require_baseline(root: Path) -> str:
 
 
 def write_noise(root: Path, doc: dict[str, Any]) -> Path:
-    """Write the noise-floor document beside the marker, atomically."""
+    """Write the noise-floor document beside the marker, atomically, scrubbed of secrets
+    like every file evalh writes."""
     import orjson
+
+    from evalh.snapshot import scrub_secrets
 
     path = noise_path(root)
     try:
-        atomic_write_bytes(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        atomic_write_bytes(path, scrub_secrets(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"))
     except OSError as exc:
         raise EvalhError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return path

@@ -451,3 +451,16 @@ def test_runs_marks_every_baseline_run(noisy: Path) -> None:
     rows = json.loads(cli(noisy, "runs", "--json").stdout)
     assert {r["run_id"]: r["baseline"] for r in rows} == {ids[0]: True, ids[1]: False, ids[2]: True}
     assert cli(noisy, "runs").stdout.count("(BASELINE)") == 2
+
+
+def test_the_noise_file_never_holds_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalh.baseline import write_noise
+
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("PRODUCT_API_KEY", secret)
+    runs = [make_run(i, {"s": suite([result(f"case {secret}", st)])})
+            for i, st in ((A, "passed"), (B, "failed"))]
+    doc = measure_noise(runs)
+    assert doc["suites"]["s"]["cases"]["flipped_cases"][0]["case_id"] == f"case {secret}"
+    text = write_noise(tmp_path, doc).read_text()
+    assert secret not in text and json.loads(text)["suites"]["s"]["cases"]["flipped"] == 1
