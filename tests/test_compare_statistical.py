@@ -1,93 +1,139 @@
-"""compare_runs over many seeds: it must not cry wolf, and must not miss a real drop.
+"""compare_runs over many seeds: the error rates docs/methodology.md promises.
 
-From issue 3: two runs drawn from the same stochastic distribution are `regressed` in at
-most 5 % of seeds, and `flat` (not `inconclusive`) in at least 95 % once there are enough
-cases (2,000 here); a real drop of twice the allowance is `regressed` in at least 95 % with
-enough cases, and `inconclusive` rather than `flat` when there are too few.
+Each claim is a share over seeded replications of a scenario from
+`evalh.testing.simulate` (so the test is deterministic); the full table, with more
+replications and the rule before this one side by side, is `bench/stats_results.md`
+(`python bench/stats_bench.py`). Replications here are sized to keep the module well under
+a minute on two cores; bounds that a share could miss by Monte Carlo error alone are
+widened by about two of its standard errors, and say so.
 
-Every scenario is seeded, so the test is deterministic. Runtime is kept modest by the
-number of seeds, not by weaker assertions: graded runs at 2,000 cases use the paired
-normal interval (the large-sample limit of the bootstrap, which the default policy itself
-switches to above `bootstrap_max_cases`), and the bootstrap path is exercised at a smaller
-size with fewer resamples.
+The claims (issue 10):
+- unchanged code (A/A) fails the gate in at most 5 % of comparisons, for 5 suites × their
+  rows, at 50 and 500 cases;
+- a true drop of 0.8 × the allowance is `regressed` in at most 5 %; a true drop equal to the
+  allowance is `flat` in at most 5 %;
+- a true drop of 2 × the allowance is `regressed` with about the promised 80 % at the
+  printed `cases_needed`;
+- 95 % intervals cover the true change 93–97 % of the time at n = 20, 50, 200, with group
+  clusters and with repeats;
+- identical outputs from a fast target are `flat` on latency.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 
-from compare_factory import binary_runs, graded_runs
+import pytest
 
-from evalh.core.compare import ComparePolicy, compare_runs
-from evalh.models import Run
-
-Maker = Callable[[int], tuple[Run, Run]]
-
-ANALYTIC = ComparePolicy(bootstrap_max_cases=0)
-BOOTSTRAP = ComparePolicy(bootstrap_resamples=300)
+from evalh.core.compare import compare_runs
+from evalh.core.compare_models import Comparison, MetricRow
+from evalh.testing.simulate import Scenario, run_pair, true_change
 
 
-def verdicts(make: Maker, seeds: int, policy: ComparePolicy | None = None) -> Counter[str]:
-    out: Counter[str] = Counter()
-    for seed in range(seeds):
-        out[compare_runs(*make(seed), policy).suites["s"].verdict] += 1
-    return out
+def _row(cmp: Comparison, name: str, suite: str = "s") -> MetricRow:
+    return next(m for m in cmp.suites[suite].metrics if m.name == name)
 
 
-def share(counts: Counter[str], verdict: str) -> float:
-    return counts[verdict] / sum(counts.values())
+def _share(reps: int, seed0: int, hit: Callable[[int], bool]) -> float:
+    return sum(hit(seed0 + i) for i in range(reps)) / reps
 
 
-# Pass/fail, one attempt per case: Newcombe interval + McNemar. Allowance 0.05.
+@pytest.mark.parametrize(("n", "reps"), [(50, 120), (500, 16)])
+def test_unchanged_code_fails_the_gate_rarely_across_five_suites(n: int, reps: int) -> None:
+    suites = {f"s{i}": Scenario(n, graded=True, cost_ratio=1.0, latency_ratio=1.0) for i in range(5)}
+    fails = _share(reps, 1000 * n, lambda seed: compare_runs(*run_pair(suites, seed)).fails_gate)
+    assert fails <= 0.05
+    cmp = compare_runs(*run_pair(suites, 1))
+    assert cmp.family.size == 20  # 5 suites × pass rate, mean score, cost, latency
 
 
-def test_binary_same_distribution_rarely_regresses_and_settles_flat() -> None:
-    counts = verdicts(lambda s: binary_runs(2000, 0.8, 0.8, 1000 + s), 100)
-    assert share(counts, "regressed") <= 0.05, counts
-    assert share(counts, "flat") >= 0.95, counts
+def test_a_drop_inside_the_allowance_is_rarely_regressed() -> None:
+    sc = Scenario(400, delta=-0.04)  # 0.8 × the 5-point allowance
+    regressed = _share(150, 2000, lambda seed: _row(
+        compare_runs(*run_pair({"s": sc}, seed)), "pass_rate").verdict == "regressed")
+    assert regressed <= 0.05
 
 
-def test_binary_drop_of_twice_the_allowance_regresses_with_enough_cases() -> None:
-    counts = verdicts(lambda s: binary_runs(2000, 0.8, 0.7, 2000 + s), 60)
-    assert share(counts, "regressed") >= 0.95, counts
+def test_a_drop_at_the_allowance_is_rarely_flat() -> None:
+    sc = Scenario(400, delta=-0.05)
+    flat = _share(150, 3000, lambda seed: _row(
+        compare_runs(*run_pair({"s": sc}, seed)), "pass_rate").verdict == "flat")
+    assert flat <= 0.05
 
 
-def test_binary_drop_of_twice_the_allowance_with_too_few_cases_is_not_flat() -> None:
-    counts = verdicts(lambda s: binary_runs(30, 0.8, 0.7, 3000 + s), 200)
-    assert share(counts, "flat") <= 0.05, counts
-    assert share(counts, "inconclusive") >= 0.5, counts
-    assert share(counts, "inconclusive") + share(counts, "regressed") >= 0.95, counts
+def test_the_printed_cases_needed_gives_the_promised_power() -> None:
+    pilot = Scenario(40, delta=-0.04, graded=True, repeats=3)  # 2 × the 0.02 score allowance
+    printed = []
+    for seed in range(4000, 4100):
+        row = _row(compare_runs(*run_pair({"s": pilot}, seed)), "mean_score")
+        if row.verdict == "inconclusive" and row.cases_needed:
+            assert row.cases_needed_for == pytest.approx(-0.04)
+            printed.append(row.cases_needed)
+        if len(printed) == 10:
+            break
+    assert len(printed) == 10
+
+    def regressed(i: int) -> bool:
+        sc = replace(pilot, n=printed[(i - 5000) // 20])
+        return _row(compare_runs(*run_pair({"s": sc}, i)), "mean_score").verdict == "regressed"
+
+    power = _share(200, 5000, regressed)
+    # 80 % promised; 200 replications have a Monte Carlo error of ±2.8 points.
+    assert 0.74 <= power <= 0.88
 
 
-# Graded scores with repeats: mean score (allowance 0.02) and per-case pass rate.
+COVERAGE = {
+    "pass/fail with 3 repeats": (Scenario(0, delta=-0.03, repeats=3), "pass_rate"),
+    "graded, 10 groups sharing a shock": (
+        Scenario(0, delta=-0.02, graded=True, groups=10, shock=0.03), "mean_score"),
+    "pass/fail, one attempt": (Scenario(0, delta=-0.03), "pass_rate"),
+    "cost +20 %": (Scenario(0, graded=True, cost_ratio=1.2), "cost_usd"),
+}
 
 
-def test_graded_same_distribution_rarely_regresses_and_settles_flat() -> None:
-    counts = verdicts(lambda s: graded_runs(2000, 0.7, 0.7, 4000 + s, repeats=2), 40, ANALYTIC)
-    assert share(counts, "regressed") <= 0.05, counts
-    assert share(counts, "flat") >= 0.95, counts
+@pytest.mark.parametrize("n", [20, 50, 200])
+@pytest.mark.parametrize("kind", list(COVERAGE))
+def test_intervals_cover_the_true_change(kind: str, n: int) -> None:
+    base, metric = COVERAGE[kind]
+    sc = replace(base, n=n)
+    truth = true_change(sc, metric)
+
+    def covers(seed: int) -> bool:
+        iv = _row(compare_runs(*run_pair({"s": sc}, seed)), metric).interval
+        return iv is not None and iv[0] <= truth <= iv[1]
+
+    reps = 200 if n < 200 else 100
+    coverage = _share(reps, 6000 + n, covers)
+    # 93–97 % promised (bench/stats_results.md, 600 replications a cell); here ±2 Monte
+    # Carlo standard errors wider (1.5 points at 200 replications, 2.2 at 100).
+    slack = 0.03 if reps == 200 else 0.045
+    assert 0.93 - slack <= coverage <= 0.97 + slack
 
 
-def test_graded_drop_of_twice_the_allowance_regresses_with_enough_cases() -> None:
-    counts = verdicts(lambda s: graded_runs(2000, 0.7, 0.66, 5000 + s, repeats=2), 40, ANALYTIC)
-    assert share(counts, "regressed") >= 0.95, counts
+def test_clustered_cases_keep_their_coverage_and_do_not_cry_wolf() -> None:
+    sc = Scenario(200, groups=10, shock=0.06)
+    rows = [_row(compare_runs(*run_pair({"s": sc}, seed)), "pass_rate") for seed in range(7000, 7150)]
+    assert all(r.cluster_by == "group" and r.clusters == 10 for r in rows)
+    covered = sum(1 for r in rows if r.interval and r.interval[0] <= 0 <= r.interval[1]) / len(rows)
+    assert covered >= 0.91  # 95 % promised; the unclustered interval covered 52–77 %
+    assert sum(r.verdict == "regressed" for r in rows) / len(rows) <= 0.025
 
 
-def test_graded_drop_of_twice_the_allowance_with_too_few_cases_is_not_flat() -> None:
-    counts = verdicts(lambda s: graded_runs(20, 0.7, 0.66, 6000 + s, repeats=2), 200, ANALYTIC)
-    assert share(counts, "flat") <= 0.05, counts
-    assert share(counts, "inconclusive") >= 0.5, counts
+def test_identical_outputs_from_a_fast_target_are_flat_on_latency() -> None:
+    sc = Scenario(200, graded=True, latency_ratio=1.0, latency_ms=4.0, latency_jitter=0.12)
+    verdicts = {_row(compare_runs(*run_pair({"s": sc}, seed)), "latency_ms_p50").verdict
+                for seed in range(8000, 8030)}
+    assert verdicts == {"flat"}
 
 
-# The paired bootstrap itself (the default below bootstrap_max_cases cases).
-
-
-def test_bootstrap_same_distribution_rarely_regresses() -> None:
-    counts = verdicts(lambda s: graded_runs(300, 0.7, 0.7, 7000 + s, repeats=2), 60, BOOTSTRAP)
-    assert share(counts, "regressed") <= 0.05, counts
-
-
-def test_bootstrap_drop_of_twice_the_allowance_regresses() -> None:
-    counts = verdicts(lambda s: graded_runs(300, 0.7, 0.66, 8000 + s, repeats=2), 60, BOOTSTRAP)
-    assert share(counts, "regressed") >= 0.95, counts
+def test_a_big_drop_with_many_cases_regresses_and_a_small_sample_is_never_flat() -> None:
+    # At 3,000 cases a 10-point drop sits four standard errors beyond the allowance.
+    big = Scenario(3000, delta=-0.10)
+    assert _share(20, 9000, lambda s: _row(
+        compare_runs(*run_pair({"s": big}, s)), "pass_rate").verdict == "regressed") >= 0.95
+    small = Scenario(30, delta=-0.10)
+    verdicts = [_row(compare_runs(*run_pair({"s": small}, s)), "pass_rate").verdict
+                for s in range(9100, 9300)]
+    assert verdicts.count("flat") / len(verdicts) <= 0.05
+    assert verdicts.count("inconclusive") / len(verdicts) >= 0.5

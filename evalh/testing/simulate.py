@@ -88,7 +88,7 @@ def suite_pair(sc: Scenario, rng: random.Random) -> tuple[SuiteResult, SuiteResu
 
 
 def _suite(results: list[CaseResult], n: int) -> SuiteResult:
-    return SuiteResult(
+    return SuiteResult.model_construct(
         regime="stochastic", dataset=DatasetInfo(path="sim.jsonl", sha256="sim", cases=n),
         cases=results,
     )
@@ -104,8 +104,8 @@ def run_pair(scenarios: dict[str, Scenario], seed: int) -> tuple[Run, Run]:
 
 
 def _run(run_id: str, suites: dict[str, SuiteResult]) -> Run:
-    return Run(
-        run_id=run_id, status="complete", started_at="2026-01-01T00:00:00Z",  # type: ignore[arg-type]
+    return Run.model_construct(
+        run_id=run_id, status="complete", started_at="2026-01-01T00:00:00Z",
         environment=ENV, config={}, suites=suites,
     )
 
