@@ -217,6 +217,17 @@ def _fail(path: Path, where: str, exc: ValidationError) -> ConfigError:
     return ConfigError(f"{path}: {loc}: {err['msg']}{extra}")
 
 
+def _kind_module(path: Path, where: str, load: Any, name: str) -> Any:
+    """The module of a registered target kind or scorer type; one that cannot be imported
+    (a plugin that exits at import) is bad config, naming the key."""
+    from evalh.imports import ImportFailure
+
+    try:
+        return load(name)
+    except ImportFailure as exc:
+        raise ConfigError(f"{path}: {where}: {exc}") from None
+
+
 def _target(path: Path, where: str, raw: Any) -> TargetConfig:
     if isinstance(raw, str):
         raw = {"kind": "python", "callable": raw}
@@ -226,7 +237,7 @@ def _target(path: Path, where: str, raw: Any) -> TargetConfig:
     if kind not in registry.TARGET_KINDS:
         known = ", ".join(sorted(registry.TARGET_KINDS))
         raise ConfigError(f"{path}: {where}.kind: unknown target kind {kind!r} (known: {known})")
-    model = registry.target_module(kind).CONFIGS[kind]
+    model = _kind_module(path, f"{where}.kind", registry.target_module, kind).CONFIGS[kind]
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
@@ -240,7 +251,7 @@ def _scorer(path: Path, where: str, raw: Any) -> ScorerConfig:
     if type_ not in registry.SCORER_TYPES:
         known = ", ".join(sorted(registry.SCORER_TYPES))
         raise ConfigError(f"{path}: {where}.type: unknown scorer type {type_!r} (known: {known})")
-    model = registry.scorer_module(type_).CONFIGS[type_]
+    model = _kind_module(path, f"{where}.type", registry.scorer_module, type_).CONFIGS[type_]
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

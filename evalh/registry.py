@@ -8,7 +8,6 @@ fast.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 TARGET_KINDS: dict[str, str] = {
@@ -48,8 +47,14 @@ def register_scorer(type_: str, module: str) -> None:
 
 
 def target_module(kind: str) -> ModuleType:
-    return importlib.import_module(TARGET_KINDS[kind])
+    """The module of a target kind (`evalh.imports.ImportFailure` when it cannot be imported)."""
+    from evalh.imports import import_user_module
+
+    return import_user_module(TARGET_KINDS[kind], what="plugin")
 
 
 def scorer_module(type_: str) -> ModuleType:
-    return importlib.import_module(SCORER_TYPES[type_])
+    """The module of a scorer type (`evalh.imports.ImportFailure` when it cannot be imported)."""
+    from evalh.imports import import_user_module
+
+    return import_user_module(SCORER_TYPES[type_], what="plugin")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from evalh.config import Config, SuiteConfig
 from evalh.datasets import Dataset, load_dataset
 from evalh.errors import ConfigError, MissingCredentials
-from evalh.imports import ImportFailure, ensure_on_path
+from evalh.imports import ImportFailure
 from evalh.models import Case, CaseResult, DerivedFrom
 from evalh.snapshot import snapshot
 
@@ -142,7 +142,6 @@ def build_suite_plan(
     from evalh.scorers import build_scorer
     from evalh.targets import build_target
 
-    ensure_on_path(config.root)
     dataset, shown, cases = load_suite_dataset(config, suite)
     arms: list[ArmPlan] = []
     for i, (arm_name, tcfg) in enumerate(suite.arm_targets()):

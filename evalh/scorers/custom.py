@@ -34,9 +34,9 @@ CONFIGS: dict[str, type[ScorerConfig]] = {"custom": CustomConfig}
 class CustomScorer:
     kind = "deterministic"
 
-    def __init__(self, config: CustomConfig) -> None:
+    def __init__(self, config: CustomConfig, root: Path) -> None:
         self.config = config
-        self._fn = import_callable(config.function, what="scorer function")
+        self._fn = import_callable(config.function, root=root, what="scorer")
         self._takes_ctx = len(inspect.signature(self._fn).parameters) >= 3
 
     async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
@@ -65,6 +65,6 @@ class CustomScorer:
         raise TypeError(f"custom scorer {self.config.function} returned {type(result).__name__}")
 
 
-def build(config: ScorerConfig, root: Path | None = None) -> CustomScorer:
+def build(config: ScorerConfig, root: Path) -> CustomScorer:
     assert isinstance(config, CustomConfig)
-    return CustomScorer(config)
+    return CustomScorer(config, root)

@@ -13,7 +13,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Literal
 
-from evalh.imports import ensure_on_path, import_callable
+from evalh.imports import import_callable
 from evalh.models import Case
 from evalh.targets.base import CallContext, TargetConfig, TargetOutput
 
@@ -31,8 +31,7 @@ CONFIGS: dict[str, type[TargetConfig]] = {"python": PythonTargetConfig}
 class PythonTarget:
     def __init__(self, config: PythonTargetConfig, root: Path) -> None:
         self.config = config
-        ensure_on_path(root)
-        self._fn = import_callable(config.callable)
+        self._fn = import_callable(config.callable, root=root)
         params = list(inspect.signature(self._fn).parameters)
         self._wants_case = bool(params) and params[0] == "case"
         self._is_async = inspect.iscoroutinefunction(self._fn)
