@@ -44,6 +44,19 @@ class RunDocumentError(EvalhError):
     """A run document that cannot be read or does not validate."""
 
 
+class WriteFailed(EvalhError, OSError):
+    """A file could not be written: the disk is full, the filesystem read-only, a quota or a
+    permission refused it (exit 4; a bad path, such as a directory that is a file, is bad
+    input: exit 2). Also an OSError, so code that tolerates a failed write (the response
+    cache) keeps doing so."""
+
+    exit_code = 4
+
+
+class RunInUse(EvalhError):
+    """Another live evalh process holds the run (it is running or resuming it)."""
+
+
 class MissingCredentials(EvalhError):
     """A live suite was asked to run without the key it needs."""
 

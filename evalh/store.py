@@ -1,26 +1,44 @@
 """The run store: one self-contained JSON document per run in `eval_runs/`.
 
 Writes are atomic (temporary file in the same directory, fsync, rename), so a reader never
-sees half a document. While a run is in flight its finished results are appended to a
-journal beside it (`<run_id>.journal.jsonl`), so a crash loses at most the cases in flight.
-Run ids are generated, sortable by time, and validated before they touch the filesystem.
+sees half a document; files get the permissions of the process's umask, like any file a
+program creates. While a run is in flight its finished results are appended to a journal
+beside it (`<run_id>.journal.jsonl`), so a crash loses at most the cases in flight. A
+process running or resuming a run holds an exclusive lock on it (`.<run_id>.lock`), so two
+processes never do the same run's work, and what a dead or finished run left behind
+(temporary files of a write a kill cut short, the journal of a complete run) can be told
+from what a live one is writing. Run ids are generated, sortable by time, and validated
+before they touch the filesystem. A write the OS refuses (disk full, read-only filesystem)
+is one `WriteFailed` naming the file (exit 4).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import secrets
 import tempfile
+import threading
+import time
+import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evalh.errors import InvalidRunId, RunDocumentError, RunNotFound, first_validation_error
+from evalh.errors import (
+    InvalidRunId,
+    RunDocumentError,
+    RunInUse,
+    RunNotFound,
+    WriteFailed,
+    first_validation_error,
+)
 from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
 from evalh.snapshot import scrub_secrets, secret_env_values
@@ -59,18 +77,72 @@ def resolve_runs_dir(option: Path | str | None, root: Path | None = None, config
     return path
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` atomically: temp file, fsync, rename, fsync the directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+_BAD_PATH = frozenset({
+    errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP,
+    errno.EINVAL,
+})
+"""OS errors that say the path given is wrong (bad input, exit 2), not that the system
+refused to store the data (disk full, read-only, quota, permission: exit 4)."""
+
+
+def write_failed(path: Path | str, exc: OSError) -> WriteFailed:
+    """The one-line error for a write the OS refused: the path and the OS's reason."""
+    if isinstance(exc, WriteFailed):
+        return exc
+    reason = exc.strerror or str(exc)
+    return WriteFailed(f"{path}: cannot write: {reason}", exit_code=2 if exc.errno in _BAD_PATH else 4)
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc/self/status); elsewhere
+    read once by setting and restoring it."""
+    global _UMASK
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    if _UMASK is None:
+        _UMASK = os.umask(0o022)
+        os.umask(_UMASK)
+    return _UMASK
+
+
+_UMASK: int | None = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` atomically: temp file, fsync, rename, fsync the directory.
+
+    The file gets the permissions a newly created file has under the umask (mkstemp's
+    0600 would hide a report from the web server or CI step meant to read it). An OS error
+    is a `WriteFailed` naming `path`; the temporary file is removed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise write_failed(path, exc) from None
+    try:
+        try:
+            os.fchmod(fd, 0o666 & ~current_umask())
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_failed(path, exc) from None
         raise
     try:
         dfd = os.open(path.parent, os.O_RDONLY)
@@ -114,51 +186,261 @@ def _parse_run(data: bytes, shown: str) -> Run:
         raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
 
 
+class JournalHeader(BaseModel):
+    """The first line of a journal: what `evalh run --resume` rebuilds the plan from."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    run_id: str | None = None
+    label: str | None = None
+    seed: int | None = None
+    started_at: str | None = None
+    config: dict[str, Any] = {}
+    suites: list[str] | None = None
+    derived_from: dict[str, Any] | None = None
+    datasets: dict[str, str] = {}
+    options: dict[str, Any] = {}
+
+
 class Journal:
-    """Append-only record of finished results, one JSON line each, flushed per line."""
+    """Append-only record of finished results, one JSON line each, written as it finishes.
+
+    Each line goes to the file in one unbuffered write. A line a kill cut short (the file
+    does not end with a newline) is dropped when the journal is read, and cut off when it
+    is opened again, so the next line starts on a line of its own."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh: IO[bytes] | None = None
+        self._fd: int | None = None
         self._secrets: list[str] | None = None
 
     def open(self, header: dict[str, Any]) -> None:
-        fresh = not self.path.exists()
         # read once: scanning the environment per line cost more than the rest of a case
         self._secrets = secret_env_values()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("ab")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+            fresh = _drop_torn_tail(self._fd) == 0
+        except OSError as exc:
+            self.close()
+            raise write_failed(self.path, exc) from None
         if fresh:
-            self._write({"header": header})
+            try:
+                self._write({"header": header})
+            except WriteFailed:  # a journal without its header cannot be resumed: none at all
+                self.close()
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
+                raise
 
     def _write(self, obj: dict[str, Any]) -> None:
-        assert self._fh is not None
-        self._fh.write(scrub_secrets(orjson.dumps(obj), env=self._secrets) + b"\n")
-        self._fh.flush()
+        assert self._fd is not None
+        try:
+            _write_all(self._fd, scrub_secrets(orjson.dumps(obj), env=self._secrets) + b"\n")
+        except OSError as exc:
+            raise write_failed(self.path, exc) from None
 
     def append(self, suite: str, result: CaseResult) -> None:
         self._write({"suite": suite, "result": result.model_dump(mode="json")})
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
     @staticmethod
     def read(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, CaseResult]]]:
-        """The header and every complete result line; a torn last line is ignored."""
+        """The header and every result line. A torn last line (no newline after it) is
+        ignored; any other line that is not a valid header or result is a
+        `RunDocumentError` naming the file and line."""
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise RunDocumentError(f"{path}: cannot read the journal: {exc.strerror or exc}") from None
+        lines = data.split(b"\n")
+        lines.pop()  # b"" after the last newline, or the line a kill cut short
         header: dict[str, Any] | None = None
         results: list[tuple[str, CaseResult]] = []
-        for line in path.read_bytes().splitlines():
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
             try:
                 obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue  # the line a kill cut short
-            if "header" in obj:
-                header = obj["header"]
-            else:
-                results.append((obj["suite"], CaseResult.model_validate(obj["result"])))
+            except orjson.JSONDecodeError as exc:
+                raise RunDocumentError(f"{where}: not valid JSON: {exc}") from None
+            if isinstance(obj, dict) and "header" in obj:
+                if header is None:
+                    header = _journal_header(obj["header"], where)
+                continue
+            results.append(_journal_result(obj, where))
         return header, results
+
+
+def _journal_header(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise RunDocumentError(f"{where}: invalid journal header: not a JSON object")
+    try:
+        JournalHeader.model_validate(raw)
+    except ValidationError as exc:
+        loc, msg = first_validation_error(exc)
+        raise RunDocumentError(f"{where}: invalid journal header at {loc}: {msg}") from None
+    return raw
+
+
+def _journal_result(obj: Any, where: str) -> tuple[str, CaseResult]:
+    if not isinstance(obj, dict) or not isinstance(obj.get("suite"), str) or not isinstance(obj.get("result"), dict):
+        raise RunDocumentError(f'{where}: invalid journal line: expected {{"suite": ..., "result": {{...}}}}')
+    try:
+        return obj["suite"], CaseResult.model_validate(obj["result"])
+    except ValidationError as exc:
+        loc, msg = first_validation_error(exc, ("result",))
+        raise RunDocumentError(f"{where}: invalid journal result at {loc}: {msg}") from None
+
+
+def _drop_torn_tail(fd: int) -> int:
+    """Cut a journal back to its last complete line; its size after."""
+    size = os.lseek(fd, 0, os.SEEK_END)
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        block = os.pread(fd, end - start, start)
+        if start + len(block) == size and block.endswith(b"\n"):
+            return size  # ends with a newline: nothing torn
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            os.ftruncate(fd, start + newline + 1)
+            return start + newline + 1
+        end = start
+    if size:
+        os.ftruncate(fd, 0)
+    return 0
+
+
+# ---------------------------------------------------------------------------- run locks
+
+
+class RunLock:
+    """An exclusive `flock` on `.<run_id>.lock` in the runs directory, held by this process.
+
+    Re-entrant within a process (taking it again counts up); released when the last holder
+    releases it (or the object is collected), which removes the lock file. The file holds
+    the holder's pid, for the message another process gets."""
+
+    _held: weakref.WeakValueDictionary[str, RunLock] = weakref.WeakValueDictionary()
+    _guard = threading.Lock()
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+        self._depth = 1
+
+    @classmethod
+    def acquire(cls, path: Path, run_id: str, *, wait_s: float = 0.0) -> RunLock:
+        """The lock, or `RunInUse` naming the holder's pid once `wait_s` has passed."""
+        lock = cls.try_acquire(path, reenter=True)
+        deadline = time.monotonic() + wait_s
+        while lock is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            lock = cls.try_acquire(path, reenter=True)
+        if lock is None:
+            pid = _holder_pid(path)
+            who = f"pid {pid}" if pid else "another process"
+            raise RunInUse(
+                f"run {run_id} is in use by another evalh process ({who}, lock {path}): "
+                "wait for it to finish, or stop it first"
+            )
+        return lock
+
+    @classmethod
+    def try_acquire(cls, path: Path, *, reenter: bool = False) -> RunLock | None:
+        """The lock if no live process holds it; None otherwise (also when this process
+        holds it, unless `reenter`)."""
+        key = str(path)
+        with cls._guard:
+            held = cls._held.get(key)
+            if held is not None and held._fd is not None:
+                if not reenter:
+                    return None
+                held._depth += 1
+                return held
+            fd = _lock_file(path)
+            if fd is None:
+                return None
+            lock = cls._held[key] = RunLock(path, fd)
+            return lock
+
+    def release(self) -> None:
+        with self._guard:
+            self._depth -= 1
+            if self._depth <= 0:
+                self._drop()
+
+    def _drop(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+                os.unlink(self.path)  # still ours: no one can be waiting on a file we remove
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        if self._held.get(str(self.path)) is self:
+            del self._held[str(self.path)]
+
+    def __del__(self) -> None:  # a plan built but never run (dry run, an error) lets go
+        self._drop()
+
+
+def _lock_file(path: Path) -> int | None:
+    """An fd holding the exclusive lock on `path` (created if need be), or None if another
+    process holds it. Raises `WriteFailed` when the lock file cannot be created."""
+    import fcntl
+
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise write_failed(path, exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except OSError as exc:
+            os.close(fd)
+            raise write_failed(path, exc) from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            return fd
+        os.close(fd)  # its holder removed that file as we took it: lock the new one
+
+
+def _holder_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text(encoding="ascii").strip() or 0) or None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+_LEFTOVER_TMP = re.compile(r"^\.(?P<id>.+)\.json\.[A-Za-z0-9_]+\.tmp$")
+_LOCK_FILE = re.compile(r"^\.(?P<id>.+)\.lock$")
+_JOURNAL = re.compile(r"^(?P<id>.+)\.journal\.jsonl$")
+
+
+def _is_complete(path: Path) -> bool:
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(raw, dict) and raw.get("status") == "complete"
 
 
 class RunStore:
@@ -176,10 +458,76 @@ class RunStore:
     def journal(self, run_id: str) -> Journal:
         return Journal(self.journal_path(run_id))
 
+    def lock_path(self, run_id: str) -> Path:
+        return self.runs_dir / f".{validate_run_id(run_id)}.lock"
+
+    def lock(self, run_id: str, *, wait_s: float = 0.0) -> RunLock:
+        """Hold run `run_id` for this process (re-entrant); `RunInUse` (exit 2) naming the
+        holder's pid when another live process holds it."""
+        path = self.lock_path(run_id)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise write_failed(path.parent, exc) from None
+        return RunLock.acquire(path, run_id, wait_s=wait_s)
+
     def write(self, run: Run) -> Path:
         path = self.path_for(run.run_id)
-        atomic_write_bytes(path, serialize_run(run))
+        # A process running the run already holds it; anyone else (rejudge) holds it for the
+        # write, so a sweep never takes its temporary file for a dead run's.
+        lock = self.lock(run.run_id, wait_s=30)
+        try:
+            atomic_write_bytes(path, serialize_run(run))
+        finally:
+            lock.release()
         return path
+
+    def sweep(self, own: str | None = None) -> list[Path]:
+        """Remove what finished or dead runs left behind: temporary files of a document write
+        a kill cut short, the journal of a run whose document is complete, lock files of
+        dead processes. A run another live process holds is left alone; so is anything not
+        beside a run (a file a user keeps here). `own` is a run this process holds: its
+        leftovers are dead too. Best effort: what cannot be removed stays. Returns what was
+        removed."""
+        try:
+            names = [p.name for p in self.runs_dir.iterdir()]
+        except OSError:
+            return []
+        present = set(names)
+        by_run: dict[str, list[str]] = {}
+        for name in names:
+            for pattern in (_LEFTOVER_TMP, _JOURNAL, _LOCK_FILE):
+                m = pattern.fullmatch(name)
+                if m:
+                    by_run.setdefault(m.group("id"), []).append(name)
+                    break
+        removed: list[Path] = []
+        for run_id, found in sorted(by_run.items()):
+            if not _RUN_ID.fullmatch(run_id) or ".." in run_id or run_id.endswith(SIDECAR_SUFFIXES):
+                continue
+            doc, journal = f"{run_id}.json", f"{run_id}.journal.jsonl"
+            if not ({doc, journal, f".{run_id}.lock"} & present):
+                continue
+            lock = None
+            if run_id != own:
+                try:
+                    lock = RunLock.try_acquire(self.runs_dir / f".{run_id}.lock")
+                except WriteFailed:
+                    continue
+                if lock is None:
+                    continue  # a live process holds it
+            try:
+                doomed = [n for n in found if _LEFTOVER_TMP.fullmatch(n)]
+                if journal in found and doc in present and _is_complete(self.runs_dir / doc):
+                    doomed.append(journal)
+                for name in doomed:
+                    with contextlib.suppress(OSError):
+                        (self.runs_dir / name).unlink()
+                        removed.append(self.runs_dir / name)
+            finally:
+                if lock is not None:
+                    lock.release()  # removes the dead holder's lock file too
+        return removed
 
     def resolve(self, ref: str) -> Path:
         """A run id, or a path to a run document (anything ending in .json)."""

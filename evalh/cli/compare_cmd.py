@@ -41,7 +41,6 @@ def emit_comparison(
     """Render on stdout in `fmt`, write the JUnit file, and say the verdict on stderr.
     `notes`: what a BASELINE base adds (pooled runs, noise floor)."""
     from evalh.console import err, out
-    from evalh.errors import EvalhError
     from evalh.report import compare_render as render
 
     fmt = CompareFormat(fmt)
@@ -52,12 +51,9 @@ def emit_comparison(
     else:
         render.render_terminal(cmp, out(), notes=notes)
     if junit_xml is not None:
-        try:
-            from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
+        from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
 
-            atomic_write_bytes(junit_xml, render.to_junit_xml(cmp).encode("utf-8"))
-        except OSError as exc:
-            raise EvalhError(f"{junit_xml}: cannot write: {exc.strerror or exc}") from None
+        atomic_write_bytes(junit_xml, render.to_junit_xml(cmp).encode("utf-8"))  # refused: exit 4
     if fmt is not CompareFormat.table:
         err().print(
             f"evalh compare: {cmp.verdict} ({cmp.base.run_id} → {cmp.candidate.run_id})",

@@ -11,7 +11,14 @@ same run, not a new one derived from it.
 
 Resuming is refused (exit 2, nothing written) when the config the run recorded differs from
 the current one for the run's suites, settings or prices, or when a dataset's digest
-changed: the finished results would not belong to the same experiment.
+changed: the finished results would not belong to the same experiment. Both sides of that
+comparison are the resolved config snapshot (the one a run records, with what building the
+scorers fills in, such as a judge's `rubric_sha256`), so a judged suite compares like with
+like.
+
+The resume holds the run's lock (`RunStore.lock`) from before it reads the record until the
+run is written, so a second resume of the same run is refused (exit 2, naming the holder's
+pid) instead of doing the same remaining work again.
 """
 
 from __future__ import annotations
@@ -26,7 +33,6 @@ from evalh.core.plan import SuitePlan
 from evalh.core.session import Prepared, RunOptions, prepare_run
 from evalh.errors import EvalhError, RunDocumentError, RunNotFound
 from evalh.models import CaseResult, canonical_json
-from evalh.snapshot import snapshot
 from evalh.store import Journal, RunStore
 
 
@@ -54,16 +60,23 @@ class RunRecord:
         self.done[(suite, result.case_id, result.arm, result.attempt)] = result
 
 
-def _from_header(run_id: str, header: dict[str, Any]) -> RunRecord:
+def _from_header(run_id: str, header: dict[str, Any], shown: str) -> RunRecord:
+    """The record of a journal header (`Journal.read` checked its fields' types)."""
     config = header.get("config") or {}
     options = dict(header.get("options") or config.get("run_options") or {})
+    seed = header.get("seed") if header.get("seed") is not None else config.get("seed", 0)
+    suites = header.get("suites") or options.get("suites") or []
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise RunDocumentError(f"{shown}:1: invalid journal header at config.seed: {seed!r} is not an integer")
+    if not isinstance(suites, list) or not all(isinstance(n, str) for n in suites):
+        raise RunDocumentError(f"{shown}:1: invalid journal header at options.suites: not a list of suite names")
     return RunRecord(
         run_id=run_id,
         started_at=header.get("started_at"),
         config=config,
-        seed=int(header.get("seed") if header.get("seed") is not None else config.get("seed", 0)),
+        seed=seed,
         label=header.get("label"),
-        suites=list(header.get("suites") or options.get("suites") or []),
+        suites=list(suites),
         options=options,
         datasets=dict(header.get("datasets") or {}),
     )
@@ -92,25 +105,28 @@ def load_record(store: RunStore, run_id: str) -> RunRecord:
     if doc_path.is_file():
         run = store.load(run_id)
         if run.status == "complete":
+            # The caller holds the run: a journal or temporary file beside a complete
+            # document is what a kill between its last steps left behind.
+            store.sweep(own=run_id)
             raise ResumeRefused(f"run {run_id} is already complete: nothing to resume")
         _refuse_derived(run_id, run.derived_from.how if run.derived_from else None)
         options = dict(run.config.get("run_options") or {})
         options["allow_self_judge"] = bool(run.config.get("allow_self_judge"))
+        seed = run.seed if run.seed is not None else run.config.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise RunDocumentError(f"{doc_path}: invalid run document at config.seed: {seed!r} is not an integer")
         record = RunRecord(
             run_id=run_id, started_at=run.started_at, config=run.config,
-            seed=run.seed if run.seed is not None else int(run.config.get("seed", 0)),
+            seed=seed,
             label=run.label, suites=list(run.suites), options=options,
             datasets={name: s.dataset.sha256 for name, s in run.suites.items()},
         )
         finished += [(name, r) for name, suite in run.suites.items() for r in suite.cases]
     if journal_path.is_file():
-        try:
-            header, results = Journal.read(journal_path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise RunDocumentError(f"{journal_path}: cannot read the journal: {exc}") from None
+        header, results = Journal.read(journal_path)
         if header is not None:
             _refuse_derived(run_id, (header.get("derived_from") or {}).get("how"))
-            record = _from_header(run_id, header)
+            record = _from_header(run_id, header, str(journal_path))
         elif record is None:
             raise RunDocumentError(f"{journal_path}: the journal has no header line; cannot resume")
         finished += results
@@ -142,9 +158,11 @@ def _first_difference(a: Any, b: Any, path: str) -> str | None:
     return None if canonical_json(a) == canonical_json(b) else path
 
 
-def check_config(config: Config, record: RunRecord) -> None:
-    """Refuse when settings, prices or one of the run's suites changed since it started."""
-    now = snapshot(config)
+def check_config(config: Config, now: dict[str, Any], record: RunRecord) -> None:
+    """Refuse when settings, prices or one of the run's suites changed since it started.
+
+    `now` is the config snapshot of the plan built from the current config: resolved like
+    the one the run recorded (scorers built, a judge's rubric digest filled in)."""
     then = record.config
     current = {
         "settings": now.get("settings"),
@@ -189,10 +207,34 @@ def prepare_resume(
     stopped by its budget is resumed with a larger one; the budget counts what the run
     already spent)."""
     store = RunStore(runs_dir)
+    if not store.journal_path(run_id).is_file() and not store.path_for(run_id).is_file():
+        raise RunNotFound(f"no run {run_id!r} to resume in {store.runs_dir} (no journal, no document)")
+    # Held until the run is written (session.execute lets go); a sweep holding it for an
+    # instant is waited for.
+    lock = store.lock(run_id, wait_s=1.0)
+    try:
+        prepared = _prepare(config, store, run_id, concurrency=concurrency, max_cost_usd=max_cost_usd,
+                            max_tokens=max_tokens, use_cache=use_cache)
+    except BaseException:
+        lock.release()
+        raise
+    prepared.lock = lock
+    return prepared
+
+
+def _prepare(
+    config: Config, store: RunStore, run_id: str, *, concurrency: int | None,
+    max_cost_usd: float | None, max_tokens: int | None, use_cache: bool | None,
+) -> Prepared:
     record = load_record(store, run_id)
     if not record.suites:
         raise RunDocumentError(f"run {run_id}: its record names no suites; cannot resume")
-    check_config(config, record)
+    for name in record.suites:
+        if name not in config.suites:
+            raise ResumeRefused(
+                f"cannot resume run {record.run_id}: {config.path} changed since it started "
+                f"(at suites.{name}: the suite is gone); start a new run instead"
+            )
     opts = record.options
     options = RunOptions(
         suites=record.suites,
@@ -206,8 +248,9 @@ def prepare_resume(
         use_cache=use_cache if use_cache is not None else opts.get("use_cache", True),
         allow_self_judge=bool(opts.get("allow_self_judge", False)),
     )
-    prepared = prepare_run(config, options, runs_dir)
+    prepared = prepare_run(config, options, store.runs_dir)
     plan = prepared.plan
+    check_config(config, plan.config_snapshot, record)
     check_datasets(plan.suites, record)
     valid = {
         (s.name, c.id, a.name, attempt)

@@ -17,8 +17,9 @@ from evalh.core.plan import (
 )
 from evalh.core.runner import Observer, run_plan
 from evalh.core.services import Budget, RunServices
+from evalh.errors import WriteFailed
 from evalh.models import Run
-from evalh.store import RunStore, new_run_id
+from evalh.store import RunLock, RunStore, new_run_id
 
 
 @dataclass
@@ -58,6 +59,9 @@ class Prepared:
     plan: RunPlan
     skipped: list[tuple[str, list[str]]]
     """Suites not run for want of credentials, with the variables they need."""
+    lock: RunLock | None = None
+    """The run's lock, when preparing already took it (a resume reads the run's record
+    under it); `execute` releases it."""
 
 
 def make_services(config: Config, options: RunOptions, runs_dir: Path) -> RunServices:
@@ -138,4 +142,22 @@ def cheapest_first(plan: RunPlan) -> None:
 
 
 def execute(prepared: Prepared, store: RunStore, observer: Observer | None = None) -> Run:
-    return run_plan(prepared.plan, store, observer)
+    """Run the plan holding the run's lock (a second process resuming it is refused), after
+    removing what finished or dead runs left in the runs directory. A write the OS refuses
+    (`WriteFailed`, exit 4) says how to finish the run once the disk has room again."""
+    plan = prepared.plan
+    lock, prepared.lock = prepared.lock or store.lock(plan.run_id), None
+    try:
+        store.sweep(own=plan.run_id)
+        try:
+            return run_plan(plan, store, observer)
+        except WriteFailed as exc:
+            journal = store.journal_path(plan.run_id)
+            if not journal.is_file():
+                raise
+            raise WriteFailed(
+                f"{exc.message}; the journal {journal} is kept: free space, then finish the run "
+                f"with: evalh run --resume {plan.run_id}", exit_code=exc.exit_code,
+            ) from None
+    finally:
+        lock.release()
