@@ -56,6 +56,9 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
         judges = s.judges
         if judges.requests or judges.requests_unknown:
             console.print(Text(f"  {s.name}: {_requests(judges)} of the requests are judge calls"))
+        if s.setup.requests:
+            console.print(Text(f"  {s.name}: {_requests(s.setup)} of the requests are judge "
+                               "calibration, before the first case"))
         for basis in s.basis:
             console.print(Text(f"  {s.name}: {basis}"))
     console.print(Text(

@@ -12,6 +12,9 @@ and cost from the price table. The estimate is honest about its basis:
 - judge requests: a scorer's `estimate(case) -> [(model, prompt_tokens, max_output_tokens)]`
   (one tuple per request it will make for the case) when it has one; else its
   `requests_per_case() -> int` (tokens then unknown); deterministic scorers make none.
+- set-up requests: what a scorer sends before the suite's first case (judge calibration),
+  from its `estimate_setup() -> [(model, prompt_tokens, max_output_tokens)]`; counted once
+  per suite, also when resuming (calibration runs again).
 - cost: tokens × the run's price table (defaults merged with `[prices]`); requests of an
   unpriced model are counted in `unpriced`, never as 0.
 
@@ -87,6 +90,8 @@ class SuiteEstimate:
     timeout_s: float
     target: Tally = field(default_factory=Tally)
     judges: Tally = field(default_factory=Tally)
+    setup: Tally = field(default_factory=Tally)
+    """Requests sent before the first case (judge calibration)."""
     basis: list[str] = field(default_factory=list)
     """How the tokens were estimated, one phrase per target or scorer."""
 
@@ -95,6 +100,7 @@ class SuiteEstimate:
         t = Tally()
         t.merge(self.target)
         t.merge(self.judges)
+        t.merge(self.setup)
         return t
 
 
@@ -182,6 +188,8 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
                     est.target.add(None, None, None, plan)
             for scorer in suite.scorers:
                 _judge_requests(plan, scorer, case, todo, est, bases)
+    for scorer in suite.scorers:  # the runner prepares every suite, even one with no item left
+        _setup_requests(plan, scorer, est, bases)
     est.basis = list(bases)
     return est
 
@@ -208,6 +216,18 @@ def _judge_requests(
     elif getattr(scorer, "kind", "deterministic") == "judge":
         bases[f"scorer {name}: cannot say how many requests it makes"] = None
         est.judges.requests_unknown += todo
+
+
+def _setup_requests(plan: RunPlan, scorer: Any, est: SuiteEstimate, bases: dict[str, None]) -> None:
+    setup = getattr(scorer, "estimate_setup", None)
+    if not callable(setup):
+        return
+    requests = list(setup())
+    if requests:
+        bases[f"scorer {scorer.config.display_name}: {len(requests)} calibration request(s) "
+              "before the first case, output given"] = None
+    for model, tokens_in, tokens_out in requests:
+        est.setup.add(model, tokens_in, tokens_out, plan)
 
 
 def estimate_plan(plan: RunPlan, skipped: list[tuple[str, list[str]]] | None = None) -> PlanEstimate:

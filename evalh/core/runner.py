@@ -28,7 +28,7 @@ from evalh.core.aggregate import aggregate
 from evalh.core.outcome import decide_status, summarize
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
 from evalh.core.workers import DaemonExecutor
-from evalh.errors import EvalhError
+from evalh.errors import BudgetExceeded, EvalhError
 from evalh.models import (
     Case,
     CaseResult,
@@ -245,7 +245,15 @@ class Runner:
         for scorer in suite.scorers:
             prepare = getattr(scorer, "prepare", None)
             if prepare is not None:
-                info = await prepare(suite, self.plan.services)
+                try:
+                    info = await prepare(suite, self.plan.services)
+                except BudgetExceeded as exc:
+                    # set-up calls (judge calibration) are admitted against the budget: the
+                    # run stops as `partial` before the suite's first case
+                    self.stop_reason = str(exc.args[0])
+                    if len(exc.args) > 1:
+                        suite.details[scorer.config.display_name] = {"calibration": exc.args[1]}
+                    return
                 if info:
                     suite.details[scorer.config.display_name] = info
 
@@ -264,6 +272,8 @@ class Runner:
         if self.plan.before_suite is not None:
             await self.plan.before_suite(suite)
         await self._prepare_scorers(suite)
+        if self.stop_reason:
+            return
         items = self._carry_over(suite, self._items(suite, rng))
         self.observer.on_suite(suite, len(items))
         queue: asyncio.Queue[WorkItem] = asyncio.Queue()

@@ -24,7 +24,38 @@ class Budget:
     tokens: int = 0
     unpriced: int = 0
     """Replies that used tokens but have no cost (a model missing from the price table)."""
+    reserved_tokens: int = 0
+    reserved_cost_usd: float = 0.0
+    """Room held by requests admitted (`admit`) and not answered yet."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def admit(self, *, tokens: int, cost_usd: float | None, what: str) -> str | None:
+        """Hold room for requests about to be sent (their estimate: prompt characters / 4
+        plus the whole `max_tokens`), or say why they would overrun the budget. For the
+        calls evalh makes before or after a suite's cases (judge calibration), which no
+        per-case check stops; `release` gives the room back once they are charged."""
+        reason = self.exhausted()
+        if reason:
+            return f"{reason}, before {what}"
+        with self._lock:
+            if self.max_tokens is not None and self.tokens + self.reserved_tokens + tokens > self.max_tokens:
+                return (f"token budget reached: {self.tokens + self.reserved_tokens} of {self.max_tokens} "
+                        f"tokens spent or held, and {what} may use up to {tokens} more")
+            if self.max_cost_usd is not None:
+                if cost_usd is None:
+                    return (f"cost budget cannot be kept: {what} would call a model at no known price "
+                            "(a model missing from [prices] in evalh.toml)")
+                if self.cost_usd + self.reserved_cost_usd + cost_usd > self.max_cost_usd:
+                    return (f"cost budget reached: ${self.cost_usd + self.reserved_cost_usd:.4f} of "
+                            f"${self.max_cost_usd:.4f} spent or held, and {what} may cost up to ${cost_usd:.4f} more")
+            self.reserved_tokens += tokens
+            self.reserved_cost_usd += cost_usd or 0.0
+        return None
+
+    def release(self, *, tokens: int, cost_usd: float | None) -> None:
+        with self._lock:
+            self.reserved_tokens -= tokens
+            self.reserved_cost_usd -= cost_usd or 0.0
 
     def charge(
         self, *, cost_usd: float | None, tokens_in: int | None, tokens_out: int | None,

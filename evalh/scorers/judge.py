@@ -52,14 +52,29 @@ class JudgeScorer(JudgeScorerBase):
             reference_field=c.reference_field, keywords_field=c.keywords_field,
         )
 
-    def estimate(self, case: Case) -> list[tuple[str, int, int]]:
-        """For `evalh run --dry-run`: (model, prompt tokens, max output tokens) of each request
-        judging this case — the prompt without the output (unknown before the run), re-asks
-        not counted."""
-        system, user = self.prompt(case, "")
+    def estimate(self, case: Case, output: Any = _MISSING) -> list[tuple[str, int, int]]:
+        """For `evalh run --dry-run` and the budget: (model, prompt tokens, max output tokens)
+        of each request judging this case — the prompt without the output (unknown before
+        the run) unless `output` is given, re-asks not counted."""
+        shown = ""
+        if output is not _MISSING:
+            shown = pick(output, self.config.output_field)
+            if shown is _MISSING:
+                return []  # judged without a request (see `judge`)
+        system, user = self.prompt(case, shown)
         tokens_in = (len(system) + len(user)) // 4
         return [(cfg.model, tokens_in, cfg.max_tokens or self.config.max_tokens)
                 for cfg in self.judge_configs for _ in range(self.config.judge_repeats)]
+
+    def estimate_setup(self) -> list[tuple[str, int, int]]:
+        """The requests made before the suite's first case (calibration: each item of the
+        calibration dataset judged as a case is), for the estimate; [] without one."""
+        if self.config.calibration is None:
+            return []
+        from evalh.scorers.judge_calibration import calibration_items
+
+        items = calibration_items(self, self.config.calibration, self.root)
+        return [req for case, output, _ in items for req in self.estimate(case, output)]
 
     async def judge(self, case: Case, output: Any, services: RunServices, attempt: int = 0) -> Score:
         shown = pick(output, self.config.output_field)

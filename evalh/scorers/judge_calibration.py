@@ -10,6 +10,13 @@ verdict on the judge's scale::
      "expected": "pass"}
 
 Accuracy is correct / all items: an item the judge could not judge was not judged right.
+
+Calibration requests are the run's like any other: estimated by `--dry-run` (the scorer's
+`estimate_setup`), charged to the budget, and admitted against it before they are sent.
+Each item holds room in the budget for its estimate (prompt characters / 4 plus the whole
+`max_tokens`) until its reply is charged; when the next item does not fit, no further item
+is sent and `BudgetExceeded` stops the run as `partial`, before any case. What calibration
+used is recorded under `calibration.usage`.
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh.datasets import load_dataset
-from evalh.errors import ConfigError
+from evalh.errors import BudgetExceeded, ConfigError
 from evalh.models import Case
 from evalh.scorers.judge_base import CalibrationFailed
 from evalh.scorers.judge_config import CalibrationConfig
+from evalh.scorers.judge_panel import Usage
 from evalh.scorers.judge_scale import ORDINAL_STEPS, step_label
 
 if TYPE_CHECKING:
@@ -63,12 +71,51 @@ def _cases(scorer: JudgeScorer, path: Path, shown: str) -> list[tuple[Case, Any,
     return out
 
 
-async def calibrate(scorer: JudgeScorer, cal: CalibrationConfig, services: RunServices) -> dict[str, Any]:
-    """Judge the calibration dataset; the figures for the run, or `CalibrationFailed`."""
+def calibration_items(scorer: JudgeScorer, cal: CalibrationConfig, root: Path) -> list[tuple[Case, Any, str]]:
+    """(case, output to judge, right verdict) of each calibration item."""
     path = Path(cal.dataset)
-    path = path if path.is_absolute() else services.root / path
-    items = _cases(scorer, path, cal.dataset)
-    scores = await asyncio.gather(*(scorer.judge(case, output, services) for case, output, _ in items))
+    path = path if path.is_absolute() else root / path
+    return _cases(scorer, path, cal.dataset)
+
+
+async def _judge_within_budget(
+    scorer: JudgeScorer, case: Case, output: Any, services: RunServices, hold: tuple[int, float | None]
+) -> Any:
+    try:
+        return await scorer.judge(case, output, services)
+    finally:
+        services.budget.release(tokens=hold[0], cost_usd=hold[1])
+
+
+async def calibrate(scorer: JudgeScorer, cal: CalibrationConfig, services: RunServices) -> dict[str, Any]:
+    """Judge the calibration dataset; the figures for the run, `CalibrationFailed`, or
+    `BudgetExceeded` when the budget has no room for the next item (none is sent then)."""
+    items = calibration_items(scorer, cal, services.root)
+    tasks = []
+    stopped: str | None = None
+    for case, output, _ in items:
+        requests = scorer.estimate(case, output)
+        tokens = sum(tin + tout for _, tin, tout in requests)
+        costs = [services.cost_of(model, tin, tout) for model, tin, tout in requests]
+        cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        stopped = services.budget.admit(
+            tokens=tokens, cost_usd=cost,
+            what=f"judge calibration of scorer {scorer.name!r} (item {case.id!r})",
+        )
+        if stopped:
+            break
+        tasks.append(asyncio.ensure_future(
+            _judge_within_budget(scorer, case, output, services, (tokens, cost))))
+    # the items admitted are all answered (and charged) before the run stops
+    scores = await asyncio.gather(*tasks)
+    usage = Usage()
+    for score in scores:
+        u = score.details.get("usage") or {}
+        usage.add(Usage(calls=u.get("calls", 0), cached=u.get("cached", 0), tokens_in=u.get("tokens_in", 0),
+                        tokens_out=u.get("tokens_out", 0), cost_usd=u.get("cost_usd", 0.0)))
+    if stopped:
+        raise BudgetExceeded(stopped, {"dataset": cal.dataset, "n": len(items), "judged": len(scores),
+                                       "stopped": stopped, "usage": usage.as_dict()})
     models = scorer.config.models()
     per_judge = [0] * len(models)
     correct, errors, misses = 0, 0, []
@@ -87,7 +134,7 @@ async def calibrate(scorer: JudgeScorer, cal: CalibrationConfig, services: RunSe
         "dataset": cal.dataset, "n": n, "correct": correct, "judge_error": errors,
         "accuracy": accuracy, "min_accuracy": cal.min_accuracy,
         "per_judge": [{"model": m, "correct": c, "accuracy": c / n} for m, c in zip(models, per_judge, strict=True)],
-        "misses": misses,
+        "misses": misses, "usage": usage.as_dict(),
     }
     if accuracy < cal.min_accuracy:
         raise CalibrationFailed(
