@@ -51,8 +51,37 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
+# Not differences of what ran: the shuffle seed only orders the (case, arm, attempt) triples
+# (evalh sends no seed to a model, and a target never sees it), and max_error_rate only
+# decides `evalh run`'s exit code. Where a value can come from the suite, `[evalh]` or a
+# flag (repeats, timeout, concurrency), the value each suite ran with is compared instead
+# of where it was written (`_used`), so moving `repeats = 3` to `--repeats 3` is no change.
+_NOT_WHAT_RAN_SUITE = frozenset({"max_error_rate"})
+_NOT_WHAT_RAN = frozenset({
+    "seed", "settings.seed", "settings.timeout_s", "settings.concurrency",
+    "run_options.repeats", "run_options.timeout_s", "run_options.concurrency",
+    "run_options.max_error_rate",
+})
+
+
+def _used(run: Run, snap: dict[str, Any], sr: SuiteResult) -> dict[str, Any]:
+    """Repeats, timeout and concurrency as the suite ran them: the flag (`run_options`),
+    else the suite's key, else `[evalh]` (repeats: else counted from the attempts)."""
+    flags = run.config.get("run_options") or {}
+    settings = run.config.get("settings") or {}
+    attempts = max((r.attempt for r in sr.cases), default=0) + 1
+    return {
+        "repeats": flags.get("repeats") or snap.get("repeats") or attempts,
+        "timeout_s": flags.get("timeout_s") or snap.get("timeout_s") or settings.get("timeout_s"),
+        "concurrency": flags.get("concurrency") or snap.get("concurrency") or settings.get("concurrency"),
+    }
+
+
 def _suite_facts(run: Run, name: str, sr: SuiteResult) -> dict[str, Any]:
     snap = dict((run.config.get("suites") or {}).get(name) or {})
+    snap.update(_used(run, snap, sr))
+    for key in _NOT_WHAT_RAN_SUITE:
+        snap.pop(key, None)
     snap.setdefault("target", sr.target)
     snap.setdefault("regime", sr.regime)
     snap["dataset_sha256"] = sr.dataset.sha256
@@ -62,12 +91,12 @@ def _suite_facts(run: Run, name: str, sr: SuiteResult) -> dict[str, Any]:
     return snap
 
 
-def _diff(suite: str | None, b: Any, c: Any) -> list[ConfigDifference]:
+def _diff(suite: str | None, b: Any, c: Any, skip: frozenset[str] = frozenset()) -> list[ConfigDifference]:
     fb: dict[str, Any] = {}
     fc: dict[str, Any] = {}
     _flatten(b, "", fb)
     _flatten(c, "", fc)
-    keys = sorted(set(fb) | set(fc))
+    keys = sorted((set(fb) | set(fc)) - skip)
     out = [ConfigDifference(suite=suite, key=k, base=fb.get(k), candidate=fc.get(k))
            for k in keys if fb.get(k) != fc.get(k)]
 
@@ -82,8 +111,10 @@ def _diff(suite: str | None, b: Any, c: Any) -> list[ConfigDifference]:
 
 
 def config_differences(base: Run, cand: Run) -> list[ConfigDifference]:
-    """Settings that differ, suites both runs have first (target, judge, dataset digest…),
-    then run-wide settings. Suites only one run has are reported as added/removed."""
+    """Settings that differ in what ran, suites both runs have first (target, judge, dataset
+    digest…), then run-wide settings. Suites only one run has are reported as added/removed.
+    The seed and max_error_rate are never listed; repeats, timeout and concurrency are
+    compared per suite as used, whether evalh.toml or a flag set them."""
     out: list[ConfigDifference] = []
     for name, sc in cand.suites.items():
         sb = base.suites.get(name)
@@ -93,5 +124,5 @@ def config_differences(base: Run, cand: Run) -> list[ConfigDifference]:
     rest_c = {k: v for k, v in cand.config.items() if k != "suites"}
     rest_b["evalh_version"] = base.environment.evalh
     rest_c["evalh_version"] = cand.environment.evalh
-    out.extend(_diff(None, rest_b, rest_c))
+    out.extend(_diff(None, rest_b, rest_c, _NOT_WHAT_RAN))
     return out
