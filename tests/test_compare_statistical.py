@@ -128,10 +128,11 @@ def test_identical_outputs_from_a_fast_target_are_flat_on_latency() -> None:
 
 
 def test_a_big_drop_with_many_cases_regresses_and_a_small_sample_is_never_flat() -> None:
-    # At 3,000 cases a 10-point drop sits four standard errors beyond the allowance.
+    # At 3,000 cases a 10-point drop sits four standard errors beyond the allowance: 98.5 %
+    # regressed over 200 replications; 30 here, so a bound with Monte Carlo room.
     big = Scenario(3000, delta=-0.10)
-    assert _share(20, 9000, lambda s: _row(
-        compare_runs(*run_pair({"s": big}, s)), "pass_rate").verdict == "regressed") >= 0.95
+    assert _share(30, 9000, lambda s: _row(
+        compare_runs(*run_pair({"s": big}, s)), "pass_rate").verdict == "regressed") >= 0.9
     small = Scenario(30, delta=-0.10)
     verdicts = [_row(compare_runs(*run_pair({"s": small}, s)), "pass_rate").verdict
                 for s in range(9100, 9300)]
