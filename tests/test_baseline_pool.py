@@ -464,3 +464,20 @@ def test_the_noise_file_never_holds_a_secret(tmp_path: Path, monkeypatch: pytest
     assert doc["suites"]["s"]["cases"]["flipped_cases"][0]["case_id"] == f"case {secret}"
     text = write_noise(tmp_path, doc).read_text()
     assert secret not in text and json.loads(text)["suites"]["s"]["cases"]["flipped"] == 1
+
+
+def test_a_suite_only_some_baseline_runs_have_is_pooled_from_those(noisy: Path) -> None:
+    (only_smoke,) = make_runs(noisy, 1, "--suite", "smoke")
+    (both,) = make_runs(noisy, 1)
+    result = cli(noisy, "baseline", "set", only_smoke, both)
+    assert result.exit_code == 0, result.output
+    assert "suite noisy is in 1 of the 2 baseline runs" in result.stderr
+    make_runs(noisy, 1)
+    cmp = json.loads(cli(noisy, "compare", "--format", "json").stdout)
+    assert cmp["baseline_runs"] == [only_smoke, both]
+    assert cmp["suites"]["smoke"]["counts"]["compared"] == 3
+    assert cmp["suites"]["noisy"]["counts"]["compared"] == 30
+    noise = json.loads(cli(noisy, "baseline", "noise", "--json").stdout)
+    assert noise["suites"]["noisy"]["pairs"] == 0 and noise["suites"]["smoke"]["pairs"] == 1
+    assert "noisy (stochastic): noise floor: suite noisy is in one baseline run only" in \
+        cli(noisy, "baseline", "noise").stdout
