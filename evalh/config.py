@@ -40,7 +40,10 @@ class Thresholds(_Strict):
     """Allowances for stochastic suites; a change inside its allowance is `flat`."""
 
     SNAPSHOT = frozenset(
-        {"pass_rate_drop", "mean_score_drop", "cost_increase_pct", "latency_p50_increase_pct"}
+        {
+            "pass_rate_drop", "mean_score_drop", "cost_increase_pct", "latency_p50_increase_pct",
+            "latency_floor_ms",
+        }
     )
 
     pass_rate_drop: float = Field(0.05, ge=0, le=1)
@@ -51,6 +54,9 @@ class Thresholds(_Strict):
     """Allowed rise of the mean cost per case, in percent."""
     latency_p50_increase_pct: float = Field(50.0, ge=0)
     """Allowed rise of the median latency, in percent."""
+    latency_floor_ms: float = Field(50.0, ge=0)
+    """A latency rise smaller than this many milliseconds (at the base's median) is inside
+    the allowance whatever its percentage: +12 % of 4 ms is nobody's regression."""
 
 
 class Price(_Strict):
@@ -80,7 +86,7 @@ class SuiteConfig(_Strict):
         {
             "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
-            "cache_repeats", "splits", "sweep", "max_error_rate",
+            "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
         }
     )
 
@@ -124,6 +130,13 @@ class SuiteConfig(_Strict):
     """Run only cases of these splits (all when unset)."""
     sweep: SweepConfig | None = None
     """`[suites.S.sweep]`: the policy family and grid `evalh sweep` uses (see docs/labels-and-sweeps.md)."""
+    cluster: str | None = Field("group", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    """The case metadata field whose cases are related (same source document): `compare`'s
+    intervals resample these clusters, not the cases. Cases without the field are their own
+    cluster; `cluster = "case"` turns clustering off."""
+    gate_scores: list[str] = Field(default_factory=list)
+    """Scorer names whose mean each gates a stochastic suite on its own row (allowance
+    `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""
 
     def arm_targets(self) -> list[tuple[str, TargetConfig]]:
         if not self.arms:
@@ -289,6 +302,13 @@ def _suite(path: Path, name: str, raw: Any) -> SuiteConfig:
         raise ConfigError(f"{path}: {where}.arms: arm names must be unique")
     if suite.baseline_arm and suite.baseline_arm not in (names or ["default"]):
         raise ConfigError(f"{path}: {where}.baseline_arm: no arm named {suite.baseline_arm!r}")
+    scorer_names = [s.display_name for s in suite.scorers]
+    for i, gated in enumerate(suite.gate_scores):
+        if gated not in scorer_names:
+            known = ", ".join(repr(n) for n in scorer_names) or "none"
+            raise ConfigError(
+                f"{path}: {where}.gate_scores[{i}]: no scorer named {gated!r} (scorers: {known})"
+            )
     return suite
 
 

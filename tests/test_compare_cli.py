@@ -71,9 +71,14 @@ def test_regression_exits_1_only_with_fail_on_regression(runs: Path) -> None:
 def test_inconclusive_exits_3_only_with_fail_on_inconclusive(runs: Path) -> None:
     result = invoke(runs, "compare", FEW_BASE, FEW, "--fail-on-regression")
     assert result.exit_code == 0, result.output
-    assert "inconclusive" in result.stdout and "cases would settle it" in result.stdout
+    assert "inconclusive" in result.stdout and "cases would settle a change of" in result.stdout
+    # This pair's estimate is +10 points, inconclusive on the better side: no reason to fail.
+    assert "estimate on the better side" in result.stdout
     result = invoke(runs, "compare", FEW_BASE, FEW, "--fail-on-regression", "--fail-on-inconclusive")
-    assert result.exit_code == 3, result.output
+    assert result.exit_code == 0, result.output
+    # The same runs the other way round: inconclusive on the worse side, exit 3.
+    result = invoke(runs, "compare", FEW, FEW_BASE, "--fail-on-regression", "--fail-on-inconclusive")
+    assert result.exit_code == 3 and "estimate on the worse side" in result.stdout, result.output
 
 
 def test_regression_wins_over_inconclusive(runs: Path, tmp_path: Path) -> None:

@@ -25,11 +25,13 @@ class CompareFormat(StrEnum):
 
 
 def exit_code(cmp: Comparison, *, fail_on_regression: bool, fail_on_inconclusive: bool) -> int:
-    """0 no regression; 1 a regression (with `fail_on_regression`); 3 nothing regressed but
-    some verdict is inconclusive (with `fail_on_inconclusive`)."""
-    if cmp.regressed:
+    """0 the gate passes; 1 it fails (a suite regressed, or could not be compared because
+    the candidate produced nothing comparable), with `fail_on_regression`; 3 nothing failed
+    but a gating row is inconclusive with its estimate on the worse side (with
+    `fail_on_inconclusive`)."""
+    if cmp.fails_gate:
         return 1 if fail_on_regression else 0
-    if cmp.inconclusive and fail_on_inconclusive:
+    if cmp.inconclusive_worse and fail_on_inconclusive:
         return 3
     return 0
 
@@ -85,10 +87,13 @@ def compare(
         metavar="CANDIDATE", help="Candidate run: id or path (default: the newest run).",
         show_default=False)] = None,
     fail_on_regression: Annotated[bool, typer.Option(
-        "--fail-on-regression", help="Exit 1 when any suite regressed.")] = False,
+        "--fail-on-regression",
+        help="Exit 1 when a suite regressed, or could not be compared because the candidate "
+        "produced nothing comparable.")] = False,
     fail_on_inconclusive: Annotated[bool, typer.Option(
         "--fail-on-inconclusive",
-        help="Exit 3 when nothing regressed but some verdict is inconclusive.")] = False,
+        help="Exit 3 when nothing failed but a row is inconclusive with its estimate on the "
+        "worse side.")] = False,
     fmt: Annotated[CompareFormat, typer.Option(
         "--format", "-f", help="table (terminal), json (stable keys) or markdown.")] = CompareFormat.table,
     junit_xml: Annotated[Path | None, typer.Option(
@@ -103,7 +108,6 @@ def compare(
         "--cost-increase-pct", min=0.0, help="Allowed cost increase, in percent.")] = None,
     latency_increase_pct: Annotated[float | None, typer.Option(
         "--latency-increase-pct", min=0.0, help="Allowed p50 latency increase, in percent.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
 ) -> None:
@@ -111,14 +115,17 @@ def compare(
 
     Deterministic suites are compared case by case with zero tolerance: a case that passed
     and now fails or errors is a regression, named. Stochastic suites are compared with
-    allowances (from each suite's `thresholds` in evalh.toml, or the flags here) and a 95 %
-    interval over the paired cases: `regressed` only when the change exceeds its allowance
-    and the interval excludes zero; `inconclusive`, with the cases needed, when too few
-    cases cannot tell. See docs/methodology.md.
+    allowances (from each suite's `thresholds` in evalh.toml, or the flags here) and 95 %
+    intervals over the paired cases (clustered by `metadata.group`): `regressed` only when
+    the interval lies wholly beyond the allowance, with every row of every suite held to
+    one family-wise level (Holm); `flat` when it rules out a change beyond the allowance;
+    `inconclusive` otherwise, with the cases that would settle it. A suite whose candidate
+    produced nothing comparable (every case errored or could not be judged) fails the gate.
+    See docs/methodology.md.
 
-    Exit codes: 0 no regression; 1 a regression with --fail-on-regression; 2 bad usage, a
-    missing run or an unreadable run document; 3 with --fail-on-inconclusive when nothing
-    regressed but some verdict is inconclusive.
+    Exit codes: 0 the gate passes; 1 a regression (or a suite that cannot pass) with
+    --fail-on-regression; 2 bad usage, a missing run or an unreadable run document; 3 with
+    --fail-on-inconclusive when nothing failed but a row is inconclusive on the worse side.
 
     Examples:
 
@@ -136,7 +143,6 @@ def compare(
     policy = ComparePolicy(
         pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
         cost_increase_pct=cost_increase_pct, latency_p50_increase_pct=latency_increase_pct,
-        seed=seed,
     )
     root, store = open_project(config, runs_dir)
     base_ref, cand_ref = _refs(store, root, base, candidate)

@@ -337,12 +337,17 @@ def _stochastic_arm(
 
 
 def _arm_verdict(rows: list[MetricRow]) -> Verdict:
-    gating = [r for r in rows if r.gating]
-    primary = [r for r in gating if r.name in ("pass_rate", "mean_score", "score")
+    """Worst gating row; `regressed` whenever one is (errors beyond the allowance regress a
+    suite even when no answer could be scored), else `incomparable` without a pass rate or
+    score row to compare."""
+    gating = [r.verdict for r in rows if r.gating and r.verdict != "incomparable"]
+    primary = [r for r in rows if r.gating and r.name in ("pass_rate", "mean_score", "score")
                and r.verdict != "incomparable"]
+    if "regressed" in gating:
+        return "regressed"
     if not primary:
         return "incomparable"
-    return worst([r.verdict for r in gating if r.verdict != "incomparable"])  # type: ignore[return-value]
+    return worst(gating)  # type: ignore[return-value]
 
 
 def _finish(out: SuiteComparison) -> None:

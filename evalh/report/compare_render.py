@@ -92,7 +92,9 @@ _LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "error_rate": "
 
 
 def metric_label(row: MetricRow) -> str:
-    name = _LABELS.get(row.name, row.name)
+    name = f"score {row.scorer}" if row.name == "score" else _LABELS.get(row.name, row.name)
+    if row.name == "mean_score" and not row.gating:
+        name = "mean score (blended)"
     return name if row.arm == "default" else f"{name} [{row.arm}]"
 
 
@@ -105,15 +107,41 @@ def list_label(s: SuiteComparison, key: str) -> str:
 
 
 def detail(row: MetricRow) -> str:
-    """Method, p-value, cases needed and note, in one line."""
+    """Method, p-values, cases needed and note, in one line."""
     parts = [f"n = {row.n}", row.method]
     if row.p_value is not None:
-        parts.append(f"p = {row.p_value:.3g}")
-    if row.cases_needed is not None:
-        parts.append(f"~{row.cases_needed} cases would settle it")
+        parts.append(f"McNemar p = {row.p_value:.3g}")
+    if row.p_adjusted is not None:
+        parts.append(f"p(worse than allowed) = {row.p_worse:.3g}, Holm-adjusted {row.p_adjusted:.3g}")
+    if row.verdict == "inconclusive" and row.direction in ("worse", "better"):
+        parts.append(f"estimate on the {row.direction} side")
+    if row.cases_needed is not None and row.cases_needed_for is not None:
+        change = _signed(row, row.cases_needed_for) + _unit(row)
+        text = f"~{row.cases_needed} cases would settle a change of {change}"
+        if row.repeats_needed:
+            text += f" (or {row.repeats_needed} repeats a case)"
+        parts.append(text)
+    if not row.gating:
+        parts.append("not gating")
     if row.note:
         parts.append(row.note)
     return "; ".join(parts)
+
+
+def family_text(cmp: Comparison) -> str:
+    """One line on the family of tests the gate is."""
+    f = cmp.family
+    if not f.size:
+        return "no statistical test in this comparison (deterministic suites are by case name)"
+    return (f"{f.size} gating row(s) tested as one family (Holm): the chance that any is "
+            f"falsely called regressed is at most {f.alpha * 100:g} %")
+
+
+def gate_text(cmp: Comparison) -> list[str]:
+    """The gate's verdict and why, one line each."""
+    if not cmp.fails_gate:
+        return ["gate: pass"]
+    return ["gate: FAIL", *(f"  {r}" for r in cmp.gate_reasons)]
 
 
 def case_text(ref: CaseRef) -> str:
@@ -163,6 +191,10 @@ def to_markdown(cmp: Comparison, *, max_named: int = MAX_NAMED, notes: CompareNo
     out += [f"> **warning:** {e(w)}" for w in cmp.warnings]
     if cmp.warnings:
         out.append("")
+    gate = gate_text(cmp)
+    out += [f"**{e(gate[0])}**" + ("" if len(gate) == 1 else ":")]
+    out += [f"- {e(line.strip())}" for line in gate[1:]]
+    out += ["", f"_{e(family_text(cmp))}_", ""]
     out += ["| suite | regime | verdict | compared | cases needed |", "| --- | --- | --- | ---: | ---: |"]
     for s in cmp.suites.values():
         needed = str(s.cases_needed) if s.cases_needed else ""
@@ -265,6 +297,9 @@ def render_terminal(
                     console.print(Text(f"    {case_text(ref)}"))
                 if len(refs) > max_named:
                     console.print(Text(f"    … and {len(refs) - max_named} more (--format json)", style="dim"))
+    console.print(Text(family_text(cmp), style="dim"))
+    for i, line in enumerate(gate_text(cmp)):
+        console.print(Text(line, style=("bold red" if cmp.fails_gate else "green") if i == 0 else ""))
     console.print(RichText.assemble("overall: ", (cmp.verdict, _STYLE[cmp.verdict])))
 
 
@@ -290,9 +325,15 @@ def to_junit_xml(cmp: Comparison) -> str:
     root = ET.Element("testsuites", name="evalh compare")
     total = failures = skipped = errors = 0
     for s in cmp.suites.values():
-        if s.verdict in ("added", "removed"):
-            continue
         suite_el = ET.SubElement(root, "testsuite", name=_x(s.suite))
+        if s.verdict in ("added", "removed"):  # named, never gating: one skipped testcase
+            tc = ET.SubElement(suite_el, "testcase", classname=f"evalh.{_x(s.suite)}",
+                               name=_x(f"suite {s.verdict}"))
+            ET.SubElement(tc, "skipped", message=_x(f"{s.verdict}: {'; '.join(s.reasons)}"))
+            for k, v in (("tests", 1), ("failures", 0), ("skipped", 1), ("errors", 0)):
+                suite_el.set(k, str(v))
+            total, skipped = total + 1, skipped + 1
+            continue
         props = ET.SubElement(suite_el, "properties")
         for k, v in (("verdict", s.verdict), ("regime", s.regime or ""),
                      ("base_run", cmp.base.run_id), ("candidate_run", cmp.candidate.run_id)):
@@ -314,6 +355,10 @@ def to_junit_xml(cmp: Comparison) -> str:
 def _suite_cases(el: ET.Element, s: SuiteComparison) -> tuple[int, int, int, int]:
     n = f = sk = er = 0
     cls = f"evalh.{_x(s.suite)}"
+    for why in s.blocking:  # the suite cannot pass: a failure, whatever the rows say
+        tc = ET.SubElement(el, "testcase", classname=cls, name=_x(f"suite cannot pass: {why}"))
+        ET.SubElement(tc, "failure", message=_x(why), type="cannot-pass")
+        n, f = n + 1, f + 1
     regressed = {(r.case_id, r.arm) for r in s.cases.regressed} if s.regime == "deterministic" else set()
     if s.regime == "stochastic":
         for m in s.metrics:

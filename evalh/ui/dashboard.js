@@ -479,8 +479,10 @@
   function drawComparison(holder, c) {
     add(holder, el("div", { "class": "card" }, [
       el("div", { "class": "row" }, [el("span", { "class": "verdict v-" + c.verdict, "data-testid": "verdict" }, c.verdict),
-        el("span", null, c.regressed ? "a regression was found: `evalh compare --fail-on-regression` exits 1" : "no regression"),
+        el("span", { "data-testid": "gate" }, c.fails_gate ? "the gate fails: `evalh compare --fail-on-regression` exits 1" : "the gate passes"),
         c.inconclusive ? badge("inconclusive rows", "v-inconclusive") : null]),
+      (c.gate_reasons || []).length ? el("ul", { "class": "notes" }, c.gate_reasons.map(function (r) { return el("li", null, r); })) : null,
+      c.family ? el("div", { "class": "dim" }, c.family.size ? c.family.size + " gating row(s) tested as one family (Holm): at most " + (c.family.alpha * 100) + " % chance that any is falsely regressed" : "no statistical test (deterministic suites are by case name)") : null,
       el("div", { "class": "dim" }, ["base ", el("a", { href: runHref(c.base.run_id) }, c.base.run_id), c.base.label ? " (" + c.base.label + ")" : "",
         " → candidate ", el("a", { href: runHref(c.candidate.run_id) }, c.candidate.run_id), c.candidate.label ? " (" + c.candidate.label + ")" : ""])
     ]));
@@ -508,7 +510,8 @@
             return el("th", { "class": i > 1 && i < 8 ? "n" : "" }, h); }))),
           el("tbody", null, s.metrics.map(function (m) {
             var iv = m.interval ? (m.unit === "pct" ? m.interval[0].toFixed(1) + "% … " + m.interval[1].toFixed(1) + "%" : m.interval[0].toFixed(3) + " … " + m.interval[1].toFixed(3)) : "–";
-            return el("tr", null, [el("td", null, m.arm), el("td", null, m.name), el("td", { "class": "n" }, metricVal(m, m.base)),
+            var label = m.name === "score" ? "score " + m.scorer : (m.gating === false ? m.name + " (blended, not gating)" : m.name);
+            return el("tr", null, [el("td", null, m.arm), el("td", null, label), el("td", { "class": "n" }, metricVal(m, m.base)),
               el("td", { "class": "n" }, metricVal(m, m.candidate)), el("td", { "class": "n" }, change(m)),
               el("td", { "class": "n" }, (m.unit === "pct" ? m.allowance + "%" : String(m.allowance))), el("td", { "class": "n" }, iv),
               el("td", { "class": "n" }, m.n), el("td", { "class": "dim" }, m.method + (m.note ? " — " + m.note : "")),
