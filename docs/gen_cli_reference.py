@@ -33,8 +33,9 @@ HEADER = """\
 Every command prints this with `--help`. Exit codes everywhere: 0 success; 1 a
 deterministic case failed or a regression was found; 2 bad usage or bad input (one line on
 stderr naming the file and line or the key; nothing half-written); 3 inconclusive (only
-with `compare --fail-on-inconclusive`). The guides explain the ideas: see the
-[README](../README.md#documentation).
+with `compare --fail-on-inconclusive`); 4 a file could not be written (disk full, read-only
+filesystem: one line naming the file; a run's journal is kept for `--resume`). The guides
+explain the ideas: see the [README](../README.md#documentation).
 
 """
 

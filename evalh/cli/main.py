@@ -4,7 +4,8 @@ Run labelled cases against your product, score them, keep every run as a JSON do
 eval_runs/, and compare runs with verdicts CI can gate on. Start with `evalh run --suite gate`.
 
 Exit codes: 0 success; 1 a deterministic case failed or a regression was found; 2 bad
-usage or bad input; 3 inconclusive (only with --fail-on-inconclusive).
+usage or bad input; 3 inconclusive (only with --fail-on-inconclusive); 4 a file could not
+be written (disk full, read-only filesystem).
 """
 
 from __future__ import annotations
