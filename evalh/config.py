@@ -15,7 +15,6 @@ and the key. Paths are relative to the directory holding the config file (the pr
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -325,12 +324,9 @@ def load_config(path: Path | str | None = None, *, check_datasets: bool = True) 
     cfg_path = Path(path) if path is not None else find_config()
     if not cfg_path.is_file():
         raise ConfigError(f"{cfg_path}: config file not found")
-    try:
-        raw = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{cfg_path}: invalid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{cfg_path}: cannot read: {exc}") from None
+    from evalh.toml_input import read_toml
+
+    raw = read_toml(cfg_path)  # one line naming the line or the key, whatever is wrong
     known = {"evalh", "prices", "suites"}
     extra = {k: v for k, v in raw.items() if k not in known}
     for key in extra:

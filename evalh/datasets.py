@@ -1,12 +1,17 @@
 """Datasets: JSONL (one case a line) or a JSON array, validated case by case.
 
 Every rejection names the file and the line (for a JSON array, the item index) and exits 2:
-a malformed line, a case that does not validate, a duplicate id, a group that crosses splits.
+a malformed line, a byte that is not UTF-8, a case that does not validate, a duplicate id, a
+group that crosses splits, an integer beyond 64 bits (JSON parsers round it to a float, and
+evalh keeps every value exact or refuses it: write such a number as a string), a value nested
+deeper than a digest can be taken of.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +37,51 @@ class Dataset:
         return h.hexdigest()
 
 
+_LONG_DIGITS = re.compile(r"\d{19,}")
+"""An integer literal this long may not fit 64 bits (2^63 has 19 digits): checked exactly."""
+_INT_MIN, _UINT_MAX = -(2**63), 2**64 - 1
+
+
+def _big_int(text: str) -> str | None:
+    """The first integer literal of the JSON `text` outside 64 bits, as written, or None.
+    (orjson reads such a literal as a float, silently rounded; the standard parser keeps it.)"""
+    if not _LONG_DIGITS.search(text):
+        return None
+    found: list[str] = []
+
+    def check(literal: str) -> int:
+        value = int(literal)
+        if not found and not _INT_MIN <= value <= _UINT_MAX:
+            found.append(literal)
+        return 0
+
+    try:
+        json.loads(text, parse_int=check)
+    except (ValueError, RecursionError):
+        return None  # orjson has judged the syntax already
+    return found[0] if found else None
+
+
+def _check_value(shown: str, text: str, value: object) -> None:
+    """Refuse what would change or break on the way to a digest: integers beyond 64 bits and
+    nesting deeper than the canonical JSON encoder takes."""
+    literal = _big_int(text)
+    if literal is not None:
+        short = literal if len(literal) <= 40 else literal[:37] + "..."
+        raise DatasetError(f"{shown}: integer {short} does not fit in 64 bits and would be rounded: "
+                           "write it as a string")
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:  # "Recursion limit reached"
+        raise DatasetError(f"{shown}: value cannot be stored: {exc} (nested too deeply)") from None
+
+
+def _line_of(data: bytes, offset: int) -> tuple[int, int]:
+    """(line, column), 1-based, of a byte offset."""
+    line = data.count(b"\n", 0, offset) + 1
+    return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+
+
 def _first_error(exc: ValidationError) -> str:
     loc, msg = first_validation_error(exc)
     return f"{loc or 'case'}: {msg}"
@@ -45,15 +95,26 @@ def _records(path: Path, text: str) -> list[tuple[int, object]]:
             items = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise DatasetError(f"{path}: not valid JSON: {exc}") from None
+        literal = _big_int(text)
+        if literal is not None:
+            where = text.find(literal)
+            line = text.count("\n", 0, where) + 1
+            _check_value(f"{path}:{line}", literal, None)
+        if not isinstance(items, list):
+            raise DatasetError(f"{path}: not valid JSON: expected an array of cases")
+        for i, item in enumerate(items):
+            _check_value(f"{path}: item {i + 1}", "", item)
         return [(i + 1, item) for i, item in enumerate(items)]
     out: list[tuple[int, object]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         try:
-            out.append((lineno, orjson.loads(line)))
+            value = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{lineno}: malformed JSON line: {exc}") from None
+        _check_value(f"{path}:{lineno}", line, value)
+        out.append((lineno, value))
     return out
 
 
@@ -62,11 +123,19 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
     path = Path(path)
     shown = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise DatasetError(f"{shown}: dataset not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise DatasetError(f"{shown}: cannot read: {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _line_of(data, exc.start)
+        raise DatasetError(
+            f"{shown}:{line}: not valid UTF-8: byte 0x{data[exc.start]:02x} at column {column} "
+            f"({exc.reason}); save the file as UTF-8"
+        ) from None
     cases: list[Case] = []
     seen: dict[str, int] = {}
     group_split: dict[str, tuple[str | None, int]] = {}
