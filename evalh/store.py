@@ -390,13 +390,18 @@ class RunLock:
             del self._held[str(self.path)]
 
     def __del__(self) -> None:  # a plan built but never run (dry run, an error) lets go
-        self._drop()
+        with contextlib.suppress(Exception):
+            self._drop()
 
 
 def _lock_file(path: Path) -> int | None:
     """An fd holding the exclusive lock on `path` (created if need be), or None if another
-    process holds it. Raises `WriteFailed` when the lock file cannot be created."""
-    import fcntl
+    process holds it. Raises `WriteFailed` when the lock file cannot be created. Where
+    `flock` does not exist (Windows) the file is created but nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None  # type: ignore[assignment]
 
     while True:
         try:
@@ -404,7 +409,8 @@ def _lock_file(path: Path) -> int | None:
         except OSError as exc:
             raise write_failed(path, exc) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return None

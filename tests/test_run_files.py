@@ -358,6 +358,18 @@ def test_a_journal_header_with_a_bad_field_is_one_line_naming_file_and_line(
     assert sorted(p.name for p in journal.parent.iterdir()) == [journal.name], "nothing written"
 
 
+def test_a_journal_header_with_a_bad_run_option_is_one_line_naming_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg, journal, run_id, lines = _journal_only(tmp_path, monkeypatch)
+    header = json.loads(lines[0])
+    header["header"]["options"]["repeats"] = "x"
+    journal.write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:]))
+    result = _resume(cfg, journal, run_id)
+    assert result.exit_code == 2, result.output
+    assert f"{journal}:1: invalid recorded run option at options.repeats:" in _one_line(result)
+
+
 def test_an_invalid_journal_result_line_is_one_line_naming_file_and_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -380,8 +392,14 @@ def test_a_torn_last_line_is_dropped_and_the_next_line_starts_clean(
 ) -> None:
     cfg, journal, run_id, lines = _journal_only(tmp_path, monkeypatch)
     journal.write_bytes(b"".join(lines) + lines[-1][:40])  # a kill in the middle of a line
-    result = _resume(cfg, journal, run_id)
-    assert result.exit_code == 1, result.output
+    base = ["run", "--config", str(cfg), "--runs-dir", str(journal.parent), "--resume", run_id, "-q"]
+    assert runner.invoke(app, [*base, "--max-cost", "0.08"]).exit_code == 1  # 4 more, partial again
+    from evalh.store import Journal
+
+    _, results = Journal.read(journal)  # every line whole: the first new one did not join the torn one
+    assert len(results) == 8
+    assert runner.invoke(app, [*base, "--max-cost", "1"]).exit_code == 1
     doc = load(journal.parent / f"{run_id}.json")
     assert doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 12
-    assert sum(_calls(tmp_path / "calls.txt").values()) == 12
+    calls = _calls(tmp_path / "calls.txt")
+    assert len(calls) == 12 and set(calls.values()) == {1}, "a result lost to the torn line ran again"

@@ -28,16 +28,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from evalh.config import Config
 from evalh.core.plan import SuitePlan
 from evalh.core.session import Prepared, RunOptions, prepare_run
-from evalh.errors import EvalhError, RunDocumentError, RunNotFound
+from evalh.errors import EvalhError, RunDocumentError, RunNotFound, first_validation_error
 from evalh.models import CaseResult, canonical_json
 from evalh.store import Journal, RunStore
 
 
 class ResumeRefused(EvalhError):
     """The run cannot be resumed as it stands (changed config or data, already complete)."""
+
+
+class RecordedOptions(BaseModel):
+    """The options a run recorded (journal header `options`, document `config.run_options`),
+    checked before a plan is built from them: a hand-edited `"repeats": "x"` is one line."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    suites: list[str] | None = None
+    label: str | None = None
+    seed: int | None = None
+    repeats: int | None = Field(None, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+    concurrency: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=0)
+    use_cache: bool = True
+    allow_self_judge: bool = False
 
 
 @dataclass
@@ -55,6 +75,8 @@ class RunRecord:
     """Suite name → dataset sha256 when the run started."""
     done: dict[tuple[str, str, str, int], CaseResult] = field(default_factory=dict)
     """(suite, case, arm, attempt) → the finished result."""
+    source: str = ""
+    """Where the record was read (the journal, else the document), for messages."""
 
     def add(self, suite: str, result: CaseResult) -> None:
         self.done[(suite, result.case_id, result.arm, result.attempt)] = result
@@ -79,6 +101,7 @@ def _from_header(run_id: str, header: dict[str, Any], shown: str) -> RunRecord:
         suites=list(suites),
         options=options,
         datasets=dict(header.get("datasets") or {}),
+        source=f"{shown}:1",
     )
 
 
@@ -120,6 +143,7 @@ def load_record(store: RunStore, run_id: str) -> RunRecord:
             seed=seed,
             label=run.label, suites=list(run.suites), options=options,
             datasets={name: s.dataset.sha256 for name, s in run.suites.items()},
+            source=str(doc_path),
         )
         finished += [(name, r) for name, suite in run.suites.items() for r in suite.cases]
     if journal_path.is_file():
@@ -235,6 +259,11 @@ def _prepare(
                 f"cannot resume run {record.run_id}: {config.path} changed since it started "
                 f"(at suites.{name}: the suite is gone); start a new run instead"
             )
+    try:
+        RecordedOptions.model_validate(record.options)
+    except ValidationError as exc:
+        loc, msg = first_validation_error(exc, ("options",))
+        raise RunDocumentError(f"{record.source}: invalid recorded run option at {loc}: {msg}") from None
     opts = record.options
     options = RunOptions(
         suites=record.suites,
