@@ -172,8 +172,8 @@ class _Reader:
                 return True
             # keep only what could begin the closing line; what was searched is dropped
             self.pos = max(self.pos, len(self.buf) - len(needle) + 1)
+            self._more(CHUNK * 4)  # may drop what is before the cursor: offsets move
             at = self.pos
-            self._more(CHUNK * 4)
 
     def skip_array(self) -> None:
         """Step over an array item by item, keeping none of them."""

@@ -81,6 +81,21 @@ def test_the_header_matches_a_full_load(tmp_path: Path, order: str) -> None:
         assert header.pass_rates == {n: s.aggregate.pass_rate for n, s in full.suites.items()}
 
 
+def test_an_old_document_larger_than_the_read_chunks_is_stepped_over_by_its_closing_line(tmp_path: Path) -> None:
+    """The fast path, not the item-by-item fallback: its search must survive the buffer
+    being cut between chunks (it once lost its place and fell back on every large file)."""
+    from evalh.run_header import CHUNK, _read
+
+    run = _run(1, cases=2000)
+    path = tmp_path / "r.json"
+    path.write_bytes(_old_order(run))
+    assert path.stat().st_size > 20 * CHUNK
+    with path.open("rb") as fh:
+        raw = _read(fh, str(path), fast=True)  # raised "ends early" when it lost its place
+    assert raw is not None and raw["run_id"] == run.run_id
+    assert read_run_header(path).pass_rates == {n: s.aggregate.pass_rate for n, s in run.suites.items()}
+
+
 @pytest.mark.parametrize("layout", ["compact", "misleading"])
 def test_an_old_document_not_indented_as_evalh_writes_lists(tmp_path: Path, layout: str) -> None:
     """Compact JSON has no closing lines to find; a hand-edited document can have a line of
