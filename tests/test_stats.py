@@ -76,63 +76,82 @@ def test_mcnemar_edge_cases_and_large_counts() -> None:
     assert stats.mcnemar(5000, 5000).p_exact == 1.0
 
 
-def test_paired_bootstrap_is_deterministic_and_covers_the_mean() -> None:
+def test_clustered_mean_matches_statsmodels_cluster_robust_ols() -> None:
+    sm = pytest.importorskip("statsmodels.api")
     rng = random.Random(3)
-    base = [rng.random() for _ in range(300)]
-    cand = [x - 0.05 + rng.gauss(0, 0.1) for x in base]
-    one = stats.paired_bootstrap_mean_diff(base, cand, resamples=1000, seed=7)
-    two = stats.paired_bootstrap_mean_diff(base, cand, resamples=1000, seed=7)
-    other = stats.paired_bootstrap_mean_diff(base, cand, resamples=1000, seed=8)
-    assert one == two and one != other
-    lo, hi = one  # type: ignore[misc]
-    d = sum(c - b for b, c in zip(base, cand, strict=True)) / len(base)
-    assert lo < d < hi
-    # For many cases the bootstrap and its normal limit agree.
-    nlo, nhi = stats.paired_normal_mean_diff(base, cand)  # type: ignore[misc]
-    assert lo == pytest.approx(nlo, abs=0.004) and hi == pytest.approx(nhi, abs=0.004)
+    values = [rng.gauss(0.1, 1.0) for _ in range(57)]
+    groups = [i % 9 for i in range(57)]
+    est = stats.clustered_mean(values, groups)
+    assert est is not None
+    fit = sm.OLS(values, [[1.0]] * 57).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    assert est.value == pytest.approx(float(fit.params[0]))
+    assert est.se == pytest.approx(float(fit.bse[0]), rel=1e-9)
+    assert est.df == 8 and est.clusters == 9
+    # Without clusters it is the paired t interval.
+    plain = stats.clustered_mean(values)
+    assert plain is not None and plain.df == 56
+    sd = stats.sample_variance(values) ** 0.5  # type: ignore[operator]
+    assert plain.se == pytest.approx(sd / 57**0.5)
+    lo, hi = plain.interval(0.95)
+    assert (hi - lo) / 2 == pytest.approx(stats.t_quantile(0.975, 56) * plain.se)
 
 
-def test_paired_intervals_need_two_pairs_of_equal_length() -> None:
-    assert stats.paired_bootstrap_mean_diff([1.0], [0.0]) is None
-    assert stats.paired_normal_mean_diff([1.0], [0.0]) is None
+def test_clustered_estimates_need_two_clusters() -> None:
+    assert stats.clustered_mean([1.0, 2.0], ["g", "g"]) is None
+    assert stats.clustered_mean([]) is None
+    assert stats.clustered_log_ratio([1.0, 2.0], [1.0, 2.0], ["g", "g"]) is None
+    assert stats.clustered_log_ratio([0.0, 0.0], [1.0, 1.0]) is None
+
+
+def test_clustered_log_ratio_is_the_delta_method_on_the_log_scale() -> None:
+    base = [1.0, 2.0, 3.0, 4.0]
+    est = stats.clustered_log_ratio(base, [x * 1.2 for x in base])
+    assert est is not None and est.change == pytest.approx(20.0) and est.se == pytest.approx(0.0)
+    rng = random.Random(5)
+    base = [rng.lognormvariate(0, 0.5) for _ in range(400)]
+    cand = [x * 1.1 * rng.lognormvariate(0, 0.1) for x in base]
+    est = stats.clustered_log_ratio(base, cand)
+    assert est is not None and est.scale == "log"
+    lo, hi = est.interval(0.95)
+    assert lo < est.change < hi and lo > 0  # percent change, asymmetric around the estimate
+    assert hi - est.change > est.change - lo
+
+
+def test_estimate_p_values_invert_its_interval() -> None:
+    est = stats.Estimate(value=-0.08, se=0.02, df=30.0)
+    lo, hi = est.interval(0.95)
+    assert est.p_below(hi) == pytest.approx(0.025)
+    assert est.p_above(lo) == pytest.approx(0.025)
+    log = stats.Estimate(value=0.3, se=0.1, df=float("inf"), scale="log")
+    lo, hi = log.interval(0.90)
+    assert log.p_above(lo) == pytest.approx(0.05)
+
+
+def test_newcombe_p_values_invert_its_interval() -> None:
+    counts = (50, 20, 10, 20)
+    lo, hi = stats.newcombe_paired_interval(*counts, 0.95)  # type: ignore[misc]
+    assert stats.newcombe_p_below(*counts, hi) == pytest.approx(0.025, rel=1e-6)
+    assert stats.newcombe_p_above(*counts, lo) == pytest.approx(0.025, rel=1e-6)
+    theta = (10 - 20) / 100
+    assert stats.newcombe_p_below(*counts, theta + 0.5) < 1e-6
+    assert stats.newcombe_p_below(*counts, theta - 0.5) > 1 - 1e-6
+    assert stats.newcombe_p_below(0, 0, 0, 0, 0.0) == 1.0
+
+
+def test_holm_matches_statsmodels() -> None:
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p = [0.01, 0.04, 0.03, 0.005, 0.5, 0.2]
+    expected = multitest.multipletests(p, method="holm")[1]
+    assert stats.holm(p) == pytest.approx(list(expected))
+    assert stats.holm([]) == []
+
+
+def test_t_quantile_and_cdf() -> None:
+    assert stats.t_quantile(0.975, 9) == pytest.approx(2.262157, abs=1e-6)
+    assert stats.t_quantile(0.975, float("inf")) == pytest.approx(1.959964, abs=1e-6)
+    assert stats.t_cdf(stats.t_quantile(0.9, 4), 4) == pytest.approx(0.9)
     with pytest.raises(ValueError):
-        stats.paired_bootstrap_mean_diff([1.0, 2.0], [1.0])
-    assert stats.paired_normal_mean_diff([1.0, 1.0], [1.0, 1.0]) == (0.0, 0.0)
-
-
-def test_ratio_of_means_change() -> None:
-    change, iv = stats.ratio_of_means_change([1.0, 2.0, 3.0], [1.2, 2.4, 3.6])  # type: ignore[misc]
-    assert change == pytest.approx(0.2)
-    assert iv == pytest.approx((0.2, 0.2))
-    rng = random.Random(1)
-    base = [rng.uniform(0.5, 1.5) for _ in range(400)]
-    cand = [x * rng.uniform(1.0, 1.2) for x in base]
-    change, (lo, hi) = stats.ratio_of_means_change(base, cand)  # type: ignore[misc]
-    assert 0.05 < lo < change < hi < 0.15
-    assert stats.ratio_of_means_change([0.0, 0.0], [1.0, 1.0]) is None
-    assert stats.ratio_of_means_change([], []) is None
-
-
-def test_median_ratio_change() -> None:
-    assert stats.median_ratio_change([100.0] * 5, [150.0] * 5) == (pytest.approx(0.5), None)
-    rng = random.Random(2)
-    base = [rng.lognormvariate(5, 0.5) for _ in range(500)]
-    cand = [x * 2 for x in base]
-    change, (lo, hi) = stats.median_ratio_change(base, cand)  # type: ignore[misc]
-    assert change == pytest.approx(1.0)
-    assert lo < 1.0 < hi and lo > 0.5
-    assert stats.median_ratio_change([], [1.0]) is None
-
-
-def test_cases_needed_design_and_plug_in() -> None:
-    z = stats.z_for(0.95)
-    # se = 0.05 at n = 100; detecting 0.05 with 80 % power needs (1.96 + 0.84)² ≈ 7.85× more.
-    assert stats.cases_needed(100, 0.05 * z, 0.05) == math.ceil(100 * (z + 0.841621) ** 2)
-    # Already powered for the allowance, estimate sits 0.01 from the boundary: plug-in.
-    plug = stats.cases_needed(1000, 0.02, 0.05, gap=0.01)
-    assert plug is not None and plug > 1000
-    assert stats.cases_needed(1000, 0.02, 0.05) is None
-    assert stats.cases_needed(100, 0.1, 0.0) is None
+        stats.t_quantile(1.0, 3)
 
 
 def test_raw_agreement_and_cohens_kappa() -> None:

@@ -1,29 +1,26 @@
-"""Pure statistics for evalh: intervals, paired tests, sample sizes, agreement, pass@k.
+"""Pure statistics for evalh: intervals, paired tests, family-wise control, agreement, pass@k.
 
-Standard library only (``math``, ``random``, ``statistics``); no I/O. Every function is
-deterministic: the bootstrap takes an explicit seed and draws from its own
-``random.Random``. Where a quantity is undefined (a rate over zero cases, an interval from
-fewer cases than the method needs) the function returns ``None`` instead of inventing 0 or 1.
+No I/O, deterministic. Student's t comes from ``scipy.special`` (imported on first use:
+it costs half a second). Where a quantity is undefined (a rate over zero cases, an interval
+from fewer units than the method needs) the function returns ``None`` instead of inventing
+0 or 1.
 
-Percentiles are ``evalh.core.aggregate.percentile`` (one definition for aggregates and
-comparisons). Sources (see ``docs/methodology.md``): Wilson (1927) for the binomial score interval;
+Sources (see ``docs/methodology.md``): Wilson (1927) for the binomial score interval;
 Newcombe (1998, method 10) for the interval of a paired difference of proportions;
 McNemar (1947) for the paired pass/fail test, with the mid-p variant (Fagerland, Lydersen
-& Laake 2013); Efron & Tibshirani (1993) for the percentile bootstrap; the delta method
-for a ratio of means (Cochran 1977, §6); the distribution-free order-statistic interval
-for a median (Conover 1999, §3.2); Cohen (1960) for kappa; Chen et al. (2021) for pass@k.
+& Laake 2013); Liang & Zeger (1986) and Cameron & Miller (2015) for cluster-robust
+standard errors with G − 1 degrees of freedom; the delta method for a ratio of means
+(Cochran 1977, §6); Holm (1979) for the family-wise adjustment; Cohen (1960) for kappa;
+Chen et al. (2021) for pass@k.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-
-from evalh.core.aggregate import percentile
 
 Interval = tuple[float, float]
 
@@ -125,161 +122,6 @@ def mcnemar(base_only: int, cand_only: int) -> McNemar:
         return McNemar(base_only, cand_only, 1.0, 1.0)
     cdf, pmf = _binom_half_cdf(min(base_only, cand_only), n)
     return McNemar(base_only, cand_only, min(1.0, 2 * cdf), min(1.0, 2 * (cdf - 0.5 * pmf)))
-
-
-# --------------------------------------------------------------------------- paired means
-
-
-def paired_bootstrap_mean_diff(
-    base: Sequence[float],
-    cand: Sequence[float],
-    *,
-    resamples: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> Interval | None:
-    """Percentile bootstrap (Efron & Tibshirani 1993, ch. 13) of ``mean(cand − base)``.
-
-    Cases are the resampling unit: ``base[i]`` and ``cand[i]`` are one case's values (its
-    repeats already averaged), resampled together so the pairing is kept. Deterministic
-    for a given seed. None with fewer than two pairs.
-    """
-    n = len(base)
-    if n != len(cand):
-        raise ValueError("paired samples must have the same length")
-    if n < 2 or resamples < 1:
-        return None
-    diffs = [c - b for b, c in zip(base, cand, strict=True)]
-    rng = random.Random(seed)
-    draw = rng.choices
-    stats = sorted(math.fsum(draw(diffs, k=n)) / n for _ in range(resamples))
-    alpha = 1.0 - confidence
-    return _quantile_sorted(stats, alpha / 2), _quantile_sorted(stats, 1 - alpha / 2)
-
-
-def _quantile_sorted(xs: Sequence[float], p: float) -> float:
-    pos = (len(xs) - 1) * p
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def paired_normal_mean_diff(
-    base: Sequence[float], cand: Sequence[float], *, confidence: float = 0.95
-) -> Interval | None:
-    """Large-sample (CLT) interval of ``mean(cand − base)``: ``d̄ ± z·s_d/√n``.
-
-    The limit the paired bootstrap converges to; used when cases are many. None with
-    fewer than two pairs.
-    """
-    n = len(base)
-    if n != len(cand):
-        raise ValueError("paired samples must have the same length")
-    if n < 2:
-        return None
-    diffs = [c - b for b, c in zip(base, cand, strict=True)]
-    d = math.fsum(diffs) / n
-    half = z_for(confidence) * math.sqrt(sample_variance(diffs) or 0.0) / math.sqrt(n)
-    return d - half, d + half
-
-
-def ratio_of_means_change(
-    base: Sequence[float], cand: Sequence[float], *, confidence: float = 0.95
-) -> tuple[float, Interval | None] | None:
-    """Relative change ``mean(cand)/mean(base) − 1`` of paired values with a delta-method
-    interval (Cochran 1977, §6.3): ``Var(R) ≈ s²(y − R·x) / (n·x̄²)``.
-
-    None when there are no pairs or the base mean is not positive; the interval is None
-    with fewer than two pairs.
-    """
-    n = len(base)
-    if n != len(cand):
-        raise ValueError("paired samples must have the same length")
-    if n == 0:
-        return None
-    xbar, ybar = math.fsum(base) / n, math.fsum(cand) / n
-    if xbar <= 0:
-        return None
-    r = ybar / xbar
-    if n < 2:
-        return r - 1.0, None
-    resid = [y - r * x for x, y in zip(base, cand, strict=True)]
-    se = math.sqrt((sample_variance(resid) or 0.0) / n) / xbar
-    z = z_for(confidence)
-    return r - 1.0, (r - z * se - 1.0, r + z * se - 1.0)
-
-
-_MIN_MEDIAN_N = 6
-"""Below six values no order-statistic interval reaches 95 % coverage."""
-
-
-def _log_median_se(xs: Sequence[float], z: float) -> float | None:
-    n = len(xs)
-    if n < _MIN_MEDIAN_N:
-        return None
-    s = sorted(math.log(max(x, 1e-9)) for x in xs)
-    lo_rank = max(1, math.floor((n - z * math.sqrt(n)) / 2))
-    hi_rank = min(n, math.ceil(1 + (n + z * math.sqrt(n)) / 2))
-    return (s[hi_rank - 1] - s[lo_rank - 1]) / (2 * z)
-
-
-def median_ratio_change(
-    base: Sequence[float], cand: Sequence[float], *, confidence: float = 0.95
-) -> tuple[float, Interval | None] | None:
-    """Relative change of the median, ``median(cand)/median(base) − 1``.
-
-    Interval: each median's distribution-free order-statistic interval (Conover 1999)
-    read as a standard error on the log scale, combined as if independent. Ignoring the
-    (positive) pairing correlation makes the interval conservative (wider). None without
-    data or with a non-positive base median; the interval is None below six values a side.
-    """
-    if not base or not cand:
-        return None
-    mb, mc = percentile(base, 50), percentile(cand, 50)
-    if mb is None or mc is None or mb <= 0 or mc <= 0:
-        return None
-    change = mc / mb - 1.0
-    z = z_for(confidence)
-    sb, sc = _log_median_se(base, z), _log_median_se(cand, z)
-    if sb is None or sc is None:
-        return change, None
-    log_r, half = math.log(mc / mb), z * math.sqrt(sb * sb + sc * sc)
-    return change, (math.exp(log_r - half) - 1.0, math.exp(log_r + half) - 1.0)
-
-
-# --------------------------------------------------------------------------- sample size
-
-
-def cases_needed(
-    n: int,
-    half_width: float,
-    allowance: float,
-    *,
-    confidence: float = 0.95,
-    power: float = 0.8,
-    gap: float | None = None,
-) -> int | None:
-    """Cases that would settle an open verdict, from the current interval's half-width.
-
-    The standard error is read off the interval (``se = half_width / z``) and scaled as
-    ``1/√n``. First the design answer: the n at which a change equal to ``allowance``
-    is detected with probability ``power`` at the two-sided ``confidence`` level,
-    ``n·(se·(z_α/2 + z_β)/allowance)²``. If the current n already has that power (the
-    estimate sits close to the allowance), the plug-in answer with ``gap`` (distance of
-    the estimate from the nearer decision boundary) in place of the allowance. Always
-    more than ``n``; None when it cannot be computed (zero allowance or gap, no spread).
-    """
-    if n <= 0 or half_width <= 0 or allowance <= 0:
-        return None
-    z_a = z_for(confidence)
-    z_b = NormalDist().inv_cdf(power)
-    se = half_width / z_a
-    needed = math.ceil(n * (se * (z_a + z_b) / allowance) ** 2)
-    if needed <= n:
-        if gap is None or gap <= 0:
-            return None
-        needed = math.ceil(n * (se * (z_a + z_b) / gap) ** 2)
-    return max(needed, n + 1)
 
 
 # --------------------------------------------------------------------------- agreement
