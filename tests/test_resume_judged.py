@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -201,33 +202,40 @@ def test_budget_stopped_run_of_each_judge_resumes(
     assert _essence(doc) == _essence(_reference(cfg, tmp_path, mock, monkeypatch))
 
 
-def _wait_for_journal(runs: Path, proc: Any, at_least: int) -> Path | None:
+def _wait_for_journal(runs: Path, proc: Any, at_least: int, also: Callable[[], bool] = lambda: True) -> Path | None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
         found = list(runs.glob("*.journal.jsonl")) if runs.is_dir() else []
-        if found and len(journal_results(found[0])) >= at_least:
+        if found and len(journal_results(found[0])) >= at_least and also():
             return found[0]
         time.sleep(0.005)
     return None
 
 
-@pytest.mark.parametrize("kind", ["judge", "calibrated", "pairwise", "citations"])
+@pytest.mark.parametrize("kind", ["judge", "calibrated", "pairwise", "pairwise-after-the-suite", "citations"])
 def test_killed_judged_run_resumes_paying_nothing_twice(
     tmp_path: Path, mock: MockProvider, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     n, concurrency = 16, 2
-    cfg = _project(tmp_path, kind, mock.base_url, n=n, concurrency=concurrency)
+    cfg = _project(tmp_path, kind.removesuffix("-after-the-suite"), mock.base_url, n=n, concurrency=concurrency)
     runs = tmp_path / "runs"
     env = {"ANTHROPIC_API_KEY": KEY, "EVALH_CACHE_DIR": str(tmp_path / "cache"), "SLOW_S": "0.04"}
+    total = n * (2 if kind.startswith("pairwise") else 1)
+    at_least, also = 4, lambda: True
+    if kind == "pairwise-after-the-suite":
+        # killed while the pairs are judged, after every case finished: slow pair replies,
+        # and the kill once some of them were answered
+        mock.set_script([{**r, "latency_ms": 100} if r.get("model") == "pair-1" else r for r in SCRIPT])
+        at_least = total
+        also = lambda: sum(r.body.get("model") == "pair-1" for r in mock.requests) >= 12  # noqa: E731
     proc = evalh_process(["run", "--seed", "3", "-q", "--runs-dir", str(runs)], tmp_path, env)
-    journal = _wait_for_journal(runs, proc, at_least=4)
+    journal = _wait_for_journal(runs, proc, at_least, also)
     proc.kill()
     proc.wait(timeout=10)
     assert journal is not None, "the run ended before it could be killed"
     assert not list(runs.glob("*.json")), "SIGKILL leaves no document, only the journal"
-    total = n * (2 if kind == "pairwise" else 1)
     kept = len(journal_results(journal))
-    assert 4 <= kept < total
+    assert 4 <= kept <= total
     run_id = journal.name.removesuffix(".journal.jsonl")
 
     monkeypatch.setenv("SLOW_S", "0")  # the resume, in this process: its imports are warm
