@@ -103,3 +103,26 @@ def test_a_cost_budget_refuses_an_unpriced_calibration_before_sending(tmp_path: 
     assert doc is not None, result.output
     assert doc["status"] == "partial" and "no known price" in doc["status_reason"]
     assert mp.count() == 0
+
+
+def test_dry_run_counts_pairwise_judge_requests(tmp_path: Path, mp: MockProvider) -> None:
+    """Before: the pairwise judge's requests (made after the suite) were `+ ?`, unknown."""
+    judge = (f'provider = "anthropic", model = "claude-haiku-4-5", base_url = "{mp.base_url}", '
+             f'api_key_env = "{KEY}", max_tokens = 100')
+    (tmp_path / "evalh.toml").write_text(
+        '[suites.s]\ndataset = "d.jsonl"\ntarget = "tgt:answer"\nregime = "stochastic"\nrepeats = 2\n'
+        'arms = [{ name = "a", target = "tgt:answer" }, { name = "b", target = "tgt:answer" }, '
+        '{ name = "c", target = "tgt:answer" }]\n'
+        f'scorers = [{{ type = "judge", {judge}, rubric = "Right?" }}, '
+        f'{{ type = "pairwise_judge", {judge}, rubric = "Which is better?" }}]\n', encoding="utf-8")
+    (tmp_path / "d.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i}", "input": {"q": f"question {i}"}}) + "\n" for i in range(3)), encoding="utf-8")
+    (tmp_path / "tgt.py").write_text("def answer(inp):\n    return inp['q']\n", encoding="utf-8")
+    result, _ = run(tmp_path / "evalh.toml", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    (suite,) = json.loads(result.stdout)["suites"]
+    items = 3 * 3 * 2
+    pairs = 3 * 2 * 2  # cases × the two arms that are not the baseline × repeats
+    assert suite["judges"]["requests_unknown"] == 0
+    assert suite["judges"]["requests"] == items + 2 * pairs  # pointwise, then both orders of each pair
+    assert suite["judges"]["tokens_out_max"] == (items + 2 * pairs) * 100

@@ -10,7 +10,9 @@ and cost from the price table. The estimate is honest about its basis:
   callable, an HTTP endpoint without `model`) have unknown tokens: null, never 0.
 - output tokens: the target's `max_tokens`, an upper bound (replies are usually shorter).
 - judge requests: a scorer's `estimate(case) -> [(model, prompt_tokens, max_output_tokens)]`
-  (one tuple per request it will make for the case) when it has one; else its
+  (one tuple per request it will make for the case), or `estimate_arm(case, arm,
+  baseline_arm)` for one arm's item (a pairwise judge: none for the baseline arm, both
+  orders for another), when it has one; else its
   `requests_per_case() -> int` (tokens then unknown); deterministic scorers make none.
 - set-up requests: what a scorer sends before the suite's first case (judge calibration),
   from its `estimate_setup() -> [(model, prompt_tokens, max_output_tokens)]`; counted once
@@ -187,7 +189,7 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
                 for _ in range(todo):
                     est.target.add(None, None, None, plan)
             for scorer in suite.scorers:
-                _judge_requests(plan, scorer, case, todo, est, bases)
+                _judge_requests(plan, scorer, case, todo, est, bases, arm.name, suite.arms[0].name)
     for scorer in suite.scorers:  # the runner prepares every suite, even one with no item left
         _setup_requests(plan, scorer, est, bases)
     est.basis = list(bases)
@@ -195,12 +197,14 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
 
 
 def _judge_requests(
-    plan: RunPlan, scorer: Any, case: Case, todo: int, est: SuiteEstimate, bases: dict[str, None]
+    plan: RunPlan, scorer: Any, case: Case, todo: int, est: SuiteEstimate, bases: dict[str, None],
+    arm: str, baseline: str,
 ) -> None:
     name = scorer.config.display_name
     estimate = getattr(scorer, "estimate", None)
-    if callable(estimate):
-        requests = list(estimate(case))
+    per_arm = getattr(scorer, "estimate_arm", None)
+    if callable(per_arm) or callable(estimate):
+        requests = list(per_arm(case, arm, baseline) if callable(per_arm) else estimate(case))
         bases[f"scorer {name}: its own estimate"] = None
         for _ in range(todo):
             for model, tokens_in, tokens_out in requests:

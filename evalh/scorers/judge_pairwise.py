@@ -49,6 +49,20 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         return Score(scorer=self.name, abstained=True, verdict=PENDING,
                      rationale="compared with the other arms after the suite (see the suite details)")
 
+    def estimate_arm(self, case: Case, arm: str, baseline: str) -> list[tuple[str, int, int]]:
+        """For `evalh run --dry-run`: the requests judging one (case, arm, attempt) item after
+        the suite — none for the baseline arm; for another arm, its pair in both orders,
+        each judge `judge_repeats` times; the prompt without the outputs (unknown before
+        the run), re-asks not counted."""
+        if arm == baseline:
+            return []
+        c = self.config
+        system, user = pairwise_prompt(rubric=self.rubric, scale=self.scale, case=case, first="", second="",
+                                       show_input=c.show_input, input_field=c.input_field)
+        tokens_in = (len(system) + len(user)) // 4
+        return [(cfg.model, tokens_in, cfg.max_tokens or c.max_tokens)
+                for cfg in self.judge_configs for _ in range(c.judge_repeats) for _order in ("ab", "ba")]
+
     def incomplete(self, score: Score | None) -> bool:
         """For rejudge: a pair not judged, or judged with an error."""
         return score is None or score.verdict == PENDING or bool(score.details.get("error"))
