@@ -146,3 +146,77 @@ def test_gate_scores_must_name_a_configured_scorer(project: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(cfg)
     assert "gate_scores[0]: no scorer named 'rubrik'" in info.value.message
+
+
+# ----------------------------------------------------------------------------- through the CLI
+
+_TOML = """\
+[suites.live]
+dataset = "d.jsonl"
+target = {{ kind = "anthropic", model = "claude-haiku-4-5", base_url = "mock:provider.json", prompt = "{{{{ input.q }}}}", max_retries = 0 }}
+regime = "stochastic"
+scorers = [{scorer}]
+"""
+_JUDGE = ('{ type = "judge", provider = "anthropic", model = "judge-1", base_url = "mock:judge.json", '
+          'max_retries = 0, rubric = "r" }')
+_GOOD = {"rules": [{"match": "", "text": "the answer is x"}]}
+_VERDICT = {"verdict": "pass", "rationale": "a long enough rationale " * 4}
+
+
+def _project(root: Path, scorer: str) -> Path:
+    import json
+
+    (root / "evalh.toml").write_text(_TOML.format(scorer=scorer), encoding="utf-8")
+    (root / "d.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i}", "input": {"q": f"q{i}"}, "expected": "x"}) + "\n"
+        for i in range(12)), encoding="utf-8")
+    (root / "provider.json").write_text(json.dumps(_GOOD), encoding="utf-8")
+    (root / "judge.json").write_text(json.dumps({"rules": [{"match": "", "json": _VERDICT}]}),
+                                     encoding="utf-8")
+    return root / "evalh.toml"
+
+
+def _cli(cfg: Path, *args: str):
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    return CliRunner().invoke(app, [*args, "--config", str(cfg), "--runs-dir", str(cfg.parent / "runs"),
+                                    "--no-cache"] if args[0] == "run" else
+                              [*args, "--config", str(cfg), "--runs-dir", str(cfg.parent / "runs")])
+
+
+def _ids(cfg: Path) -> list[str]:
+    return sorted(p.stem for p in (cfg.parent / "runs").glob("*.json"))
+
+
+def test_compare_of_a_run_whose_provider_went_down_fails_the_gate(tmp_path: Path) -> None:
+    import json
+
+    cfg = _project(tmp_path, '{ type = "contains" }')
+    assert _cli(cfg, "run", "-q").exit_code == 0
+    (tmp_path / "provider.json").write_text(json.dumps({"rules": [{"match": "", "fault": "server_error"}]}))
+    assert _cli(cfg, "run", "-q").exit_code == 1  # over max_error_rate: the run itself fails
+    good, broken = _ids(cfg)
+    result = _cli(cfg, "compare", good, broken, "--fail-on-regression")
+    assert result.exit_code == 1, result.output
+    assert "gate: FAIL" in result.stdout
+    assert "suite live regressed: error_rate regressed: +100 pp" in result.stdout
+    doc = json.loads(_cli(cfg, "compare", good, broken, "--format", "json").stdout)
+    assert doc["fails_gate"] is True and doc["suites"]["live"]["blocking"]
+
+
+def test_compare_of_a_run_whose_judge_truncates_every_reply_fails_the_gate(tmp_path: Path) -> None:
+    import json
+
+    cfg = _project(tmp_path, _JUDGE)
+    assert _cli(cfg, "run", "-q").exit_code == 0
+    (tmp_path / "judge.json").write_text(json.dumps(
+        {"rules": [{"match": "", "json": _VERDICT, "fault": {"kind": "truncate", "tokens": 2}}]}))
+    _cli(cfg, "run", "-q")
+    good, broken = _ids(cfg)
+    result = _cli(cfg, "compare", good, broken, "--fail-on-regression", "--format", "markdown")
+    assert result.exit_code == 1, result.output
+    assert "**gate: FAIL**" in result.stdout
+    assert ("cannot pass: the candidate produced no scorable result: 12 of 12 "
+            "results errored or could not be judged") in result.stdout

@@ -108,10 +108,14 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
 
 
 def _gate_reason(s: SuiteComparison) -> str:
+    """One line: why this suite fails the gate (its regression, and what blocks it)."""
+    parts = []
     if s.verdict == "regressed":
         why = next((r for r in s.reasons if "regressed" in r or "fail or error now" in r), None)
-        return f"suite {s.suite} regressed" + (f": {why}" if why else "")
-    return f"suite {s.suite} cannot pass: " + "; ".join(s.blocking)
+        parts.append("regressed" + (f": {why}" if why else ""))
+    if s.blocking:
+        parts.append("cannot pass: " + "; ".join(s.blocking))
+    return f"suite {s.suite} " + "; ".join(parts)
 
 
 # --------------------------------------------------------------------------- run level
