@@ -126,3 +126,33 @@ def test_dry_run_counts_pairwise_judge_requests(tmp_path: Path, mp: MockProvider
     assert suite["judges"]["requests_unknown"] == 0
     assert suite["judges"]["requests"] == items + 2 * pairs  # pointwise, then both orders of each pair
     assert suite["judges"]["tokens_out_max"] == (items + 2 * pairs) * 100
+
+
+def test_pairwise_judging_after_the_suite_is_admitted_against_the_budget(tmp_path: Path) -> None:
+    """Before: the pairs, judged after the suite's cases, were sent whatever the budget."""
+    with MockProvider([{"match": "<response_a>", "json": {"winner": "tie", "rationale": "same"}}]) as mp:
+        _pairwise_budget(tmp_path, mp)
+
+
+def _pairwise_budget(tmp_path: Path, mp: MockProvider) -> None:
+    judge = (f'provider = "anthropic", model = "claude-haiku-4-5", base_url = "{mp.base_url}", '
+             f'api_key_env = "{KEY}", max_tokens = 200')
+    (tmp_path / "evalh.toml").write_text(
+        '[suites.s]\ndataset = "d.jsonl"\ntarget = "tgt:answer"\nregime = "stochastic"\n'
+        'arms = [{ name = "a", target = "tgt:answer" }, { name = "b", target = "tgt:answer" }]\n'
+        'scorers = [{ type = "exact" }, '
+        f'{{ type = "pairwise_judge", {judge}, rubric = "Which is better?" }}]\n', encoding="utf-8")
+    (tmp_path / "d.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i}", "input": {"q": f"question {i}"}, "expected": f"question {i}"}) + "\n"
+        for i in range(3)), encoding="utf-8")
+    (tmp_path / "tgt.py").write_text("def answer(inp):\n    return inp['q']\n", encoding="utf-8")
+    result, doc = run(tmp_path / "evalh.toml", "--max-tokens", "1000")
+    assert doc is not None, result.output
+    assert doc["status"] == "partial" and "pairwise judging" in doc["status_reason"], doc["status_reason"]
+    assert len(doc["suites"]["s"]["cases"]) == 6  # every case ran: only the pairs were held back
+    # one pair (both orders) holds ~850 tokens of the 1,000 while it is judged: the
+    # other two pairs did not fit and were not sent
+    assert mp.count() == 2
+    pending = [c for c in doc["suites"]["s"]["cases"] if c["arm"] == "b"
+               and next(s for s in c["scores"] if s["scorer"] == "pairwise_judge")["verdict"] == "pending"]
+    assert len(pending) == 2

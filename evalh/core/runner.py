@@ -264,9 +264,15 @@ class Runner:
         for scorer in suite.scorers:
             finalize = getattr(scorer, "finalize", None)
             if finalize is not None:
-                info = await finalize(suite, self.results[suite.name], self.plan.services)
+                try:
+                    info = await finalize(suite, self.results[suite.name], self.plan.services)
+                except BudgetExceeded as exc:  # judging after the suite is admitted against the budget
+                    self.stop_reason = str(exc.args[0])
+                    info = exc.args[1] if len(exc.args) > 1 else None
                 if info:
                     suite.details.setdefault(scorer.config.display_name, {}).update(info)
+                if self.stop_reason:
+                    return
 
     async def run_suite(self, suite: SuitePlan, rng: random.Random) -> None:
         if self.plan.before_suite is not None:

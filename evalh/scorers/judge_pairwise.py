@@ -8,7 +8,11 @@ wins, losses, ties, inconsistent pairs and judge errors, and
 `consistency_under_order_swap` = consistent pairs / pairs judged in both orders (null over
 zero), flagged when below `min_consistency`.
 
-Comparing needs both arms' outputs, so the judging happens in `finalize`, after the suite.
+Comparing needs both arms' outputs, so the judging happens in `finalize`, after the suite,
+where no per-case budget check stops it: each pair is admitted against the run's budget
+before it is sent (its estimate held until its replies are charged); when the next pair
+does not fit, no further pair is sent, the pairs left keep their `pending` verdict (a
+resume judges them) and `BudgetExceeded` stops the run as `partial`.
 The per-case Score of this scorer holds the pair's outcome for the record; it gives no
 pass/fail of its own (and never changes a case's status), so a suite needs another scorer
 that does — a suite with only a pairwise judge is refused.
@@ -20,7 +24,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalh.errors import ConfigError
+from evalh.errors import BudgetExceeded, ConfigError
 from evalh.models import Case, CaseMetadata, CaseResult, Score
 from evalh.scorers._util import _MISSING, pick
 from evalh.scorers.base import ScoreContext, ScorerConfig
@@ -86,6 +90,25 @@ class PairwiseJudgeScorer(JudgeScorerBase):
                                        second=second, show_input=c.show_input, input_field=c.input_field)
         return await self.ask_panel(services, system, user, row.attempt)
 
+    def _pair_hold(self, services: RunServices, base: CaseResult, other: CaseResult) -> tuple[int, float | None]:
+        """(tokens, cost) the pair may use at most: both orders, each judge `judge_repeats`
+        times, prompt characters / 4 plus the whole `max_tokens` (cost None if unpriced)."""
+        a, b = pick(base.output, self.config.output_field), pick(other.output, self.config.output_field)
+        if a is _MISSING or b is _MISSING:
+            return 0, 0.0  # judged without a request
+        case = Case(id=other.case_id, input=other.input, metadata=CaseMetadata.model_validate(other.metadata))
+        c = self.config
+        system, user = pairwise_prompt(rubric=self.rubric, scale=self.scale, case=case, first=a, second=b,
+                                       show_input=c.show_input, input_field=c.input_field)
+        tokens_in = (len(system) + len(user)) // 4
+        tokens, costs = 0, []
+        for cfg in self.judge_configs:
+            out, n = cfg.max_tokens or c.max_tokens, 2 * c.judge_repeats
+            tokens += n * (tokens_in + out)
+            one = services.cost_of(cfg.model, tokens_in, out)
+            costs.append(None if one is None else n * one)
+        return tokens, None if None in costs else sum(x for x in costs if x is not None)
+
     async def _pair(self, services: RunServices, base: CaseResult, other: CaseResult) -> dict[str, Any]:
         """Judge one pair in both orders; the record kept on the other arm's row."""
         a, b = pick(base.output, self.config.output_field), pick(other.output, self.config.output_field)
@@ -126,9 +149,24 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         todo, tally = [], {a.name: dict.fromkeys(("win", "loss", "tie", "inconsistent", "judge_error"), 0)
                            for a in suite.arms[1:]}
 
+        stopped: list[str] = []
+
         async def one(base: CaseResult, other: CaseResult, score: Score) -> None:
             async with limit:
-                self._write(score, await self._pair(services, base, other), other.arm)
+                if stopped:
+                    return
+                tokens, cost = self._pair_hold(services, base, other)
+                reason = services.budget.admit(
+                    tokens=tokens, cost_usd=cost,
+                    what=f"pairwise judging of scorer {self.name!r} (case {other.case_id!r}, arm {other.arm!r})",
+                )
+                if reason:
+                    stopped.append(reason)
+                    return
+                try:
+                    self._write(score, await self._pair(services, base, other), other.arm)
+                finally:
+                    services.budget.release(tokens=tokens, cost_usd=cost)
 
         for (case_id, arm, attempt), other in rows.items():
             base = rows.get((case_id, baseline, attempt))
@@ -153,7 +191,7 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         for arm, t in tally.items():
             decided = t["win"] + t["loss"] + t["tie"]
             per_arm[arm] = {**t, "win_rate": t["win"] / decided if decided else None, "decided": decided}
-        return {
+        info = {
             "baseline_arm": baseline, "pairs_judged": judged, "consistent": consistent,
             "inconsistent": judged - consistent,
             "judge_error": sum(t["judge_error"] for t in tally.values()),
@@ -161,6 +199,10 @@ class PairwiseJudgeScorer(JudgeScorerBase):
             "position_bias_flag": consistency is not None and consistency < self.config.min_consistency,
             "min_consistency": self.config.min_consistency, "arms": per_arm,
         }
+        if stopped:
+            info["stopped"] = stopped[0]
+            raise BudgetExceeded(stopped[0], info)
+        return info
 
 
 def build(config: ScorerConfig, root: Path | None = None, client_factory: ClientFactory | None = None) -> PairwiseJudgeScorer:
