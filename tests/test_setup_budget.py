@@ -146,13 +146,24 @@ def _pairwise_budget(tmp_path: Path, mp: MockProvider) -> None:
         json.dumps({"id": f"c{i}", "input": {"q": f"question {i}"}, "expected": f"question {i}"}) + "\n"
         for i in range(3)), encoding="utf-8")
     (tmp_path / "tgt.py").write_text("def answer(inp):\n    return inp['q']\n", encoding="utf-8")
-    result, doc = run(tmp_path / "evalh.toml", "--max-tokens", "1000")
+    cfg = tmp_path / "evalh.toml"
+    result, doc = run(cfg, "--max-tokens", "1000")
     assert doc is not None, result.output
     assert doc["status"] == "partial" and "pairwise judging" in doc["status_reason"], doc["status_reason"]
     assert len(doc["suites"]["s"]["cases"]) == 6  # every case ran: only the pairs were held back
-    # one pair (both orders) holds ~850 tokens of the 1,000 while it is judged: the
-    # other two pairs did not fit and were not sent
-    assert mp.count() == 2
-    pending = [c for c in doc["suites"]["s"]["cases"] if c["arm"] == "b"
-               and next(s for s in c["scores"] if s["scorer"] == "pairwise_judge")["verdict"] == "pending"]
-    assert len(pending) == 2
+    # the three pairs hold ~850 tokens each (both orders, max_tokens each): they do not fit
+    # in the 1,000 together and none is sent (a pair judged now would be paid again by
+    # the resume, which sees only the journal)
+    assert mp.count() == 0
+
+    def verdicts(d: dict[str, Any]) -> list[str]:
+        return [next(s for s in c["scores"] if s["scorer"] == "pairwise_judge")["verdict"]
+                for c in d["suites"]["s"]["cases"] if c["arm"] == "b"]
+
+    assert verdicts(doc) == ["pending"] * 3
+    resumed = CliRunner().invoke(app, ["run", "--config", str(cfg), "--runs-dir", str(tmp_path / "runs"),
+                                       "--no-cache", "--resume", doc["run_id"], "--max-tokens", "100000"])
+    assert resumed.exit_code == 0, resumed.output
+    final = json.loads((tmp_path / "runs" / f"{doc['run_id']}.json").read_bytes())
+    assert final["status"] == "complete" and verdicts(final) == ["tie"] * 3
+    assert mp.count() == 6  # each pair judged once, in both orders

@@ -9,10 +9,10 @@ wins, losses, ties, inconsistent pairs and judge errors, and
 zero), flagged when below `min_consistency`.
 
 Comparing needs both arms' outputs, so the judging happens in `finalize`, after the suite,
-where no per-case budget check stops it: each pair is admitted against the run's budget
-before it is sent (its estimate held until its replies are charged); when the next pair
-does not fit, no further pair is sent, the pairs left keep their `pending` verdict (a
-resume judges them) and `BudgetExceeded` stops the run as `partial`.
+where no per-case budget check stops it: the pairs are admitted against the run's budget
+together before any is sent (their estimate held until their replies are charged). When
+they do not fit, none is sent, they keep their `pending` verdict (a resume judges them, and
+pays for each once) and `BudgetExceeded` stops the run as `partial`.
 The per-case Score of this scorer holds the pair's outcome for the record; it gives no
 pass/fail of its own (and never changes a case's status), so a suite needs another scorer
 that does — a suite with only a pairwise judge is refused.
@@ -149,24 +149,11 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         todo, tally = [], {a.name: dict.fromkeys(("win", "loss", "tie", "inconsistent", "judge_error"), 0)
                            for a in suite.arms[1:]}
 
-        stopped: list[str] = []
-
         async def one(base: CaseResult, other: CaseResult, score: Score) -> None:
             async with limit:
-                if stopped:
-                    return
-                tokens, cost = self._pair_hold(services, base, other)
-                reason = services.budget.admit(
-                    tokens=tokens, cost_usd=cost,
-                    what=f"pairwise judging of scorer {self.name!r} (case {other.case_id!r}, arm {other.arm!r})",
-                )
-                if reason:
-                    stopped.append(reason)
-                    return
-                try:
-                    self._write(score, await self._pair(services, base, other), other.arm)
-                finally:
-                    services.budget.release(tokens=tokens, cost_usd=cost)
+                self._write(score, await self._pair(services, base, other), other.arm)
+
+        pairs: list[tuple[CaseResult, CaseResult]] = []
 
         for (case_id, arm, attempt), other in rows.items():
             base = rows.get((case_id, baseline, attempt))
@@ -179,7 +166,23 @@ class PairwiseJudgeScorer(JudgeScorerBase):
                 continue
             if self.incomplete(score) or score.details.get("vs") != baseline:
                 todo.append(one(base, other, score))
-        await asyncio.gather(*todo)
+                pairs.append((base, other))
+        # all the pairs or none: the verdicts live in the run document only, so pairs judged
+        # before a stop would be judged (and paid) again by the resume
+        holds = [self._pair_hold(services, base, other) for base, other in pairs]
+        tokens = sum(t for t, _ in holds)
+        cost = None if any(c is None for _, c in holds) else sum(c or 0.0 for _, c in holds)
+        stopped = services.budget.admit(
+            tokens=tokens, cost_usd=cost, what=f"pairwise judging of scorer {self.name!r} ({len(pairs)} pairs)",
+        ) if pairs else None
+        if stopped:
+            for job in todo:
+                job.close()  # never awaited
+        else:
+            try:
+                await asyncio.gather(*todo)
+            finally:
+                services.budget.release(tokens=tokens, cost_usd=cost)
         for (_, arm, _), other in rows.items():
             score = find_score(other, self.name)
             if arm in tally and score is not None and score.verdict in tally[arm]:
@@ -200,8 +203,8 @@ class PairwiseJudgeScorer(JudgeScorerBase):
             "min_consistency": self.config.min_consistency, "arms": per_arm,
         }
         if stopped:
-            info["stopped"] = stopped[0]
-            raise BudgetExceeded(stopped[0], info)
+            info["stopped"] = stopped
+            raise BudgetExceeded(stopped, info)
         return info
 
 
