@@ -17,7 +17,6 @@ from typing import Literal
 
 from evalh.config import Thresholds
 from evalh.core import stats
-from evalh.core.aggregate import percentile
 from evalh.core.compare_models import ComparePolicy, MetricName, MetricRow, RowVerdict
 from evalh.models import CaseResult
 
@@ -438,7 +437,7 @@ def _mean_row(
         b_only = sum(1 for x, y in pairs if x and not y)
         c_only = sum(1 for x, y in pairs if y and not x)
         ev = Evidence(counts=(both, b_only, c_only, n - both - b_only - c_only))
-        method = "Newcombe paired score interval; McNemar mid-p"
+        method = "Newcombe paired score interval"
         p_value = stats.mcnemar(b_only, c_only).p_mid
     else:
         diffs = [y - x for x, y in zip(cols.xs, cols.ys, strict=True)]
@@ -551,24 +550,25 @@ def _latency_row(
     xs, ys = [cols.xs[i] for i in keep], [cols.ys[i] for i in keep]
     ids = [cols.clusters[i] for i in keep]
     clustered = any(not isinstance(g, tuple) for g in ids)
-    base, cand = percentile(xs, 50), percentile(ys, 50)
+    # Geometric means: their ratio is the mean of the paired log ratios the interval is of.
+    base = math.exp(math.fsum(math.log(x) for x in xs) / len(xs))
+    cand = math.exp(math.fsum(math.log(y) for y in ys) / len(ys))
     logs = [math.log(y / x) for x, y in zip(xs, ys, strict=True)]
     est = stats.clustered_mean(logs, ids if clustered else None)
     if est is not None:
         est = replace(est, scale="log")
     allowance, note = th.latency_p50_increase_pct, None
-    if base and th.latency_floor_ms > 0 and 100.0 * th.latency_floor_ms / base > allowance:
+    if th.latency_floor_ms > 0 and 100.0 * th.latency_floor_ms / base > allowance:
         allowance = 100.0 * th.latency_floor_ms / base
         note = (f"allowance raised to {allowance:.4g} % by the {th.latency_floor_ms:g} ms floor "
-                f"(base median {base:.3g} ms)")
+                f"(base {base:.3g} ms)")
     if est is None:
         note = _join(note, "fewer than two independent units: no interval")
     change = 100.0 * math.expm1(math.fsum(logs) / len(logs))
-    return _row(policy, arm=arm, name="latency_ms_p50", better="lower", unit="pct", base=base,
+    return _row(policy, arm=arm, name="latency_ms", better="lower", unit="pct", base=base,
                 cand=cand, change=change, evidence=Evidence(estimate=est) if est else None,
                 allowance=allowance, n=len(xs), cluster_by=cluster_by, note=note,
-                method="typical paired ratio (geometric mean of per-case ratios, "
-                       "cluster-robust t on the log scale)")
+                method="geometric mean of per-case latency, paired (t on the log ratios)")
 
 
 def stochastic_rows(
@@ -576,7 +576,7 @@ def stochastic_rows(
     cluster_by: str | None = "group", gate_scores: Sequence[str] = (),
 ) -> list[MetricRow]:
     """Pass rate, mean score (when graded), one row per gated scorer, error rate (when
-    errors occur), cost and p50 latency of one arm, over its paired cases."""
+    errors occur), cost and latency of one arm, over its paired cases."""
     rows = [
         _mean_row(policy, arm, "pass_rate", _pass_cols(pairs), better="higher",
                   allowance=th.pass_rate_drop, cluster_by=cluster_by)

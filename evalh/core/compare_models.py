@@ -25,9 +25,11 @@ RowVerdict = Literal["regressed", "improved", "flat", "inconclusive", "incompara
 """Verdict of one metric row."""
 
 MetricName = Literal[
-    "pass_rate", "mean_score", "score", "error_rate", "cost_usd", "latency_ms_p50"
+    "pass_rate", "mean_score", "score", "error_rate", "cost_usd", "latency_ms"
 ]
-"""`score` is the mean of one named scorer (`gate_scores`); its name is in `MetricRow.scorer`."""
+"""`score` is the mean of one named scorer (`gate_scores`); its name is in `MetricRow.scorer`.
+`latency_ms` is the geometric mean of per-case latency (the first version compared
+medians, as `latency_ms_p50`)."""
 
 VERDICT_RANK: dict[str, int] = {
     "regressed": 5,

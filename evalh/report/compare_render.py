@@ -51,7 +51,7 @@ def value(row: MetricRow, v: float | None) -> str:
         return f"{v * 100:.1f} %"
     if row.name == "cost_usd":
         return f"${v:.4g}"
-    if row.name == "latency_ms_p50":
+    if row.name in ("latency_ms", "latency_ms_p50"):
         return f"{v:.0f} ms"
     return f"{v:.3f}"
 
@@ -88,7 +88,7 @@ def interval(row: MetricRow) -> str:
 
 
 _LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "error_rate": "error rate",
-           "cost_usd": "cost", "latency_ms_p50": "latency p50"}
+           "cost_usd": "cost", "latency_ms": "latency", "latency_ms_p50": "latency p50"}
 
 
 def metric_label(row: MetricRow) -> str:
@@ -110,9 +110,9 @@ def detail(row: MetricRow) -> str:
     """Method, p-values, cases needed and note, in one line."""
     parts = [f"n = {row.n}", row.method]
     if row.p_value is not None:
-        parts.append(f"McNemar p = {row.p_value:.3g}")
+        parts.append(f"McNemar mid-p = {row.p_value:.3g}")
     if row.p_adjusted is not None:
-        parts.append(f"p(worse than allowed) = {row.p_worse:.3g}, Holm-adjusted {row.p_adjusted:.3g}")
+        parts.append(f"p(worse than allowed) = {row.p_worse:.2g}, adjusted {row.p_adjusted:.2g}")
     if row.verdict == "inconclusive" and row.direction in ("worse", "better"):
         parts.append(f"estimate on the {row.direction} side")
     if row.cases_needed is not None and row.cases_needed_for is not None:

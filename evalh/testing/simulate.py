@@ -116,6 +116,6 @@ def true_change(sc: Scenario, metric: str) -> float:
         return sc.delta
     if metric == "cost_usd":
         return 100.0 * ((sc.cost_ratio or 1.0) - 1.0)
-    if metric == "latency_ms_p50":
+    if metric in ("latency_ms", "latency_ms_p50"):  # the row's name now and before
         return 100.0 * ((sc.latency_ratio or 1.0) - 1.0)
     raise ValueError(metric)

@@ -444,7 +444,7 @@
   function metricVal(m, v) {
     if (v === null) return "–";
     if (m.name === "cost_usd") return money(v);
-    if (m.name === "latency_ms_p50") return ms(v);
+    if (m.name === "latency_ms" || m.name === "latency_ms_p50") return ms(v);
     return m.name === "mean_score" ? num(v) : pct(v);
   }
 
