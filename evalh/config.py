@@ -52,10 +52,11 @@ class Thresholds(_Strict):
     cost_increase_pct: float = Field(25.0, ge=0)
     """Allowed rise of the mean cost per case, in percent."""
     latency_p50_increase_pct: float = Field(50.0, ge=0)
-    """Allowed rise of the median latency, in percent."""
+    """Allowed rise of the typical latency per case (the geometric mean, compared paired), in
+    percent. (The name is historical: medians were compared before.)"""
     latency_floor_ms: float = Field(50.0, ge=0)
-    """A latency rise smaller than this many milliseconds (at the base's median) is inside
-    the allowance whatever its percentage: +12 % of 4 ms is nobody's regression."""
+    """A latency rise smaller than this many milliseconds (at the base's typical latency) is
+    inside the allowance whatever its percentage: +12 % of 4 ms is nobody's regression."""
 
 
 class Price(_Strict):
@@ -131,7 +132,7 @@ class SuiteConfig(_Strict):
     """`[suites.S.sweep]`: the policy family and grid `evalh sweep` uses (see docs/labels-and-sweeps.md)."""
     cluster: str | None = Field("group", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     """The case metadata field whose cases are related (same source document): `compare`'s
-    intervals resample these clusters, not the cases. Cases without the field are their own
+    intervals count these clusters, not the cases. Cases without the field are their own
     cluster; `cluster = "case"` turns clustering off."""
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance

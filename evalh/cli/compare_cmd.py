@@ -107,7 +107,7 @@ def compare(
     cost_increase_pct: Annotated[float | None, typer.Option(
         "--cost-increase-pct", min=0.0, help="Allowed cost increase, in percent.")] = None,
     latency_increase_pct: Annotated[float | None, typer.Option(
-        "--latency-increase-pct", min=0.0, help="Allowed p50 latency increase, in percent.")] = None,
+        "--latency-increase-pct", min=0.0, help="Allowed rise of the typical latency per case (geometric mean), in percent.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
 ) -> None:
