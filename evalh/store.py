@@ -132,7 +132,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise write_failed(path, exc) from None
     try:
         try:
-            os.fchmod(fd, 0o666 & ~current_umask())
+            if hasattr(os, "fchmod"):  # POSIX: mkstemp made it 0600
+                os.fchmod(fd, 0o666 & ~current_umask())
             _write_all(fd, data)
             os.fsync(fd)
         finally:
@@ -305,7 +306,8 @@ def _drop_torn_tail(fd: int) -> int:
     end = size
     while end > 0:
         start = max(0, end - 65536)
-        block = os.pread(fd, end - start, start)
+        os.lseek(fd, start, os.SEEK_SET)  # (writes append whatever the offset: O_APPEND)
+        block = os.read(fd, end - start)
         if start + len(block) == size and block.endswith(b"\n"):
             return size  # ends with a newline: nothing torn
         newline = block.rfind(b"\n")
@@ -424,7 +426,7 @@ def _lock_file(path: Path) -> int | None:
         if same:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
             return fd
         os.close(fd)  # its holder removed that file as we took it: lock the new one
 
