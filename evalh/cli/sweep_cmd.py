@@ -50,6 +50,8 @@ def sweep(
     otherwise: Annotated[str | None, typer.Option("--otherwise", help="Tier policy: the decision when no tier fires.")] = None,
     count_value: Annotated[str | None, typer.Option("--count-value", help="For count:PATH: the verdict to count.")] = None,
     objective: Annotated[str | None, typer.Option("--objective", help="accuracy (default) or balanced_accuracy.")] = None,
+    tie_break: Annotated[str | None, typer.Option("--tie-break", help="fewer_under_calls: decide ties on the objective by fewer under-calls (named as the reason for such a win). Default: none, ties are reported.")] = None,
+    errored: Annotated[str | None, typer.Option("--errored", help="A result whose measure rests on a failed call: exclude (default; counted) or miss (wrong for every candidate).")] = None,
     arm: Annotated[str | None, typer.Option("--arm", help="The arm to sweep (default: the baseline arm).")] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="Rows of the ranking to print (--json has them all).")] = 15,
     config: ConfigOpt = None,
@@ -60,10 +62,13 @@ def sweep(
 
     No target is called: the sweep reads the run document. Each candidate turns a per-case
     number (a score, or a count of lens verdicts) into a decision; it is scored against
-    the label in each case's `expected`, ranked by the objective and then by fewer
-    under-calls, with no tie-break toward the current policy. A policy is recommended
-    only when it strictly beats the runner-up; otherwise the tied candidates are listed
-    and the data is said not to discriminate. Defaults come from `[suites.S.sweep]` in
+    the label in each case's `expected` and ranked by the objective alone (fewer
+    under-calls decides ties only when declared with `--tie-break` or `tie_break`), with
+    no tie-break toward the current policy. A policy is recommended only when it strictly
+    beats the runner-up; otherwise the tied candidates are listed and the data is said not
+    to discriminate. A result whose number rests on a failed call (an errored lens, a judge
+    error, a failed target) is never read as a survive: it is excluded and counted, or with
+    `--errored miss` wrong for every candidate. Defaults come from `[suites.S.sweep]` in
     evalh.toml (or the run's config snapshot); options override them.
 
     Exit 0 with a ranking (a recommendation or not); 2 on bad input.
@@ -96,6 +101,7 @@ def sweep(
     overrides: dict[str, Any] = {
         "measure": measure, "label": label, "positive": positive, "otherwise": otherwise,
         "count_value": count_value, "objective": objective, "arm": arm,
+        "tie_break": tie_break, "errored": errored,
         "tiers": [t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
     }
     if grid:
@@ -134,7 +140,8 @@ def render_sweep(result: dict[str, Any], console: Console, *, top: int = 15) -> 
         f" · under/over = decisions milder/harsher than the label"
     )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("rank", *result["params"], "score", "right", "under", "over", ""):
+    miss = result["errored"] == "miss"
+    for col in ("rank", *result["params"], "score", "right", "under", "over", *(["errored"] if miss else []), ""):
         table.add_column(col, justify="left" if col == "" else "right", no_wrap=True)
     for row in result["candidates"][:top]:
         marks = []
@@ -147,20 +154,22 @@ def render_sweep(result: dict[str, Any], console: Console, *, top: int = 15) -> 
         cells = [str(row["rank"]), *(str(v) for v in row["params"].values()),
                  "–" if row["objective"] is None else f"{row['objective']:.3f}",
                  f"{row['correct']}/{row['n']}", str(row["under_calls"]), str(row["over_calls"]),
-                 " · ".join(marks)]
+                 *([str(row["errored"])] if miss else []), " · ".join(marks)]
         table.add_row(*(safe_text(c) for c in cells))
     console.print(table)
     shown = min(top, len(result["candidates"]))
     lo = result["left_out"]
     console.print(safe_text(
         f"{shown} of {len(result['candidates'])} candidates shown; scored on {o['scored']} of "
-        f"{o['total']} results ({o['undecided']} without a measure, {o['unlabelled']} unlabelled); "
+        f"{o['total']} results ({o['undecided']} without a measure, {o['errored']} with an errored input "
+        f"{'counted as a miss for every candidate' if miss else 'excluded'}, {o['unlabelled']} unlabelled); "
         f"left out: {lo['above_observed']} with a threshold above the greatest observed value "
         f"{lo['max_observed']}, {lo['not_decreasing']} with tiers not strictly decreasing",
         style="dim",
     ))
     if result["recommended"] is not None:
-        console.print(safe_text(f"recommended: {_params(result['recommended'])}", style="bold green"))
+        why = " (won on the declared tie-break: fewer under-calls)" if result["won_on"] == "fewer_under_calls" else ""
+        console.print(safe_text(f"recommended: {_params(result['recommended'])}{why}", style="bold green"))
     else:
         console.print(safe_text("no recommendation", style="bold yellow"))
     console.print(safe_text(result["verdict"]))

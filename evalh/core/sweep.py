@@ -13,14 +13,20 @@ Each candidate is scored against the case's *policy-free* label (`label`, a dott
 `expected`) — a label is a judgment about the case, never the output of a threshold, or the
 sweep would grade the incumbent against its own answer key.
 
-Ranking is a total, deterministic order: by the objective (`accuracy` or
-`balanced_accuracy`), then by fewer under-calls (a decision milder than the label: the
-guardrail error). There is no tie-break toward the current policy, which is only marked.
-Equal keys are ties; they are listed by parameter value for display, and that order is not
-a win. `recommended` is set only when the top candidate strictly beats the runner-up;
-otherwise every tied candidate is in `tied_top` and the verdict says the data does not
-discriminate. Candidates are bounded by what was observed: a policy with a threshold no
-observed value reaches can never change an outcome and is not a candidate.
+Ranking is by the objective (`accuracy` or `balanced_accuracy`) alone, unless the spec
+declares a secondary criterion (`tie_break = "fewer_under_calls"`: fewer decisions milder
+than the label, the guardrail error), and then the verdict names it as the reason for a win
+it decides. There is no tie-break toward the current policy, which is only marked. Equal
+keys are ties; they are listed by parameter value for display, and that order is not a win.
+`recommended` is set only when the top candidate strictly beats the runner-up; otherwise
+every tied candidate is in `tied_top` and the verdict says the data does not discriminate.
+Candidates are bounded by what was observed: a policy with a threshold no observed value
+reaches can never change an outcome and is not a candidate.
+
+A failed call is never a silent survive: a result whose measure rests on one (an errored
+lens verdict under `count:PATH`, a judge error, a failed target) is *errored*. By default
+(`errored = "exclude"`) it is left out of every candidate's score and counted; with
+`errored = "miss"` it is a wrong decision for every candidate.
 """
 
 from __future__ import annotations
@@ -59,25 +65,38 @@ SWEEP_SCHEMA = "evalh.sweep/1"
 
 @dataclass(frozen=True)
 class Observation:
-    """One (case, attempt) of the swept arm: its number (None: undecided) and its label."""
+    """One (case, attempt) of the swept arm: its number (None: undecided) and its label.
+
+    `errored`: the number would rest on a failed call; `value` is then None.
+    """
 
     case_id: str
     attempt: int
     value: float | None
     label: str | None
+    errored: bool = False
 
 
-def measure_of(spec: SweepConfig, result: CaseResult) -> float | None:
-    """The per-case number a policy decides on; None when the result cannot give one."""
-    if result.status in ("errored", "skipped"):
+ERRORED_MEASURE = "errored"
+"""`measure_of`'s answer when the number would rest on a failed call."""
+
+
+def measure_of(spec: SweepConfig, result: CaseResult) -> float | str | None:
+    """The per-case number a policy decides on; None when the result cannot give one,
+    `ERRORED_MEASURE` when it would rest on a failed call (never read as a survive)."""
+    if result.status == "skipped":
         return None
+    if result.status == "errored":  # the target failed: nothing was decided
+        return ERRORED_MEASURE
     kind, _, arg = spec.measure.partition(":")
     if kind == "score":
         # a judge error leaves the mean of the other scorers: not the case's score
-        return None if result.status == "judge_error" else result.score
+        return ERRORED_MEASURE if result.status == "judge_error" else result.score
     if kind == "scorer":
         score = next((s for s in result.scores if s.scorer == arg), None)
-        return None if score is None or score.error else score.value
+        if score is not None and score.error:
+            return ERRORED_MEASURE
+        return None if score is None else score.value
     raw = pick(result.output, arg or None)
     if raw is _MISSING:
         return None
@@ -89,9 +108,12 @@ def measure_of(spec: SweepConfig, result: CaseResult) -> float | None:
     if items is None:
         return None
     verdicts = [verdict_of(v, spec.verdict_key)[0] for v in items]
+    if any(v is ERRORED for v in verdicts):
+        # a lens that did not answer might have refuted: the count is not known
+        return ERRORED_MEASURE
     # compared as text, so `--count-value true` counts JSON `true` verdicts
     want = _name(spec.count_value)
-    return float(sum(v is not ERRORED and _name(v) == want for v in verdicts))
+    return float(sum(_name(v) == want for v in verdicts))
 
 
 def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> list[Observation]:
@@ -111,7 +133,11 @@ def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> lis
                     )
             else:
                 label = decisions[0] if _name(raw) == _name(spec.positive) else decisions[1]
-        out.append(Observation(r.case_id, r.attempt, measure_of(spec, r), label))
+        value = measure_of(spec, r)
+        if value == ERRORED_MEASURE:
+            out.append(Observation(r.case_id, r.attempt, None, label, errored=True))
+        else:
+            out.append(Observation(r.case_id, r.attempt, value, label))  # type: ignore[arg-type]
     return out
 
 
@@ -130,19 +156,36 @@ def decide(params: Params, decisions: Sequence[str], x: float) -> str:
     return decisions[-1]
 
 
-def evaluate(params: Params, decisions: Sequence[str], obs: Sequence[Observation]) -> dict[str, Any]:
-    """Counts of one policy over the decided, labelled observations."""
+def evaluate(
+    params: Params, decisions: Sequence[str], obs: Sequence[Observation], *, excluded: int = 0
+) -> dict[str, Any]:
+    """Counts of one policy over the labelled observations it is scored on.
+
+    An errored observation among them (the `miss` rule) is a wrong decision: in `n`, never
+    `correct`, counted in `errored` (and in `errored_by_label`), neither an under- nor an
+    over-call. `excluded` errored observations (the `exclude` rule) are only reported.
+    """
     rank = {d: i for i, d in enumerate(decisions)}
     confusion: dict[str, dict[str, int]] = {d: dict.fromkeys(decisions, 0) for d in decisions}
+    missed: dict[str, int] = dict.fromkeys(decisions, 0)
     for o in obs:
-        assert o.value is not None and o.label is not None
+        assert o.label is not None
+        if o.errored:
+            missed[o.label] += 1
+            continue
+        assert o.value is not None
         confusion[o.label][decide(params, decisions, o.value)] += 1
-    n = sum(sum(row.values()) for row in confusion.values())
+    decided = sum(sum(row.values()) for row in confusion.values())
+    errored = sum(missed.values())
+    n = decided + errored
     correct = sum(confusion[d][d] for d in decisions)
     under = sum(c for lab, row in confusion.items() for dec, c in row.items() if rank[dec] > rank[lab])
-    recalls = [Fraction(row[lab], sum(row.values())) for lab, row in confusion.items() if sum(row.values())]
+    per_label = {lab: sum(row.values()) + missed[lab] for lab, row in confusion.items()}
+    recalls = [Fraction(confusion[lab][lab], total) for lab, total in per_label.items() if total]
     return {
-        "n": n, "correct": correct, "under_calls": under, "over_calls": n - correct - under,
+        "n": n, "correct": correct, "under_calls": under, "over_calls": decided - correct - under,
+        "errored": errored if errored else excluded,
+        "errored_by_label": {lab: c for lab, c in missed.items() if c},
         "accuracy": Fraction(correct, n) if n else None,
         "balanced_accuracy": sum(recalls, Fraction(0)) / len(recalls) if recalls else None,
         "confusion": {lab: {d: c for d, c in row.items() if c} for lab, row in confusion.items() if sum(row.values())},
@@ -189,9 +232,16 @@ def candidates(spec: SweepConfig, max_observed: float) -> tuple[list[Params], di
 # --------------------------------------------------------------------------- ranking
 
 
-def _key(row: dict[str, Any], objective: str) -> tuple[Fraction, int]:
-    """Larger is better: the objective, then fewer under-calls. Nothing else is a win."""
-    return row[objective], -row["under_calls"]
+def _key(row: dict[str, Any], spec: SweepConfig) -> tuple[Fraction, ...]:
+    """Larger is better: the objective, then a declared tie-break. Nothing else is a win."""
+    if spec.tie_break == "fewer_under_calls":
+        return row[spec.objective], Fraction(-row["under_calls"])
+    return (row[spec.objective],)
+
+
+def _ranking_text(spec: SweepConfig) -> str:
+    then = ", then fewer under-calls (the declared tie-break)" if spec.tie_break else ""
+    return f"{spec.objective}{then}; equal keys tie (shown by parameter value)"
 
 
 def _float(x: Fraction | None) -> float | None:
@@ -201,20 +251,23 @@ def _float(x: Fraction | None) -> float | None:
 def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
     """Rank every candidate policy on the observations; pure (no I/O)."""
     names, decisions = spec.params, spec.decisions
-    scored_obs = [o for o in obs if o.value is not None and o.label is not None]
+    decided_obs = [o for o in obs if o.value is not None and o.label is not None]
+    errored_obs = [o for o in obs if o.errored and o.label is not None]
+    scored_obs = decided_obs + errored_obs if spec.errored == "miss" else decided_obs
     labels: dict[str, int] = {}
     for o in scored_obs:
         labels[o.label] = labels.get(o.label, 0) + 1  # type: ignore[index]
     observed = {
         "total": len(obs),
         "scored": len(scored_obs),
-        "undecided": sum(o.value is None for o in obs),
-        "unlabelled": sum(o.label is None and o.value is not None for o in obs),
+        "undecided": sum(o.value is None and not o.errored for o in obs),
+        "errored": len(errored_obs),
+        "unlabelled": sum(o.label is None and (o.value is not None or o.errored) for o in obs),
         "labels": {d: labels[d] for d in decisions if d in labels},
-        "min": _plain(min(o.value for o in scored_obs)) if scored_obs else None,  # type: ignore[type-var]
-        "max": _plain(max(o.value for o in scored_obs)) if scored_obs else None,  # type: ignore[type-var]
+        "min": _plain(min(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var]
+        "max": _plain(max(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var]
     }
-    if not scored_obs:
+    if not decided_obs:
         raise SweepError("sweep: no result has both a measure and a label: nothing to rank")
     pool, left_out = candidates(spec, float(observed["max"]))  # type: ignore[arg-type]
     current = tuple(float(spec.current[n]) for n in names) if set(spec.current) >= set(names) else None
@@ -233,14 +286,15 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
         )
     rows = []
     for params in pool:
-        row = evaluate(params, decisions, scored_obs)
+        row = evaluate(params, decisions, scored_obs,
+                       excluded=len(errored_obs) if spec.errored == "exclude" else 0)
         row["params"] = params
         rows.append(row)
     # Total order: the key, then the parameter values — the latter only orders ties for display.
-    rows.sort(key=lambda r: (tuple(-k for k in _key(r, spec.objective)), r["params"]))
+    rows.sort(key=lambda r: (tuple(-k for k in _key(r, spec)), r["params"]))
     rank, prev = 0, None
     for i, row in enumerate(rows):
-        k = _key(row, spec.objective)
+        k = _key(row, spec)
         if k != prev:
             rank, prev = i + 1, k
         row["rank"] = rank
@@ -252,7 +306,8 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
             "current": r["params"] == current, "objective": _float(r[spec.objective]),
             "accuracy": _float(r["accuracy"]), "balanced_accuracy": _float(r["balanced_accuracy"]),
             "correct": r["correct"], "n": r["n"], "under_calls": r["under_calls"],
-            "over_calls": r["over_calls"], "confusion": r["confusion"],
+            "over_calls": r["over_calls"], "errored": r["errored"],
+            "errored_by_label": r["errored_by_label"], "confusion": r["confusion"],
         }
         for r in rows
     ]
@@ -260,7 +315,7 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "schema": SWEEP_SCHEMA,
         "measure": spec.measure, "label": spec.label, "objective": spec.objective,
-        "ranking": f"{spec.objective}, then fewer under-calls; equal keys tie (shown by parameter value)",
+        "ranking": _ranking_text(spec), "tie_break": spec.tie_break, "errored": spec.errored,
         "params": names, "decisions": decisions, "observations": observed,
         "left_out": left_out,
         "current": None if current is None else {
@@ -269,6 +324,7 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
             "note": current_note,
         },
         "recommended": _params_dict(names, top[0]["params"]) if strict else None,
+        "won_on": _won_on(rows, spec) if strict else None,
         "tied_top": [] if strict else [_params_dict(names, r["params"]) for r in top],
         "candidates": out_rows,
     }
@@ -293,20 +349,33 @@ def _fmt(params: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
+def _won_on(rows: Sequence[dict[str, Any]], spec: SweepConfig) -> str:
+    """What decided a strict win: the objective, or the declared tie-break."""
+    objective = spec.objective
+    return objective if rows[0][objective] != rows[1][objective] else str(spec.tie_break)
+
+
 def _verdict(result: dict[str, Any], rows: Sequence[dict[str, Any]], spec: SweepConfig, strict: bool) -> str:
     obj = spec.objective.replace("_", " ")
     if strict:
         a, b = rows[0], rows[1]
-        text = (
-            f"strict win: {_fmt(result['recommended'])} ({obj} {float(a[spec.objective]):.3f}, "
-            f"{a['under_calls']} under-calls) beats the runner-up ({obj} "
-            f"{float(b[spec.objective]):.3f}, {b['under_calls']} under-calls)"
-        )
+        if result["won_on"] == spec.objective:
+            text = (
+                f"strict win on {obj}: {_fmt(result['recommended'])} ({obj} "
+                f"{float(a[spec.objective]):.3f}) beats the runner-up ({obj} {float(b[spec.objective]):.3f})"
+            )
+        else:
+            text = (
+                f"win on the declared tie-break (fewer under-calls), not on {obj}: "
+                f"{_fmt(result['recommended'])} ties the runner-up on {obj} {float(a[spec.objective]):.3f} "
+                f"and has {a['under_calls']} under-calls against {b['under_calls']}"
+            )
     elif len(rows) == 1:
         text = "only one candidate: nothing to compare it with, so no recommendation"
     else:
         n = len(result["tied_top"])
-        text = f"the data does not discriminate: {n} candidates tie at the top ({obj} and under-calls); no recommendation"
+        on = f"{obj} and under-calls" if spec.tie_break else obj
+        text = f"the data does not discriminate: {n} candidates tie at the top on {on}; no recommendation"
         if result["pinned"]:
             text += f"; pinned: {_fmt(result['pinned'])}"
         if result["undetermined"]:

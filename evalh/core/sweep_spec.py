@@ -30,7 +30,7 @@ class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset(
         {"measure", "label", "positive", "tiers", "otherwise", "count_value", "verdict_key",
-         "grid", "current", "objective", "arm"}
+         "grid", "current", "objective", "tie_break", "errored", "arm"}
     )
 
     measure: str = "score"
@@ -52,6 +52,14 @@ class SweepConfig(BaseModel):
     current: dict[str, float] = Field(default_factory=dict)
     """The policy in use. Only marked in the results, never favoured."""
     objective: Literal["accuracy", "balanced_accuracy"] = "accuracy"
+    """What ranks candidates. Equal objective values tie: no recommendation, unless `tie_break` is set."""
+    tie_break: Literal["fewer_under_calls"] | None = None
+    """A secondary criterion, used only when declared: among candidates equal on the objective,
+    fewer under-calls (decisions milder than the label) wins, and the verdict names it as the reason."""
+    errored: Literal["exclude", "miss"] = "exclude"
+    """A result whose measure rests on a failed call (an errored lens verdict, a judge error, a
+    failed target): `exclude` leaves it out of every candidate's score (counted and reported);
+    `miss` counts it as a wrong decision for every candidate. Never read as a survive."""
     arm: str | None = None
     """The arm whose results are swept (default: the suite's baseline arm)."""
 
