@@ -22,6 +22,7 @@ class CompareFormat(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
+    md = "md"  # as `evalh report` spells it
 
 
 def exit_code(cmp: Comparison, *, fail_on_regression: bool, fail_on_inconclusive: bool) -> int:
@@ -48,7 +49,7 @@ def emit_comparison(
     fmt = CompareFormat(fmt)
     if fmt is CompareFormat.json:
         out().file.write(render.to_json(cmp, notes))
-    elif fmt is CompareFormat.markdown:
+    elif fmt in (CompareFormat.markdown, CompareFormat.md):
         out().file.write(render.to_markdown(cmp, notes=notes))
     else:
         render.render_terminal(cmp, out(), notes=notes)
@@ -95,7 +96,7 @@ def compare(
         help="Exit 3 when nothing failed but a row is inconclusive with its estimate on the "
         "worse side.")] = False,
     fmt: Annotated[CompareFormat, typer.Option(
-        "--format", "-f", help="table (terminal), json (stable keys) or markdown.")] = CompareFormat.table,
+        "--format", "-f", help="table (terminal), json (stable keys) or markdown (or md).")] = CompareFormat.table,
     junit_xml: Annotated[Path | None, typer.Option(
         "--junit-xml", help="Also write JUnit XML here: each compared case a testcase, each "
         "regression a failure.", dir_okay=False)] = None,

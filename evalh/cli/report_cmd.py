@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 class ReportFormat(StrEnum):
     table = "table"
     md = "md"
+    markdown = "markdown"  # as `evalh compare` spells it
     json = "json"
     html = "html"
 
@@ -34,7 +35,7 @@ def report(
         typer.Option("--by", metavar="FIELD", help="Also break results down by this case metadata field (repeatable), "
                                   "e.g. split, stratum, tags, complexity."),
     ] = None,
-    fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), md, json or html.")] = ReportFormat.table,
+    fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), md (or markdown), json or html.")] = ReportFormat.table,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", dir_okay=False),
@@ -93,7 +94,7 @@ def report(
         buf = StringIO()
         render_terminal(rep, Console(file=buf, width=160, no_color=True, highlight=False), max_raw=None)
         text = buf.getvalue()
-    elif fmt is ReportFormat.md:
+    elif fmt in (ReportFormat.md, ReportFormat.markdown):
         text = to_markdown(rep)
     elif fmt is ReportFormat.json:
         text = to_json(rep)

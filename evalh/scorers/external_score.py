@@ -48,7 +48,7 @@ class ExternalScoreConfig(ScorerConfig):
     `/v1/score` shape); unreachable gives null, never 0."""
 
     SNAPSHOT = frozenset({
-        "type", "name", "url", "url_env", "model", "api_key_env", "mode", "claim_field",
+        "type", "name", "url", "url_env", "model", "api_key_env", "mode", "answer_field",
         "sources_field", "source_text_key", "max_source_chars", "transform", "pass_at",
         "timeout_s", "retries",
     })
@@ -66,8 +66,9 @@ class ExternalScoreConfig(ScorerConfig):
     mode: Literal["answer", "paragraphs"] = "answer"
     """`answer`: the whole answer against all sources; `paragraphs`: each cited paragraph
     against the sources it cites (the value is their mean)."""
-    claim_field: str | None = None
-    """Dotted path of the answer text in the output (the whole output when unset)."""
+    answer_field: str | None = None
+    """Dotted path of the answer text in the output (the whole output when unset), as in
+    `citation_judge`; `claim_field`, its older name, is still read."""
     sources_field: str = "sources"
     """Dotted path of the numbered sources in the case input."""
     source_text_key: str = "text"
@@ -82,6 +83,16 @@ class ExternalScoreConfig(ScorerConfig):
     """Per request."""
     retries: int = Field(1, ge=0, le=5)
     """Retries after a connection error, a 429 or a 5xx; then the value is null."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "claim_field" in data:
+            if "answer_field" in data:
+                raise ValueError("give `answer_field` (or its older name `claim_field`), not both")
+            data = {**data, "answer_field": data["claim_field"]}
+            del data["claim_field"]
+        return data
 
     @model_validator(mode="after")
     def _where(self) -> ExternalScoreConfig:
@@ -129,7 +140,7 @@ class ExternalScorer:
     def pairs(self, case: Case, output: Any) -> list[tuple[str, str]]:
         """(claim, sources text) pairs to score."""
         c = self.config
-        answer = as_text(pick(output, c.claim_field))
+        answer = as_text(pick(output, c.answer_field))
         sources = sources_of(pick(case.input, c.sources_field), c.source_text_key) or {}
         if c.mode == "answer":
             return [(answer, _joined(list(sources.values()), c.max_source_chars))]
