@@ -106,14 +106,14 @@ def _records(path: Path, text: str) -> list[tuple[int, object]]:
             _check_value(f"{path}: item {i + 1}", "", item)
         return [(i + 1, item) for i, item in enumerate(items)]
     out: list[tuple[int, object]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("//"):
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith("//"):
             continue
         try:
-            value = orjson.loads(line)
+            value = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{lineno}: malformed JSON line: {exc}") from None
-        _check_value(f"{path}:{lineno}", line, value)
+        _check_value(f"{path}:{lineno}", raw, value)
         out.append((lineno, value))
     return out
 

@@ -43,8 +43,8 @@ def read_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:
-        line = deep_line(text, MAX_DEPTH)
-        at = f":{line}" if line else ""
+        deep = deep_line(text, MAX_DEPTH)
+        at = f":{deep}" if deep else ""
         raise ConfigError(f"{path}{at}: invalid TOML: tables or arrays nested more than "
                           f"{MAX_DEPTH} levels deep") from None
     check_values(path, raw, text)
@@ -68,8 +68,8 @@ def check_values(path: Path, raw: dict[str, Any], text: str = "") -> None:
         if isinstance(value, dict | list):
             if depth > MAX_DEPTH:
                 line = deep_line(text, MAX_DEPTH) if text else None
-                key = where.split("[", 1)[0].split(".")[:3]
-                raise ConfigError(f"{path}{f':{line}' if line else ''}: {'.'.join(key)}: tables or "
+                parts = where.split("[", 1)[0].split(".")[:3]
+                raise ConfigError(f"{path}{f':{line}' if line else ''}: {'.'.join(parts)}: tables or "
                                   f"arrays nested more than {MAX_DEPTH} levels deep")
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:

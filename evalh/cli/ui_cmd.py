@@ -45,7 +45,7 @@ def ui(
         warn(f"listening on {host}: anyone who can reach this address can read every run")
     from rich.text import Text
 
-    bound_host, bound_port = server.server_address[:2]
+    bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
     shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
     err().print(Text(f"evalh dashboard on http://{shown}:{bound_port}/ serving {store.runs_dir} (Ctrl-C to stop)"))
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from evalh.cli.errors import translate_errors
@@ -25,7 +27,7 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     from evalh.core.plan import build_suite_plan
 
     cfg = load_config(config)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for suite in cfg.suites_in_order():
         missing = suite.missing_env()
         plan = build_suite_plan(cfg, suite, with_targets=not missing)

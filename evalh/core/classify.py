@@ -211,6 +211,8 @@ def judge_case(config: ClassificationConfig, expected: Any, output: Any) -> dict
     labels, per_lens = labels_of(config, expected)
     raw = pick(output, config.field)
     lenses: dict[str, dict[str, Any]] = {}
+    verdict: Any
+    why: str | None
     for lens in sorted(labels):
         if raw is _MISSING:
             verdict, why = ERRORED, f"output has no field {config.field!r}"

@@ -61,8 +61,8 @@ def compare_runs(base: Run, candidate: Run, policy: ComparePolicy | None = None)
 
 
 def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Comparison:
-    warnings = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
-    warnings = [w for w in warnings if w]
+    partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
+    warnings = [w for w in partial if w]
     names = list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
     suites: dict[str, SuiteComparison] = {}
     for name in names:
@@ -90,7 +90,7 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         config_differences=config_differences(base, candidate),
         warnings=warnings,
         suites=suites,
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         regressed=any(s.verdict == "regressed" for s in suites.values()),
         fails_gate=bool(gate),
         gate_reasons=gate,
@@ -351,7 +351,7 @@ def _arm_verdict(rows: list[MetricRow]) -> Verdict:
         return "regressed"
     if not primary:
         return "incomparable"
-    return worst(gating)  # type: ignore[return-value]
+    return worst(gating)
 
 
 def _finish(out: SuiteComparison) -> None:
@@ -371,7 +371,7 @@ def _finish(out: SuiteComparison) -> None:
         len(named.changed), len(named.added), len(named.removed), len(named.not_run)
     )
     compared = [v for v in arm_verdicts.values() if v not in ("added", "removed")]
-    out.verdict = worst(compared, default="incomparable")  # type: ignore[assignment]
+    out.verdict = worst(compared, default="incomparable")
     r = out.reasons
     if out.verdict == "incomparable":
         r.append(

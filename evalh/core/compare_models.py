@@ -7,6 +7,7 @@ document (schema ``evalh.compare/1``). Its keys are a stable contract, documente
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -41,7 +42,7 @@ VERDICT_RANK: dict[str, int] = {
 """Precedence when verdicts combine (suite from rows or arms, overall from suites)."""
 
 
-def worst(verdicts: list[str], default: str = "flat") -> str:
+def worst(verdicts: Sequence[Verdict], default: Verdict = "flat") -> Verdict:
     """The verdict of highest precedence (`regressed` > `inconclusive` > `incomparable` >
     `improved` > `flat`); `default` when there is none."""
     ranked = [v for v in verdicts if v in VERDICT_RANK]

@@ -77,7 +77,7 @@ def measure_noise(
         having = [i for i, r in enumerate(runs) if name in r.suites]
         outcomes = {i: case_outcomes(runs[i].suites[name]) for i in having}
         suite_pairs = [(i, j) for i, j in pairs if i in outcomes and j in outcomes]
-        pair_docs = []
+        pair_docs: list[dict[str, Any]] = []
         rows: dict[tuple[str, str], dict[str, Any]] = {}  # (arm, row name) → over the pairs
         for i, j in suite_pairs:
             oi, oj = outcomes[i], outcomes[j]

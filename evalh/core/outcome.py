@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalh.models import Run, Score
+from evalh.models import CaseStatus, Run, Score
 
 DEFAULT_MAX_ERROR_RATE = 0.1
 """A suite fails the run when more than this share of its results errored or lost their
@@ -16,7 +16,7 @@ judgment. One in ten: a flaky provider or a judge that sometimes truncates stays
 on a large suite, an outage, a wrong key or a judge that fails every case never does."""
 
 
-def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[str, float | None]:
+def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[CaseStatus, float | None]:
     """Case status from its scores.
 
     A deterministic scorer that crashed → `errored`; any verdict `passed=False` → `failed`;
@@ -142,7 +142,7 @@ def run_verdict(run: Run) -> RunVerdict:
 def summarize(run: Run) -> dict[str, Any]:
     """Headline numbers. Per-suite figures, never one blended pass rate across suites."""
     totals = {"cases": 0, "passed": 0, "failed": 0, "errored": 0, "judge_error": 0, "skipped": 0}
-    per_suite = {}
+    per_suite: dict[str, dict[str, Any]] = {}
     cost: float | None = None
     tokens_in = tokens_out = 0
     for name, s in run.suites.items():

@@ -167,29 +167,30 @@ def _suite_plan(config: Config, source: Run, name: str, opts: RejudgeOptions,
         snap["suites"][name]["scorers"] = scorer_snaps
     current = config.suites.get(name)
     named_arms = arm_names != ["default"]
+    kept: dict[str, Any] = {"thresholds": current.thresholds, "tier": current.tier} if current else {}
     suite_cfg = SuiteConfig.model_construct(
         name=name, dataset=stored_suite.dataset.path, target=targets[arm_names[0]],
         regime=stored_suite.regime, scorers=[],
         arms=[ArmConfig.model_construct(name=a, target=targets[a]) for a in arm_names] if named_arms else [],
         baseline_arm=stored_suite.baseline_arm if named_arms else None,
-        **({"thresholds": current.thresholds, "tier": current.tier} if current else {}),
+        **kept,
     )
     judges = info.judges
 
     def rescore(result: CaseResult) -> bool:
         return result.error is None and result.status != "errored" and any(j.wants(result) for j in judges)
 
-    plan = SuitePlan(
+    suite_plan = SuitePlan(
         config=suite_cfg,
         dataset=_StoredDataset(Path(stored_suite.dataset.path), cases, stored_suite.dataset.sha256),
         dataset_display=stored_suite.dataset.path, cases=cases,
-        arms=[ArmPlan(a, StoredTarget(targets[a])) for a in arm_names],  # type: ignore[arg-type]
+        arms=[ArmPlan(a, StoredTarget(targets[a])) for a in arm_names],
         scorers=scorers, repeats=repeats,
         timeout_s=(current.timeout_s if current else None) or config.settings.timeout_s,
         concurrency=opts.concurrency or (current.concurrency if current else None) or config.settings.concurrency,
         stored=stored, rescore=rescore, details=copy.deepcopy(stored_suite.details),
     )
-    return plan, info
+    return suite_plan, info
 
 
 def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tuple[RunPlan, Run, list[SuiteRejudge]]:
@@ -207,8 +208,8 @@ def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tu
     # Every suite of the run is in the new document (so compare sees the same suites);
     # only the chosen ones are judged again.
     for name in source.suites:
-        plan, info = _suite_plan(config, source, name, opts, snap, name in names)
-        suites.append(plan)
+        suite_plan, info = _suite_plan(config, source, name, opts, snap, name in names)
+        suites.append(suite_plan)
         infos.append(info)
     if not any(i.judges for i in infos):
         raise RejudgeRefused(f"run {source.run_id}: no suite has a judge scorer in {config.path.name}: nothing to judge again")

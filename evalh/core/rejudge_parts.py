@@ -50,7 +50,8 @@ class StoredScorer:
         self.kind = kind
 
     async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
-        score = find_score(self.stored.get(key_of(ctx, case)), self.config.display_name)
+        stored = self.stored.get(key_of(ctx, case))
+        score = find_score(stored, self.config.display_name) if stored is not None else None
         if score is None:
             return Score(scorer=self.config.display_name, abstained=True, rationale="not scored in the original run")
         return score.model_copy(deep=True)
@@ -80,7 +81,7 @@ class Rejudging:
             assert kept is not None
             return kept.model_copy(deep=True)
         self.judged.add(key)
-        return await self.inner.score(case, output, ctx)  # type: ignore[no-any-return]
+        return await self.inner.score(case, output, ctx)
 
     async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
         hook = getattr(self.inner, "prepare", None)
@@ -113,7 +114,7 @@ def stored_target_config(snap: dict[str, Any]) -> TargetConfig:
         "StoredTargetConfig", __base__=_StoredTargetConfig, **{k: (Any, v) for k, v in keep.items()}
     )
     model.SNAPSHOT = frozenset({"kind", *keep})
-    return model(kind=str(snap.get("kind", "stored")))  # type: ignore[no-any-return]
+    return model(kind=str(snap.get("kind", "stored")))
 
 
 class StoredTarget:

@@ -83,7 +83,7 @@ def newcombe_paired_interval(
     lb, ub = wilson_interval(both + base_only, n, confidence)  # type: ignore[misc]
     den = (both + base_only) * (cand_only + neither) * (both + cand_only) * (base_only + neither)
     # Newcombe's phi: ad − bc shrunk by n/2 towards zero when positive (0 inside [0, n/2]).
-    a_d = both * neither - base_only * cand_only
+    a_d: float = both * neither - base_only * cand_only
     a_d = a_d - n / 2 if a_d > n / 2 else (a_d if a_d < 0 else 0.0)
     phi = a_d / math.sqrt(den) if den > 0 else 0.0
     theta = p_c - p_b

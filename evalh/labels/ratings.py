@@ -111,7 +111,7 @@ def check_rating(
             f"{where}: stale rating: given under rubric {_short(r.rubric_sha256)}, the current "
             f"rubric is {_short(rubric)}"
         )
-    return Rating(**r.model_dump(), source=where)  # type: ignore[arg-type]
+    return Rating(**r.model_dump(), source=where)
 
 
 def import_ratings(

@@ -112,7 +112,7 @@ def _response(data: Any, requested: str) -> ChatResponse:
             texts.append(str(block.get("text", "")))
         elif block.get("type") == "tool_use":
             tool_calls.append({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = data["usage"] if isinstance(data.get("usage"), dict) else {}
     stop = data.get("stop_reason")
     return ChatResponse(
         text="".join(texts),

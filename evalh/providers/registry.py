@@ -78,7 +78,7 @@ class ManagedClient:
         cache = self.services.cache
         if cache is None:
             return await self._call(request)
-        return await cache.fetch(self.cache_key(request), lambda: self._call(request))  # type: ignore[no-any-return]
+        return await cache.fetch(self.cache_key(request), lambda: self._call(request))
 
     def cache_key(self, request: ChatRequest) -> str:
         """The response-cache key of `request` sent through this client."""
@@ -169,7 +169,7 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
     memo = "client:" + sha256_of(config.model_dump(mode="json"))
     client = providers.get(memo)
     if client is not None:
-        return client  # type: ignore[no-any-return]
+        return client
     base_url = _resolved_base_url(config, services)
     # A mock endpoint is named by its script, not its port of the day, so the cache and
     # the recorded limits stay stable from run to run.

@@ -177,8 +177,8 @@ class CitationJudgeScorer(JudgeScorerBase):
         refused = self.self_judge_score(ctx.subject_model, ctx.services)
         if refused is not None:
             return refused
-        base = dict(scorer=self.name, judge_model=", ".join(self.config.models()),
-                    rubric_sha256=self.config.rubric_sha256)
+        base: dict[str, Any] = dict(scorer=self.name, judge_model=", ".join(self.config.models()),
+                                    rubric_sha256=self.config.rubric_sha256)
         answer = pick(output, self.config.answer_field)
         if not isinstance(answer, str):
             return Score(value=0.0, passed=False, rationale=f"no answer text at {self.config.answer_field or 'output'}", **base)

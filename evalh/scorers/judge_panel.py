@@ -243,7 +243,8 @@ def panel_score(panel: Panel, *, scorer: str, models: list[str], rubric_sha256: 
                 extra: dict[str, Any] | None = None) -> Score:
     """The Score of a panel: its verdict, or the judge's failure as `error` (judge_error)."""
     details = {**panel.details(), **(extra or {})}
-    common = dict(scorer=scorer, judge_model=", ".join(models), rubric_sha256=rubric_sha256, details=details)
+    common: dict[str, Any] = dict(scorer=scorer, judge_model=", ".join(models), rubric_sha256=rubric_sha256,
+                                  details=details)
     if panel.judgment is None:
         rationale = panel.error
         return Score(verdict=panel.verdict, error=panel.error, rationale=rationale, **common)

@@ -33,7 +33,7 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -43,6 +43,9 @@ from evalh.providers.base import ProviderError
 from evalh.snapshot import register_secret, register_url_secrets
 from evalh.targets.base import CallContext, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -151,6 +154,7 @@ class HttpTarget:
     def __init__(self, config: HttpTargetConfig) -> None:
         self.config = config
         self._env: dict[str, str] = {}
+        self._body: Template | None
         if config.body:
             source, self._env = _placeholders(config.body)
             self._body = compile_template(source, "body")

@@ -35,7 +35,7 @@ def compile_template(source: str, name: str) -> Template:
     from jinja2 import TemplateSyntaxError
 
     try:
-        return _env().from_string(source)  # type: ignore[no-any-return]
+        return _env().from_string(source)
     except TemplateSyntaxError as exc:
         raise TemplateError(f"template `{name}` line {exc.lineno}: {exc.message}") from None
 

@@ -151,7 +151,7 @@ class Engine:
                     entry[1] -= 1
                     if entry[1] <= 0:
                         self._injected.remove(entry)
-                    return entry[0]  # type: ignore[no-any-return]
+                    return entry[0]
         return None
 
     @staticmethod

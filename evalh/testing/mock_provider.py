@@ -161,7 +161,7 @@ class _Connection(asyncio.Protocol):
 
     def _parse(self) -> tuple[str, str, dict[str, str], bytes, bool] | None:
         buf = self.buffer
-        while buf[:1] in (b"\r", b"\n"):  # empty lines before a request line are allowed
+        while buf and buf[0] in b"\r\n":  # empty lines before a request line are allowed
             del buf[:1]
         end, pos = _head_end(buf)
         if end < 0:

@@ -72,9 +72,9 @@ def suite_pair(sc: Scenario, rng: random.Random) -> tuple[SuiteResult, SuiteResu
                 else:
                     ok = rng.random() < _clip(mu)
                     score, status = float(ok), "passed" if ok else "failed"
-                c = None
+                c: float | None = None
                 if cost is not None:
-                    ratio = sc.cost_ratio if side else 1.0
+                    ratio = sc.cost_ratio if side and sc.cost_ratio is not None else 1.0
                     c = cost * ratio * math.exp(rng.gauss(-0.02, 0.2))  # E[exp(N(-.02,.2))] = 1
                 ms = None
                 if sc.latency_ratio is not None:
