@@ -135,7 +135,7 @@ class ExternalScorer:
         client = services.providers.get(key)
         if client is None:
             client = services.providers[key] = httpx.AsyncClient(timeout=self.config.timeout_s)
-        return client  # type: ignore[no-any-return]
+        return client
 
     def pairs(self, case: Case, output: Any) -> list[tuple[str, str]]:
         """(claim, sources text) pairs to score."""

@@ -118,7 +118,8 @@ async def calibrate(scorer: JudgeScorer, cal: CalibrationConfig, services: RunSe
                                        "stopped": stopped, "usage": usage.as_dict()})
     models = scorer.config.models()
     per_judge = [0] * len(models)
-    correct, errors, misses = 0, 0, []
+    correct, errors = 0, 0
+    misses: list[dict[str, Any]] = []
     for (case, _, label), score in zip(items, scores, strict=True):
         if score.error is not None:
             errors += 1
