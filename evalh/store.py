@@ -244,6 +244,11 @@ class Journal:
     def append(self, suite: str, result: CaseResult) -> None:
         self._write({"suite": suite, "result": result.model_dump(mode="json")})
 
+    def note_prepared(self, suite: str, scorer: str, info: dict[str, Any]) -> None:
+        """What a scorer's set-up before the suite found (a judge's calibration), so a
+        resumed run uses it instead of paying for it again."""
+        self._write({"suite": suite, "prepared": {"scorer": scorer, "info": info}})
+
     def close(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):
@@ -251,9 +256,10 @@ class Journal:
             self._fd = None
 
     @staticmethod
-    def read(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, CaseResult]]]:
-        """The header and every result line. A torn last line (no newline after it) is
-        ignored; any other line that is not a valid header or result is a
+    def read(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, CaseResult]], dict[str, dict[str, Any]]]:
+        """The header, every result line, and what scorers' set-up recorded (suite → scorer
+        → info, the latest line winning). A torn last line (no newline after it) is
+        ignored; any other line that is not a valid header, result or set-up record is a
         `RunDocumentError` naming the file and line."""
         try:
             data = path.read_bytes()
@@ -263,6 +269,7 @@ class Journal:
         lines.pop()  # b"" after the last newline, or the line a kill cut short
         header: dict[str, Any] | None = None
         results: list[tuple[str, CaseResult]] = []
+        prepared: dict[str, dict[str, Any]] = {}
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -275,8 +282,18 @@ class Journal:
                 if header is None:
                     header = _journal_header(obj["header"], where)
                 continue
+            if isinstance(obj, dict) and "prepared" in obj:
+                note = obj["prepared"]
+                if not (isinstance(obj.get("suite"), str) and isinstance(note, dict)
+                        and isinstance(note.get("scorer"), str) and isinstance(note.get("info"), dict)):
+                    raise RunDocumentError(
+                        f'{where}: invalid journal line: expected {{"suite": ..., "prepared": '
+                        '{"scorer": ..., "info": {...}}}'
+                    )
+                prepared.setdefault(obj["suite"], {})[note["scorer"]] = note["info"]
+                continue
             results.append(_journal_result(obj, where))
-        return header, results
+        return header, results, prepared
 
 
 def _journal_header(raw: Any, where: str) -> dict[str, Any]:

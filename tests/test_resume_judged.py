@@ -44,7 +44,7 @@ def detailed(inp):
 
 def cited(inp):
     time.sleep(float(os.environ.get("SLOW_S", "0")))
-    return {"text": "Intro.\\n\\nThe sky is blue [1].\\n\\nGrass on " + inp["q"] + " is green [2]."}
+    return {"text": "Intro.\\n\\nThe sky over " + inp["q"] + " is blue [1].\\n\\nGrass on " + inp["q"] + " is green [2]."}
 '''
 
 
@@ -190,7 +190,8 @@ def test_budget_stopped_run_of_each_judge_resumes(
     runs = tmp_path / "runs"
     base = ["run", "--config", str(cfg), "--runs-dir", str(runs), "-q"]
     budget = {"calibrated": "1000", "pairwise": "600", "citations": "600"}[kind]  # stops mid-suite
-    runner.invoke(app, [*base, "--seed", "3", "--max-tokens", budget])
+    # no cache: the resume cannot be served what the run was answered; it must not ask again
+    runner.invoke(app, [*base, "--seed", "3", "--max-tokens", budget, "--no-cache"])
     (path,) = runs.glob("*.json")
     doc = load(path)
     assert doc["status"] == "partial"
@@ -229,7 +230,9 @@ def test_killed_judged_run_resumes_paying_nothing_twice(
         mock.set_script([{**r, "latency_ms": 100} if r.get("model") == "pair-1" else r for r in SCRIPT])
         at_least = total
         also = lambda: sum(r.body.get("model") == "pair-1" for r in mock.requests) >= 12  # noqa: E731
-    proc = evalh_process(["run", "--seed", "3", "-q", "--runs-dir", str(runs)], tmp_path, env)
+    # the calibrated judge runs without the cache: its calibration is kept, not served again
+    no_cache = ["--no-cache"] if kind == "calibrated" else []
+    proc = evalh_process(["run", "--seed", "3", "-q", "--runs-dir", str(runs), *no_cache], tmp_path, env)
     journal = _wait_for_journal(runs, proc, at_least, also)
     proc.kill()
     proc.wait(timeout=10)
@@ -250,6 +253,9 @@ def test_killed_judged_run_resumes_paying_nothing_twice(
     # only what was in flight at the kill (at most `concurrency` cases) can have been sent
     # again; everything the killed run had an answer to is served from the journal or cache
     assert sum(v - 1 for v in twice.values()) <= concurrency * 2, twice
+    if kind == "calibrated":  # the calibration items (their task has no sources) were judged once
+        calibration = {k: v for k, v in sent.items() if "sources" not in k}
+        assert len(calibration) == 4 and set(calibration.values()) == {1}, calibration
     mock.reset()
     assert _essence(doc) == _essence(_reference(cfg, tmp_path, mock, monkeypatch))
     assert _sent(mock).keys() == sent.keys(), "the resumed run sent other requests than a fresh one"

@@ -77,6 +77,8 @@ class RunRecord:
     """(suite, case, arm, attempt) → the finished result."""
     source: str = ""
     """Where the record was read (the journal, else the document), for messages."""
+    prepared: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Suite → scorer → what its set-up before the suite recorded (a judge's calibration)."""
 
     def add(self, suite: str, result: CaseResult) -> None:
         self.done[(suite, result.case_id, result.arm, result.attempt)] = result
@@ -146,14 +148,19 @@ def load_record(store: RunStore, run_id: str) -> RunRecord:
             source=str(doc_path),
         )
         finished += [(name, r) for name, suite in run.suites.items() for r in suite.cases]
+        record.prepared = {name: dict(suite.details) for name, suite in run.suites.items()}
     if journal_path.is_file():
-        header, results = Journal.read(journal_path)
+        header, results, prepared = Journal.read(journal_path)
+        kept = record.prepared if record is not None else {}
         if header is not None:
             _refuse_derived(run_id, (header.get("derived_from") or {}).get("how"))
             record = _from_header(run_id, header, str(journal_path))
         elif record is None:
             raise RunDocumentError(f"{journal_path}: the journal has no header line; cannot resume")
         finished += results
+        record.prepared = kept
+        for suite_name, notes in prepared.items():
+            record.prepared.setdefault(suite_name, {}).update(notes)
     assert record is not None
     for suite_name, result in finished:
         record.add(suite_name, result)
@@ -213,6 +220,25 @@ def check_datasets(suites: list[SuitePlan], record: RunRecord) -> None:
             raise ResumeRefused(
                 f"cannot resume run {record.run_id}: dataset {suite.dataset_display} of suite "
                 f"{suite.name!r} changed since it started; start a new run instead"
+            )
+
+
+def _keep_calibrations(suites: list[SuitePlan], record: RunRecord, prepared: Prepared) -> None:
+    """A judge calibration the run finished is kept, not made again (it would be paid twice,
+    and a stochastic judge could calibrate differently): it goes in the suite's details,
+    where the judge's set-up finds it, and what it spent counts against the budget."""
+    from evalh.scorers.judge_calibration import recorded_calibration
+
+    for suite in suites:
+        for scorer, info in record.prepared.get(suite.name, {}).items():
+            calibration = recorded_calibration(info if isinstance(info, dict) else None)
+            if calibration is None:
+                continue
+            suite.details[scorer] = {"calibration": calibration}
+            usage = calibration.get("usage") or {}
+            prepared.plan.services.budget.charge(
+                cost_usd=usage.get("cost_usd"), tokens_in=usage.get("tokens_in"),
+                tokens_out=usage.get("tokens_out"), resumed=True,
             )
 
 
@@ -300,4 +326,5 @@ def _prepare(
             **(plan.config_snapshot.get("run_options") or {}), **given
         }
     plan.done = [(key[0], r) for key, r in record.done.items() if key in valid]
+    _keep_calibrations(plan.suites, record, prepared)
     return prepared

@@ -256,6 +256,7 @@ class Runner:
                     return
                 if info:
                     suite.details[scorer.config.display_name] = info
+                    self.journal.note_prepared(suite.name, scorer.config.display_name, info)
 
     async def _finalize_scorers(self, suite: SuitePlan) -> None:
         """Scorers with a `finalize(suite_plan, results, services) -> dict` hook see every

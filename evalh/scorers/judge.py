@@ -94,9 +94,11 @@ class JudgeScorer(JudgeScorerBase):
     async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
         info = await super().prepare(suite, services) or {}
         if self.config.calibration is not None:
-            from evalh.scorers.judge_calibration import calibrate
+            from evalh.scorers.judge_calibration import calibrate, recorded_calibration
 
-            info["calibration"] = await calibrate(self, self.config.calibration, services)
+            # a resumed run keeps the calibration it made (evalh.core.resume puts it there)
+            recorded = recorded_calibration(suite.details.get(self.name))
+            info["calibration"] = recorded or await calibrate(self, self.config.calibration, services)
         return info
 
 

@@ -78,6 +78,15 @@ def calibration_items(scorer: JudgeScorer, cal: CalibrationConfig, root: Path) -
     return _cases(scorer, path, cal.dataset)
 
 
+def recorded_calibration(details: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A finished calibration in a scorer's suite details (a resumed run's, from its journal
+    or document), or None: one a budget stopped part-way is made again."""
+    info = (details or {}).get("calibration")
+    if isinstance(info, dict) and "accuracy" in info and "stopped" not in info:
+        return info
+    return None
+
+
 async def _judge_within_budget(
     scorer: JudgeScorer, case: Case, output: Any, services: RunServices, hold: tuple[int, float | None]
 ) -> Any:
