@@ -1,16 +1,25 @@
-"""Regenerate the dashboard screenshots in docs/ from seeded runs.
+"""Regenerate every screenshot in docs/ from seeded runs, with one command.
 
     python bench/dashboard_screenshot.py
 
-Seeds 12 runs (bench/seed_runs.py) into bench/.work/shot/, marks one BASELINE, serves them
-with the dashboard, and saves with headless Chromium (Debian's /usr/bin/chromium, via
-Playwright): docs/dashboard.png (trends and history) and docs/dashboard-case.png (the
-drill-down of one case).
+Seeds 12 runs (bench/seed_runs.py) into bench/.work/shot/ and two newer runs that also hold
+an `answers` suite (three arms, text answers, three attempts in the newest), marks one
+BASELINE, serves them with the dashboard, and saves with headless Chromium (Debian's
+/usr/bin/chromium, via Playwright) at 1280 px:
+
+- docs/dashboard.png: trends and history
+- docs/dashboard-run.png: one run (suites table and case list)
+- docs/dashboard-case.png: the drill-down of one case
+- docs/dashboard-compare.png: two runs compared, a regressed case side by side with its diff
+- docs/dashboard-matrix.png: the cases x arms grid
+- docs/dashboard-repeats.png: the cases x attempts grid with flakiness classes
+- docs/report-html.png: the first screen of the HTML report of the two newest runs
 """
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sys
 import threading
@@ -21,41 +30,142 @@ DOCS = HERE.parent / "docs"
 WORK = HERE / ".work" / "shot"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARMS = ("haiku", "sonnet", "opus")
+QUESTIONS = [
+    ("ans.budget", "How much did the 2025 budget allocate to housing?",
+     "The 2025 budget allocated $2.4B to housing, mostly for social rentals [1].",
+     "The 2025 budget allocated $3.1B to housing, including a tax credit [1]."),
+    ("ans.minister", "Who introduced the rent cap bill?",
+     "The housing minister, Ana Ruiz, introduced the bill in March [2].",
+     "The housing minister, Ana Ruiz, introduced the bill in March [2]."),
+    ("ans.vote", "How did the chamber vote?",
+     "It passed 212 to 140, with 8 abstentions [3].",
+     "It passed narrowly; the exact count is not in the sources."),
+    ("ans.date", "When does the cap take effect?",
+     "The cap takes effect on 1 January 2026 [4].",
+     "The cap takes effect on 1 January 2026, for new leases only [4]."),
+    ("ans.scope", "Which cities are covered?",
+     "Cities above 100,000 inhabitants [5].",
+     "All cities above 100,000 inhabitants, and their suburbs [5]."),
+]
+
+
+def answers_suite(k: int, repeats: int):  # type: ignore[no-untyped-def]
+    from seed_runs import _suite
+
+    from evalh.models import CaseResult, Score
+
+    rng = random.Random(100 + k)
+    out = []
+    for i, (cid, q, old, new) in enumerate(QUESTIONS):
+        for j, arm in enumerate(ARMS):
+            for a in range(repeats):
+                text = (old if k == 0 else new) if arm != "haiku" or i % 2 else old
+                ok = not (k == 1 and cid in ("ans.budget", "ans.vote") and arm != "haiku") and not (a == 1 and (i + j) % 3 == 0)
+                tin, tout = rng.randint(900, 2400), rng.randint(60, 240)
+                out.append(CaseResult(
+                    case_id=cid, case_digest=f"{i:064x}", arm=arm, attempt=a, status="passed" if ok else "failed",
+                    score=1.0 if ok else round(rng.uniform(0.1, 0.5), 2), input={"question": q}, output=text,
+                    expected=old,
+                    scores=[Score(scorer="facts", value=1.0 if ok else 0.3, passed=ok,
+                                  verdict="supported" if ok else "unsupported", judge_model="claude-haiku-4-5",
+                                  rationale="every figure matches the cited source" if ok else "the figure differs from source [1]")],
+                    metadata={"split": "heldout"}, latency_ms=round(rng.lognormvariate(7.0 + 0.3 * j, 0.3), 1),
+                    tokens_in=tin, tokens_out=tout, cost_usd=round(tin * 1e-6 + tout * 5e-6, 6),
+                ))
+    suite = _suite(out, "stochastic", "datasets/answers.jsonl")
+    from evalh.core.aggregate import aggregate
+
+    suite.arms = {a: aggregate([r for r in out if r.arm == a]) for a in ARMS}
+    suite.baseline_arm = "haiku"
+    return suite
+
+
+def seed_all(root: Path) -> list:  # type: ignore[type-arg]
+    from seed_runs import gate, live, seed
+
+    from evalh.store import RunStore
+
+    runs = seed(root, runs=12)
+    rng = random.Random(11)
+    last = runs[-1]
+    store = RunStore(root / "eval_runs")
+    for k in (0, 1):
+        run = last.model_copy(update={
+            "run_id": f"20261004T{12 + 6 * k:02d}0000000Z-{100 + k:06x}",
+            "label": "prompt v5" if k else "prompt v4.1",
+            "started_at": f"2026-10-04T{12 + 6 * k:02d}:00:00Z",
+            "finished_at": f"2026-10-04T{12 + 6 * k:02d}:04:00Z",
+            "suites": {"gate": gate(rng, 40, {5, 11} if k else {11}), "live": live(rng, 0.8 - 0.05 * k),
+                       "answers": answers_suite(k, 3 if k else 1)},
+        })
+        store.write(run)
+        runs.append(run)
+    return runs
 
 
 def main() -> int:
     sys.path.insert(0, str(HERE))
     from playwright.sync_api import sync_playwright
-    from seed_runs import seed
 
     from evalh.baseline import write_baseline
+    from evalh.report import build_report, to_html
     from evalh.ui.server import make_server
 
     shutil.rmtree(WORK, ignore_errors=True)
-    runs = seed(WORK, runs=12)
+    runs = seed_all(WORK)
     write_baseline(WORK, runs[4].run_id)
     os.chdir(WORK)  # the page shows the runs directory as given: keep this machine's paths out
+    report = WORK / "report.html"
+    report.write_text(to_html(build_report(runs[-2:])), encoding="utf-8")
     server = make_server(Path("eval_runs"), Path("."), "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
+    base, cand = runs[-2].run_id, runs[-1].run_id
+    written = []
+
+    def shot(page, name: str, full: bool = True) -> None:  # type: ignore[no-untyped-def]
+        path = DOCS / name
+        page.screenshot(path=str(path), full_page=full)
+        written.append(path.name)
+
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-            page = browser.new_page(viewport={"width": 1360, "height": 1000}, color_scheme="light")
+            page = browser.new_page(viewport={"width": 1280, "height": 1000}, color_scheme="light")
             page.goto(url + "/")
             page.locator("[data-testid=history] tbody tr").first.wait_for()
-            page.screenshot(path=str(DOCS / "dashboard.png"), full_page=True)
+            shot(page, "dashboard.png")
+            page.goto(f"{url}/#/run/{cand}")
+            page.locator("[data-testid=suites]").wait_for()
+            page.locator("[data-testid=grid-card] h2").wait_for()
+            shot(page, "dashboard-run.png", full=False)
             page.goto(f"{url}/#/run/{runs[-1].run_id}?suite=live&q=live.q15")
             page.locator("[data-testid=suites]").wait_for()
             page.locator("[data-testid=cases] tbody tr[data-case='live.q15']").first.click()
             page.locator("[data-testid=case-title]").wait_for()
             page.evaluate("window.scrollTo(0, 0)")
-            page.screenshot(path=str(DOCS / "dashboard-case.png"), full_page=True)
+            shot(page, "dashboard-case.png")
+            page.goto(f"{url}/#/compare?base={base}&candidate={cand}&suite=answers&filter=regressed&case=ans.budget&arm=sonnet")
+            page.locator("[data-testid=diff-candidate]").wait_for()
+            page.evaluate("window.scrollTo(0, document.getElementById('pairs').offsetTop - 60)")
+            shot(page, "dashboard-compare.png", full=False)
+            page.goto(f"{url}/#/run/{cand}?gsuite=answers&by=arm")
+            page.locator("[data-testid=grid-card] h2", has_text="Cases × arms").wait_for()
+            page.evaluate("window.scrollTo(0, document.getElementById('grid').offsetTop - 60)")
+            shot(page, "dashboard-matrix.png", full=False)
+            page.goto(f"{url}/#/run/{cand}?gsuite=answers&by=attempt&garm=opus")
+            page.locator("[data-testid=grid-card] h2", has_text="attempts (arm opus)").wait_for()
+            page.evaluate("window.scrollTo(0, document.getElementById('grid').offsetTop - 60)")
+            shot(page, "dashboard-repeats.png", full=False)
+            page.goto(report.resolve().as_uri())
+            page.locator("h1").wait_for()
+            shot(page, "report-html.png", full=False)
             browser.close()
     finally:
         server.shutdown()
         server.server_close()
-    print(f"wrote {DOCS / 'dashboard.png'} and {DOCS / 'dashboard-case.png'}", file=sys.stderr)
+    print("wrote " + ", ".join(f"docs/{n}" for n in written), file=sys.stderr)
     return 0
 
 

@@ -257,3 +257,98 @@ def test_baseline_is_marked_and_is_the_default_base_of_compare(site: tuple[str, 
         assert client.get(url + "/api/runs").json()["baseline"] is None  # a bad marker marks nothing
         got = client.get(url + "/api/compare").json()
         assert (got["base"]["run_id"], got["candidate"]["run_id"]) == (run_ids[-2], run_ids[-1])
+
+
+# --------------------------------------------------------------------------- case by case, grids
+
+
+def _two_runs_with_arms(root: Path) -> list[str]:
+    from evalh.models import Score
+
+    runs = []
+    for k in (0, 1):
+        qa = [res("same", "passed", output="one two three"),
+              res("flip", "passed" if k == 0 else "failed", output="Paris is the capital" if k == 0 else "Lyon is the capital"),
+              res("err", "passed" if k == 0 else "errored", output="fine" if k == 0 else None),
+              res("hostile", "failed", output=HOSTILE_IMG if k else "calm",
+                  scores=[Score(scorer="exact", value=0.0, passed=False, rationale=HOSTILE_IMG)])]
+        qa += [res("rep", "passed" if (a + k) % 2 == 0 or k == 0 else "failed", attempt=a, output="r") for a in range(2)]
+        grid = [res(f"m{i}", "passed" if (i + j) % 2 else "failed", arm=arm, tokens=(10, 2), output="x" * (300 if i == 0 else 5))
+                for i in range(3) for j, arm in enumerate(("a1", "a2", "a3"))]
+        runs.append(make_run(f"2026010{k + 1}T000000000Z-00000{k}", {"qa": suite(qa), "g": suite(grid, baseline_arm="a2")}))
+    write_runs(root / "eval_runs", runs)
+    return [r.run_id for r in runs]
+
+
+@pytest.fixture
+def pair_site(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
+    run_ids = _two_runs_with_arms(tmp_path)
+    url, thread, server = serve(tmp_path)
+    try:
+        yield url, run_ids
+    finally:
+        server.shutdown()  # type: ignore[attr-defined]
+        server.server_close()  # type: ignore[attr-defined]
+        thread.join(5)
+
+
+def test_compare_cases_pairs_both_runs_and_filters_what_changed(pair_site: tuple[str, list[str]]) -> None:
+    url, (b, c) = pair_site
+    with httpx.Client(base_url=url) as client:
+        def get(**params: str) -> dict:
+            r = client.get("/api/compare/cases", params={"base": b, "candidate": c, "suite": "qa", **params})
+            assert r.status_code == 200, r.text
+            return r.json()
+
+        page = get()
+        assert page["filter"] == "changed"
+        assert page["counts"] == {"regressed": 3, "improved": 0, "changed": 4, "errored": 1, "flaky": 1, "all": 5}
+        assert [p["case_id"] for p in page["rows"]] == ["flip", "err", "rep", "hostile"]  # regressions first
+        assert page["rows"][3]["tags"] == ["output_changed"]  # same outcome, other words
+        flip = page["rows"][0]
+        assert flip["base"]["statuses"] == ["passed"] and flip["candidate"]["statuses"] == ["failed"]
+        assert set(flip["tags"]) >= {"regressed", "outcome_changed", "output_changed"}
+        assert [p["case_id"] for p in get(filter="errored")["rows"]] == ["err"]
+        flaky = get(filter="flaky")["rows"]
+        assert [p["case_id"] for p in flaky] == ["rep"] and flaky[0]["candidate"]["statuses"] == ["failed", "passed"]
+        assert [p["case_id"] for p in get(filter="all", q="lyon")["rows"]] == ["flip"]  # output text, either side
+        assert [p["case_id"] for p in get(filter="all", q="PARIS")["rows"]] == ["flip"]
+        assert len(get(filter="all")["rows"]) == 5
+        assert client.get("/api/compare/cases", params={"base": b, "candidate": c, "filter": "nope"}).status_code == 400
+        assert client.get("/api/compare/cases", params={"base": b, "candidate": c, "suite": "zz"}).status_code == 400
+        assert client.get("/api/compare/cases", params={"base": "../x", "candidate": c}).status_code == 400
+
+
+def test_compare_case_returns_both_sides_and_a_word_diff(pair_site: tuple[str, list[str]]) -> None:
+    url, (b, c) = pair_site
+    with httpx.Client(base_url=url) as client:
+        got = client.get("/api/compare/case", params={"base": b, "candidate": c, "suite": "qa", "case": "flip"}).json()
+        assert got["base"][0]["output"] == "Paris is the capital" and got["candidate"][0]["output"] == "Lyon is the capital"
+        assert got["diffs"][0]["ops"] == [["del", "Paris"], ["ins", "Lyon"], ["eq", " is the capital"]]
+        assert got["diffs"][0]["changed_words"] == 2
+        hostile = client.get("/api/compare/case", params={"base": b, "candidate": c, "suite": "qa", "case": "hostile"}).json()
+        assert hostile["candidate"][0]["output"] == HOSTILE_IMG  # verbatim JSON; the page makes it text
+        assert hostile["candidate"][0]["scores"][0]["rationale"] == HOSTILE_IMG
+        rep = client.get("/api/compare/case", params={"base": b, "candidate": c, "suite": "qa", "case": "rep"}).json()
+        assert [r["attempt"] for r in rep["candidate"]] == [0, 1] and len(rep["diffs"]) == 2
+        missing = client.get("/api/compare/case", params={"base": b, "candidate": c, "suite": "qa", "case": "nope"})
+        assert missing.status_code == 404
+        assert client.get("/api/compare/case", params={"base": b, "candidate": c, "suite": "qa"}).status_code == 400
+
+
+def test_matrix_has_one_cell_per_case_and_arm_sorted_by_disagreement(pair_site: tuple[str, list[str]]) -> None:
+    url, (b, _) = pair_site
+    with httpx.Client(base_url=url) as client:
+        g = client.get(f"/api/runs/{b}/matrix", params={"suite": "g"}).json()
+        assert g["by"] == "arm" and g["columns"] == ["a2", "a1", "a3"] and g["baseline_arm"] == "a2"  # baseline first
+        assert sorted(r["case_id"] for r in g["rows"]) == ["m0", "m1", "m2"]
+        assert all(set(r["cells"]) == {"a1", "a2", "a3"} for r in g["rows"])
+        assert [r["disagreement"] > 0 for r in g["rows"]] == [True, True, True]
+        m0 = next(r for r in g["rows"] if r["case_id"] == "m0")["cells"]["a1"]
+        assert m0["truncated"] is True and len(m0["preview"]) == 240 and m0["tokens_in"] == 10
+        reps = client.get(f"/api/runs/{b}/matrix", params={"suite": "qa", "by": "attempt"}).json()
+        assert reps["columns"] == ["0", "1"]
+        assert {r["case_id"]: r["flakiness"] for r in reps["rows"]}["flip"] == "stable_pass"
+        assert reps["flakiness"] == {"stable_pass": 4, "stable_fail": 1}
+        assert client.get(f"/api/runs/{b}/matrix", params={"suite": "g", "by": "x"}).status_code == 400
+        assert client.get(f"/api/runs/{b}/matrix", params={"suite": "g", "by": "attempt", "arm": "zz"}).status_code == 400

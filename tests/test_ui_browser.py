@@ -185,3 +185,191 @@ def test_html_report_opens_offline_from_file_and_escapes_everything(page: Page, 
     header.click()
     assert header.get_attribute("data-dir") == "asc"
 
+
+
+# --------------------------------------------------------------------------- two runs, case by case
+
+ANSWERS = {
+    "q.paris": ("The capital of France is Paris.", "The capital of France is Lyon, I think."),
+    "q.rome": ("Rome is the capital of Italy.", "Rome is the capital of Italy."),
+    "q.tokyo": ("Kyoto.", "Tokyo is the capital of Japan."),
+    "q.hostile": ("plain text", HOSTILE_IMG + " " + HOSTILE_SCRIPT),
+}
+ARMS = ("haiku", "sonnet", "opus")
+
+
+def _rich_runs(runs_dir: Path) -> list[Any]:
+    from evalh.models import Score
+
+    runs = []
+    for k in (0, 1):
+        qa = []
+        for cid, outs in ANSWERS.items():
+            ok = (cid in ("q.paris", "q.rome")) if k == 0 else (cid in ("q.rome", "q.tokyo"))
+            qa.append(res(cid, "passed" if ok else "failed", output=outs[k], tokens=(40 + k, 12), cost_usd=0.001,
+                          scores=[Score(scorer="exact", value=1.0 if ok else 0.0, passed=ok,
+                                        rationale=("matches" if ok else "does not match") + f" (run {k})"),
+                                  Score(scorer="judge", value=0.9 if ok else 0.2, passed=ok, verdict="good" if ok else "bad",
+                                        rationale=HOSTILE_IMG if cid == "q.hostile" else f"judge says run {k}")]))
+        grid = [res(f"m{i}", "passed" if (i + a + j) % 3 else "failed", arm=arm, attempt=a, tokens=(10 * (j + 1), 5),
+                    output=f"answer {i} from {arm} try {a} " + "word " * (60 if i == 0 else 3))
+                for i in range(5) for j, arm in enumerate(ARMS) for a in range(3 if k else 1)]
+        runs.append(make_run(f"2026020{k + 1}T000000000Z-00000{k}", {"qa": suite(qa), "arms": suite(grid, baseline_arm="haiku")},
+                             label=f"rich {k}", started_at=f"2026-02-0{k + 1}T00:00:00.000Z"))
+    from tests.report_factory import write_runs
+
+    write_runs(runs_dir, runs)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    root = tmp_path_factory.mktemp("rich")
+    runs = _rich_runs(root / "eval_runs")
+    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", [r.run_id for r in runs]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+OVERFLOW = """() => {
+  const bad = [];
+  for (const c of document.querySelectorAll('.card')) {
+    if (c.scrollWidth > c.clientWidth + 1) bad.push((c.querySelector('h2') || c).textContent.slice(0, 60));
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) bad.push('page ' + document.documentElement.scrollWidth);
+  return bad;
+}"""
+
+
+def wide(browser: Any) -> Page:
+    p = Page(browser)
+    p.page.set_viewport_size({"width": 1280, "height": 900})
+    return p
+
+
+def test_compare_side_by_side_shows_both_outputs_and_the_changed_words(browser: Any, rich: tuple[str, list[str]]) -> None:
+    url, ids = rich
+    p = wide(browser)
+    try:
+        p.page.goto(f"{url}/#/compare?base={ids[0]}&candidate={ids[1]}&suite=qa")
+        rows = p.page.locator("[data-testid=pairs] tbody tr")
+        rows.first.wait_for()
+        # the default view is what changed; regressed first
+        assert rows.first.get_attribute("data-case") == "q.paris"
+        assert "regressed" in rows.first.inner_text()
+        cases = {rows.nth(i).get_attribute("data-case") for i in range(rows.count())}
+        assert "q.rome" not in cases and {"q.paris", "q.tokyo", "q.hostile"} <= cases
+        rows.first.click()
+        base = p.page.locator("[data-testid=diff-base]")
+        base.wait_for()
+        assert base.inner_text() == ANSWERS["q.paris"][0]
+        assert p.page.locator("[data-testid=diff-candidate]").inner_text() == ANSWERS["q.paris"][1]
+        deleted = p.page.locator("[data-testid=diff-base] del").all_inner_texts()
+        inserted = p.page.locator("[data-testid=diff-candidate] ins").all_inner_texts()
+        assert "".join(deleted).strip() == "Paris"
+        assert "Lyon" in "".join(inserted) and "think" in "".join(inserted)
+        assert "capital" not in "".join(deleted + inserted)
+        scores = p.page.locator("[data-testid=pair-score]").all_inner_texts()
+        assert len(scores) == 4  # two scorers, each side
+        joined = "\n".join(scores)
+        assert "matches (run 0)" in joined and "does not match (run 1)" in joined and "verdict bad" in joined
+        assert "41 in / 12 out" in p.page.locator("[data-testid=pair-detail]").inner_text()
+        assert "case=q.paris" in p.page.url
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()
+
+
+def test_compare_filters_and_search_over_outputs(browser: Any, rich: tuple[str, list[str]]) -> None:
+    url, ids = rich
+    p = wide(browser)
+    try:
+        p.page.goto(f"{url}/#/compare?base={ids[0]}&candidate={ids[1]}&suite=qa")
+        p.page.locator("[data-testid=pairs] tbody tr").first.wait_for()
+        pager = "[data-testid=pairs-pager]"
+
+        def shown() -> list[str | None]:
+            rows = p.page.locator("[data-testid=pairs] tbody tr")
+            return sorted(rows.nth(i).get_attribute("data-case") for i in range(rows.count()))
+
+        p.page.locator("button[data-filter=improved]").click()
+        p.page.wait_for_function(f"() => document.querySelector('{pager}').textContent.endsWith('of 1')")
+        assert shown() == ["q.tokyo"]
+        p.page.locator("button[data-filter=all]").click()
+        p.page.wait_for_function(f"() => document.querySelector('{pager}').textContent.endsWith('of 4')")
+        p.page.locator("[data-testid=pair-search]").fill("lyon")  # words of an output, not of an id
+        p.page.wait_for_function(f"() => document.querySelector('{pager}').textContent.endsWith('of 1')")
+        assert shown() == ["q.paris"]
+        assert p.errors == []
+    finally:
+        p.close()
+
+
+def test_compare_shows_hostile_output_and_rationale_as_text(browser: Any, rich: tuple[str, list[str]]) -> None:
+    url, ids = rich
+    p = wide(browser)
+    try:
+        p.page.goto(f"{url}/#/compare?base={ids[0]}&candidate={ids[1]}&suite=qa&filter=all&case=q.hostile")
+        cand = p.page.locator("[data-testid=diff-candidate]")
+        cand.wait_for()
+        assert cand.inner_text() == HOSTILE_IMG + " " + HOSTILE_SCRIPT
+        assert HOSTILE_IMG in p.page.locator("[data-testid=pair-detail]").inner_text()
+        assert p.page.locator("img").count() == 0
+        assert p.page.locator("script").count() == 1
+        assert p.page.evaluate(PWNED) == [None, None]
+        assert p.errors == []
+    finally:
+        p.close()
+
+
+def test_arms_matrix_has_one_cell_per_case_and_arm(browser: Any, rich: tuple[str, list[str]]) -> None:
+    url, ids = rich
+    p = wide(browser)
+    try:
+        p.page.goto(f"{url}/#/run/{ids[0]}?suite=arms&gsuite=arms")
+        grid = p.page.locator("[data-testid=grid]")
+        grid.wait_for()
+        heads = grid.locator("thead th").all_inner_texts()
+        assert heads[0] == "case" and [h.split()[0] for h in heads[1:]] == list(ARMS)
+        assert "baseline" in heads[1]
+        cells = grid.locator("td.cell")
+        assert cells.count() == 5 * len(ARMS)
+        pairs = {(cells.nth(i).get_attribute("data-case"), cells.nth(i).get_attribute("data-col")) for i in range(cells.count())}
+        assert pairs == {(f"m{i}", a) for i in range(5) for a in ARMS}
+        # sorted by disagreement: every first row's arms disagree
+        first = grid.locator("tbody tr").first.locator("td.cell")
+        assert len({first.nth(i).get_attribute("data-status") for i in range(len(ARMS))}) > 1
+        # a truncated cell expands to the whole output
+        long = grid.locator("td.cell[data-case=m0][data-col=sonnet]")
+        assert long.locator("pre").inner_text().endswith("…")
+        long.click()
+        p.page.wait_for_function("() => !document.querySelector('td.cell[data-case=m0][data-col=sonnet] pre').textContent.endsWith('…')")
+        assert long.locator("pre").inner_text().count("word") == 60
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()
+
+
+def test_repeats_grid_has_attempt_columns_and_flakiness(browser: Any, rich: tuple[str, list[str]]) -> None:
+    url, ids = rich
+    p = wide(browser)
+    try:
+        p.page.goto(f"{url}/#/run/{ids[1]}?suite=arms&gsuite=arms&by=attempt&garm=opus")
+        grid = p.page.locator("[data-testid=grid]")
+        grid.wait_for()
+        assert grid.locator("thead th").all_inner_texts() == ["case", "class", "#0", "#1", "#2"]
+        assert grid.locator("td.cell").count() == 5 * 3
+        classes = set(grid.locator("tbody tr td:nth-child(2)").all_inner_texts())
+        assert "flaky" in classes  # (i + a + j) % 3 fails one attempt in three
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()

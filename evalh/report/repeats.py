@@ -35,10 +35,15 @@ def by_case(results: Sequence[CaseResult]) -> dict[str, list[CaseResult]]:
 
 def flakiness(rs: Sequence[CaseResult]) -> FlakinessClass:
     """Class of one case from its decisive attempts (an errored attempt is not a pass)."""
-    decisive = [r for r in rs if r.status in DECISIVE]
+    return flakiness_of([r.status for r in rs])
+
+
+def flakiness_of(statuses: Sequence[str]) -> FlakinessClass:
+    """Class of one case from the statuses of its attempts (see `flakiness`)."""
+    decisive = [s for s in statuses if s in DECISIVE]
     if not decisive:
         return "unknown"
-    passes = sum(r.status == "passed" for r in decisive)
+    passes = sum(s == "passed" for s in decisive)
     if passes == len(decisive):
         return "stable_pass"
     return "stable_fail" if passes == 0 else "flaky"

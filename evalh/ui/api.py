@@ -14,10 +14,27 @@ from pathlib import Path
 from typing import Any
 
 from evalh.errors import EvalhError, RunNotFound
-from evalh.ui.index import RunIndex
+from evalh.ui.index import LoadedRun, RunIndex
 
 MAX_PAGE = 500
+PREVIEW = 240
+"""Characters of output shown in a grid cell before it is expanded."""
 STATUSES = ("passed", "failed", "errored", "judge_error", "skipped")
+
+PAIR_FILTERS: dict[str, set[str] | None] = {
+    "regressed": {"regressed", "errored_new"},
+    "improved": {"improved", "errored_fixed"},
+    "changed": {"regressed", "improved", "errored_new", "errored_fixed", "content_changed",
+                "outcome_changed", "output_changed", "added", "removed"},
+    "errored": {"errored_base", "errored_candidate"},
+    "flaky": {"flaky_base", "flaky_candidate"},
+    "all": None,
+}
+"""The views of two runs case by case: the tags a pair must carry one of (None: any)."""
+
+SEVERITY = {"regressed": 0, "errored_new": 1, "improved": 2, "errored_fixed": 3, "content_changed": 4,
+            "outcome_changed": 5, "output_changed": 6, "added": 7, "removed": 7}
+"""Order of the case-by-case list: regressions first."""
 
 
 class BadRequest(EvalhError):
@@ -64,6 +81,7 @@ class DashboardApi:
         self.index = index
         self.root = root
         self._compares: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+        self._paired: OrderedDict[tuple[Any, ...], list[dict[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def baseline(self) -> str | None:
@@ -155,17 +173,25 @@ class DashboardApi:
         return {"run_id": run_id, "suite": suite, "i": i,
                 "result": loaded.case(suite, i).model_dump(mode="json")}
 
-    def compare(self, params: Mapping[str, str]) -> dict[str, Any]:
-        """`compare_runs` of two runs (default: BASELINE, else the second newest, against
-        the newest), with the default policy: the verdict `evalh compare` gives."""
-        from evalh.core.compare import ComparePolicy, compare_runs
-
+    def _pair(self, params: Mapping[str, str]) -> tuple[LoadedRun, LoadedRun]:
+        """The base and candidate runs of a comparison (default: BASELINE, else the
+        second newest, against the newest)."""
         ids = self.index.store.list_ids()
         cand = params.get("candidate") or (ids[-1] if ids else "")
         base = params.get("base") or self.baseline() or (ids[-2] if len(ids) > 1 else "")
         if not cand or not base:
             raise RunNotFound("compare needs two runs")
-        b, c = self.index.load(base), self.index.load(cand)
+        return self.index.load(base), self.index.load(cand)
+
+    def compare(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """`compare_runs` of two runs (default: BASELINE, else the second newest, against
+        the newest), with the default policy: the verdict `evalh compare` gives."""
+        b, c = self._pair(params)
+        return self._compare(b, c)
+
+    def _compare(self, b: LoadedRun, c: LoadedRun) -> dict[str, Any]:
+        from evalh.core.compare import ComparePolicy, compare_runs
+
         key = (b.key, c.key)
         with self._lock:
             hit = self._compares.get(key)
@@ -176,3 +202,207 @@ class DashboardApi:
                 while len(self._compares) > 8:
                     self._compares.popitem(last=False)
         return hit
+
+    # ------------------------------------------------------------------ case by case
+
+    def _pairs(self, b: LoadedRun, c: LoadedRun, suite: str) -> list[dict[str, Any]]:
+        """Every (case, arm) of `suite` in either run, with the rows of its attempts on each
+        side, the tags that say how the two sides differ, and the text searched."""
+        key = ("pairs", b.key, c.key, suite)
+        with self._lock:
+            paired = self._paired.get(key)
+        if paired is not None:
+            return paired
+        cmp = self._compare(b, c)
+        named = (cmp["suites"].get(suite) or {}).get("cases") or {}
+        tagged: dict[tuple[str, str], list[str]] = {}
+        for tag, lists in (("regressed", ("regressed",)), ("improved", ("improved",)),
+                           ("errored_new", ("errored_new",)), ("errored_fixed", ("errored_fixed",)),
+                           ("content_changed", ("changed",))):
+            for name in lists:
+                for ref in named.get(name) or []:
+                    tagged.setdefault((ref["case_id"], ref["arm"]), []).append(tag)
+        sides: dict[tuple[str, str], dict[str, list[int]]] = {}
+        order: list[tuple[str, str]] = []
+        for side, run in (("base", b), ("candidate", c)):
+            for row in run.rows.get(suite, []):
+                k = (row["case_id"], row["arm"])
+                if k not in sides:
+                    sides[k] = {"base": [], "candidate": []}
+                    order.append(k)
+                sides[k][side].append(row["i"])
+        bout = b.outputs(suite) if suite in b.rows else []
+        cout = c.outputs(suite) if suite in c.rows else []
+        out = []
+        for k in order:
+            idx = sides[k]
+            tags = list(tagged.get(k, []))
+            info: dict[str, Any] = {"case_id": k[0], "arm": k[1]}
+            texts = [k[0].lower()]
+            first: dict[str, Any] = {}
+            for side, run, outs in (("base", b, bout), ("candidate", c, cout)):
+                rows = sorted((run.rows[suite][i] for i in idx[side]), key=lambda r: r["attempt"] or 0)
+                if not rows:
+                    info[side] = None
+                    continue
+                statuses = [r["status"] for r in rows]
+                decisive = [s for s in statuses if s in ("passed", "failed", "errored")]
+                if "passed" in decisive and any(s != "passed" for s in decisive):
+                    tags.append("flaky_" + side)
+                if "errored" in statuses:
+                    tags.append("errored_" + side)
+                first[side] = (statuses[0], rows[0]["score"], outs[rows[0]["i"]] if outs else "")
+                texts.append(first[side][2].lower())
+                info[side] = {"i": [r["i"] for r in rows], "statuses": statuses, "score": rows[0]["score"],
+                              "latency_ms": rows[0]["latency_ms"]}
+            if "base" not in first:
+                tags.append("added")
+            elif "candidate" not in first:
+                tags.append("removed")
+            else:
+                if first["base"][0] != first["candidate"][0] or first["base"][1] != first["candidate"][1]:
+                    tags.append("outcome_changed")
+                if first["base"][2] != first["candidate"][2]:
+                    tags.append("output_changed")
+            info["tags"] = tags
+            info["_text"] = "\n".join(texts)
+            out.append(info)
+        with self._lock:
+            self._paired[key] = out
+            while len(self._paired) > 8:
+                self._paired.popitem(last=False)
+        return out
+
+    def compare_cases(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """A page of one suite's cases paired across the two runs, filtered by what
+        changed (`filter`: regressed, improved, changed, errored, flaky, all) and by a
+        search over case ids and both outputs (`q`)."""
+        b, c = self._pair(params)
+        suites = list(dict.fromkeys([*b.rows, *c.rows]))
+        suite = params.get("suite") or next(iter(suites), "")
+        if suite not in suites:
+            raise BadRequest(f"suite: no suite {suite!r} in either run")
+        which = params.get("filter") or "changed"
+        if which not in PAIR_FILTERS:
+            raise BadRequest(f"filter: expected one of {', '.join(PAIR_FILTERS)}")
+        q = (params.get("q") or "").lower()
+        offset = _int(params, "offset", 0, 0, 10**9)
+        limit = _int(params, "limit", 100, 1, MAX_PAGE)
+        pairs = self._pairs(b, c, suite)
+        counts = dict.fromkeys(PAIR_FILTERS, 0)
+        hits = []
+        for p in pairs:
+            if q and q not in p["_text"]:
+                continue
+            tags = set(p["tags"])
+            for f in PAIR_FILTERS:
+                if PAIR_FILTERS[f] is None or tags & PAIR_FILTERS[f]:
+                    counts[f] += 1
+            want = PAIR_FILTERS[which]
+            if want is None or tags & want:
+                hits.append(p)
+        hits.sort(key=lambda p: min((SEVERITY.get(t, 9) for t in p["tags"]), default=9))
+        rows = [{k: v for k, v in p.items() if k != "_text"} for p in hits[offset:offset + limit]]
+        return {"suite": suite, "suites": suites, "filter": which, "total": len(hits), "offset": offset,
+                "limit": limit, "counts": counts, "base": b.header.run_id, "candidate": c.header.run_id,
+                "rows": rows}
+
+    def compare_case(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """One case of both runs in full: every attempt on each side, and the word diff
+        of each attempt's output against the same attempt on the other side."""
+        from evalh.report.textdiff import word_diff
+
+        b, c = self._pair(params)
+        suite = params.get("suite") or ""
+        case_id = params.get("case")
+        arm = params.get("arm") or "default"
+        if not case_id:
+            raise BadRequest("case: a case id is required")
+        if suite not in b.rows and suite not in c.rows:
+            raise BadRequest(f"suite: no suite {suite!r} in either run")
+        sides: dict[str, list[dict[str, Any]]] = {}
+        for side, run in (("base", b), ("candidate", c)):
+            rows = [r for r in run.rows.get(suite, []) if r["case_id"] == case_id and r["arm"] == arm]
+            rows.sort(key=lambda r: r["attempt"] or 0)
+            sides[side] = [run.case(suite, r["i"]).model_dump(mode="json") for r in rows]
+        if not sides["base"] and not sides["candidate"]:
+            raise RunNotFound(f"no case {case_id!r} (arm {arm!r}) in suite {suite!r} of either run")
+        diffs = [word_diff(x.get("output"), y.get("output")) for x, y in zip(sides["base"], sides["candidate"], strict=False)]
+        return {"suite": suite, "case_id": case_id, "arm": arm, "base_run": b.header.run_id,
+                "candidate_run": c.header.run_id, "base": sides["base"], "candidate": sides["candidate"],
+                "diffs": diffs}
+
+    # ------------------------------------------------------------------ grids
+
+    def matrix(self, run_id: str, params: Mapping[str, str]) -> dict[str, Any]:
+        """One suite as a grid: a row per case and a column per arm (`by=arm`) or per
+        attempt of one arm (`by=attempt`, with each case's flakiness class). Each cell is
+        one result: status, score, tokens, latency and the start of its output. Sorted by
+        disagreement between the columns (`sort=disagreement`, the default) or by case."""
+        from evalh.report.repeats import flakiness_of
+
+        loaded = self.index.load(run_id)
+        suite = params.get("suite") or next(iter(loaded.rows), "")
+        if suite not in loaded.rows:
+            raise BadRequest(f"suite: no suite {suite!r} in run {run_id}")
+        rows = loaded.rows[suite]
+        declared = list(loaded.header.suites[suite].arms)
+        seen = list(dict.fromkeys(r["arm"] for r in rows))
+        arms = [a for a in declared if a in seen] + [a for a in seen if a not in declared]
+        base_arm = loaded.header.suites[suite].baseline_arm
+        if base_arm in arms:
+            arms.remove(base_arm)
+            arms.insert(0, base_arm)
+        by = params.get("by") or ("arm" if len(arms) > 1 else "attempt")
+        if by not in ("arm", "attempt"):
+            raise BadRequest("by: expected arm or attempt")
+        sort = params.get("sort") or "disagreement"
+        if sort not in ("disagreement", "case"):
+            raise BadRequest("sort: expected disagreement or case")
+        arm = params.get("arm") or (arms[0] if arms else "default")
+        if by == "attempt" and arm not in arms:
+            raise BadRequest(f"arm: no arm {arm!r} in suite {suite!r}")
+        q = (params.get("q") or "").lower()
+        offset = _int(params, "offset", 0, 0, 10**9)
+        limit = _int(params, "limit", 100, 1, MAX_PAGE)
+        outs = loaded.outputs(suite)
+        grid: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for r in rows:
+            if by == "attempt" and r["arm"] != arm:
+                continue
+            col = r["arm"] if by == "arm" else str(r["attempt"] or 0)
+            grid.setdefault(r["case_id"], {}).setdefault(col, []).append(r)
+        columns = arms if by == "arm" else sorted({c for g in grid.values() for c in g}, key=int)
+        out = []
+        for cid, cols in grid.items():
+            if q and q not in cid.lower():
+                continue
+            cells: dict[str, Any] = {}
+            for col in columns:
+                rs = sorted(cols.get(col, []), key=lambda r: r["attempt"] or 0)
+                if not rs:
+                    cells[col] = None
+                    continue
+                r = rs[0]
+                text = outs[r["i"]] if r["i"] < len(outs) else ""
+                cells[col] = {"i": r["i"], "status": r["status"], "score": r["score"], "latency_ms": r["latency_ms"],
+                              "tokens_in": r["tokens_in"], "tokens_out": r["tokens_out"], "cost_usd": r["cost_usd"],
+                              "attempts": len(rs), "passes": sum(x["status"] == "passed" for x in rs),
+                              "preview": text[:PREVIEW], "truncated": len(text) > PREVIEW}
+            present = [c for c in cells.values() if c is not None]
+            statuses = {c["status"] for c in present} | ({"(missing)"} if len(present) < len(columns) else set())
+            scores = [c["score"] for c in present if c["score"] is not None]
+            disagreement = len(statuses) - 1 + ((max(scores) - min(scores)) if len(scores) > 1 else 0.0)
+            row: dict[str, Any] = {"case_id": cid, "disagreement": round(disagreement, 6), "cells": cells}
+            if by == "attempt":
+                row["flakiness"] = flakiness_of([c["status"] for c in present])
+            out.append(row)
+        if sort == "disagreement":
+            out.sort(key=lambda r: -r["disagreement"])
+        classes: dict[str, int] = {}
+        for r in out:
+            if "flakiness" in r:
+                classes[r["flakiness"]] = classes.get(r["flakiness"], 0) + 1
+        return {"suite": suite, "by": by, "arm": arm if by == "attempt" else None, "arms": arms,
+                "baseline_arm": base_arm, "columns": columns, "sort": sort, "total": len(out),
+                "offset": offset, "limit": limit, "flakiness": classes, "rows": out[offset:offset + limit]}

@@ -274,7 +274,7 @@
       };
       if (!names.length) { add(app, el("p", { "class": "dim" }, "This run has no suites.")); report(); return; }
       // The first page of cases first, then the report: both need the run, the list needs less.
-      caseBrowser(gen, state, names, report);
+      caseBrowser(gen, state, names, function () { report(); gridCard(gen, runId, names, params); });
     }).catch(fail);
   }
 
@@ -472,6 +472,7 @@
           el("button", { onclick: function () { location.hash = "#/compare" + qs({ base: bsel.value, candidate: csel.value }); } }, "compare")]));
         add(app, holder);
         drawComparison(holder, c);
+        pairBrowser(gen, holder, c, params);
       }).catch(fail);
     }).catch(fail);
   }
@@ -523,14 +524,312 @@
         if (!items.length) return;
         add(card, el("h3", null, pair[1] + " (" + items.length + ")"));
         add(card, el("ul", { "class": "plain", "data-testid": pair[0] + "-cases" }, items.map(function (ref) {
-          var target = ref.candidate ? c.candidate.run_id : c.base.run_id;
-          return el("li", null, [el("a", { "class": "mono", href: runHref(target, { suite: name, q: ref.case_id }) }, ref.case_id),
+          return el("li", null, [el("a", { "class": "mono", href: "#/compare" + qs({ base: c.base.run_id, candidate: c.candidate.run_id,
+              suite: name, filter: "all", q: ref.case_id, "case": ref.case_id, arm: ref.arm }) }, ref.case_id),
             ref.arm !== "default" ? " [" + ref.arm + "]" : "",
             el("span", { "class": "dim" }, "  " + (ref.base || "absent") + " → " + (ref.candidate || "absent"))]);
         })));
       });
       add(holder, card);
     });
+  }
+
+
+  // ------------------------------------------------------------------ grids: cases x arms, cases x attempts
+
+  var FLAKY_TEXT = { stable_pass: "stable pass", flaky: "flaky", stable_fail: "stable fail", unknown: "unknown" };
+  var FLAKY_CLASS = { stable_pass: "v-improved", flaky: "v-inconclusive", stable_fail: "v-regressed", unknown: "" };
+
+  function gridCard(gen, runId, names, params) {
+    var state = { suite: params.gsuite || names[0], by: params.by || "", arm: params.garm || "", sort: params.sort || "disagreement", offset: 0 };
+    var card = el("div", { "class": "card", id: "grid", "data-testid": "grid-card" });
+    add(app, card);
+
+    function load() {
+      getJSON("/api/runs/" + encodeURIComponent(runId) + "/matrix" + qs({ suite: state.suite, by: state.by, arm: state.by === "attempt" ? state.arm : "",
+        sort: state.sort, offset: state.offset, limit: PAGE })).then(function (g) {
+        if (gen !== generation) return;
+        state.by = g.by; if (g.arm) state.arm = g.arm;
+        draw(g);
+      }).catch(function (e) { clear(card); add(card, el("p", { "class": "err" }, "Could not build the grid: " + e.message)); });
+    }
+
+    function draw(g) {
+      clear(card);
+      add(card, el("h2", null, g.by === "arm" ? "Cases × arms" : "Cases × attempts" + (g.arms.length > 1 ? " (arm " + g.arm + ")" : "")));
+      add(card, el("p", { "class": "dim" }, g.by === "arm"
+        ? "One cell per case and arm (its first attempt; passes over attempts when repeated), coloured by status. Sorted by how much the arms disagree. Click a cell for its whole output."
+        : "One column per attempt, with each case's flakiness class. " + Object.keys(g.flakiness).map(function (k) { return g.flakiness[k] + " " + FLAKY_TEXT[k]; }).join(", ") + "."));
+      var filters = el("div", { "class": "filters" });
+      if (names.length > 1) {
+        var sel = el("select", { "aria-label": "grid suite", onchange: function () { state.suite = sel.value; state.by = ""; state.arm = ""; state.offset = 0; load(); } });
+        names.forEach(function (n) { add(sel, el("option", { value: n, selected: n === g.suite ? "selected" : null }, n)); });
+        add(filters, sel);
+      }
+      if (g.arms.length > 1) add(filters, el("button", { "class": g.by === "arm" ? "on" : "", "data-by": "arm", onclick: function () { state.by = "arm"; state.offset = 0; load(); } }, "arms"));
+      add(filters, el("button", { "class": g.by === "attempt" ? "on" : "", "data-by": "attempt", onclick: function () { state.by = "attempt"; state.offset = 0; load(); } }, "attempts"));
+      if (g.by === "attempt" && g.arms.length > 1) {
+        var asel = el("select", { "aria-label": "grid arm", onchange: function () { state.arm = asel.value; state.offset = 0; load(); } });
+        g.arms.forEach(function (a) { add(asel, el("option", { value: a, selected: a === g.arm ? "selected" : null }, a)); });
+        add(filters, asel);
+      }
+      add(filters, el("button", { "class": g.sort === "disagreement" ? "on" : "", "data-sort": "disagreement",
+        onclick: function () { state.sort = "disagreement"; load(); } }, "most disagreement first"));
+      add(filters, el("button", { "class": g.sort === "case" ? "on" : "", "data-sort": "case",
+        onclick: function () { state.sort = "case"; load(); } }, "case order"));
+      add(card, filters);
+      if (g.arms.length < 2 && g.columns.length < 2) {
+        add(card, el("p", { "class": "dim", "data-testid": "grid-none" }, "Suite " + g.suite + " has one arm and one attempt per case: nothing to lay side by side."));
+        return;
+      }
+      var head = [el("th", null, "case")].concat(g.by === "attempt" ? [el("th", null, "class")] : [],
+        g.columns.map(function (col) {
+          return el("th", null, g.by === "arm" ? [col, col === g.baseline_arm ? [" ", badge("baseline")] : null] : "#" + col);
+        }));
+      var body = el("tbody");
+      g.rows.forEach(function (row) {
+        var cells = [el("td", { "class": "id" }, row.case_id)];
+        if (g.by === "attempt") cells.push(el("td", null, badge(FLAKY_TEXT[row.flakiness], FLAKY_CLASS[row.flakiness])));
+        g.columns.forEach(function (col) {
+          var c = row.cells[col];
+          if (!c) { cells.push(el("td", { "class": "cell missing", "data-case": row.case_id, "data-col": col }, el("span", { "class": "dim" }, "no result"))); return; }
+          var out = el("pre", { "class": "preview" }, c.preview + (c.truncated ? "…" : ""));
+          var td = el("td", { "class": "cell c-" + c.status, "data-case": row.case_id, "data-col": col, "data-status": c.status, title: "click for the whole output" }, [
+            el("div", { "class": "cellhead" }, [el("strong", { "class": "o-" + c.status }, c.status),
+              c.attempts > 1 ? " " + c.passes + "/" + c.attempts + " passed" : null,
+              " · score " + num(c.score, 2)]),
+            el("div", { "class": "dim" }, tokensText(c) + " · " + ms(c.latency_ms)), out]);
+          td.addEventListener("click", function () {
+            if (td.getAttribute("data-open")) { td.removeAttribute("data-open"); out.className = "preview"; clear(out); add(out, c.preview + (c.truncated ? "…" : "")); return; }
+            td.setAttribute("data-open", "1");
+            out.className = "preview open";
+            if (!c.truncated) return;
+            getJSON("/api/runs/" + encodeURIComponent(runId) + "/case" + qs({ suite: g.suite, i: c.i })).then(function (d) {
+              if (td.getAttribute("data-open")) { clear(out); add(out, pretty(d.result.output)); }
+            });
+          });
+          cells.push(td);
+        });
+        add(body, el("tr", { "data-case": row.case_id }, cells));
+      });
+      add(card, el("div", { "class": "scroll" }, el("table", { "class": "data grid", "data-testid": "grid" }, [el("thead", null, el("tr", null, head)), body])));
+      var end = Math.min(g.offset + g.rows.length, g.total);
+      add(card, el("div", { "class": "pager" }, [
+        el("button", { disabled: g.offset <= 0 ? "disabled" : null, onclick: function () { state.offset = Math.max(0, g.offset - PAGE); load(); } }, "‹ prev"),
+        el("span", { "data-testid": "grid-pager" }, (g.total ? g.offset + 1 : 0) + "–" + end + " of " + g.total + " cases"),
+        el("button", { disabled: end >= g.total ? "disabled" : null, onclick: function () { state.offset = g.offset + PAGE; load(); } }, "next ›")
+      ]));
+    }
+
+    load();
+  }
+
+  // ------------------------------------------------------------------ compare, case by case
+
+  var PAIR_FILTERS = [["regressed", "regressed"], ["improved", "improved"], ["changed", "changed"],
+    ["errored", "errored"], ["flaky", "flaky"], ["all", "all"]];
+  var TAG_TEXT = { regressed: "regressed", improved: "improved", errored_new: "newly errored", errored_fixed: "no longer errored",
+    content_changed: "case content changed", outcome_changed: "outcome changed", output_changed: "output changed",
+    flaky_base: "flaky in base", flaky_candidate: "flaky in candidate", errored_base: "errored in base",
+    errored_candidate: "errored in candidate", added: "added", removed: "removed" };
+  var TAG_CLASS = { regressed: "v-regressed", errored_new: "v-regressed", improved: "v-improved", errored_fixed: "v-improved",
+    added: "v-added", removed: "v-removed", content_changed: "v-incomparable" };
+
+  function sideCell(side) {
+    if (!side) return el("span", { "class": "dim" }, "absent");
+    return side.statuses.map(function (st, k) {
+      return [k ? " " : null, el("span", { "class": "o-" + st }, st)];
+    });
+  }
+
+  function pairBrowser(gen, holder, c, params) {
+    var state = { base: c.base.run_id, candidate: c.candidate.run_id, suite: params.suite || "",
+                  filter: params.filter || "changed", q: params.q || "", offset: parseInt(params.offset || "0", 10) || 0,
+                  "case": params["case"] || "", arm: params.arm || "" };
+    var list = el("div");
+    var detail = el("div", { "data-testid": "pair-detail" });
+    var card = el("div", { "class": "card", id: "pairs", "data-testid": "pairs-card" }, [
+      el("h2", null, "Cases, side by side"),
+      el("p", { "class": "dim" }, "Every case of both runs, paired by case id and arm. Open one to see base and candidate side by side, with the words that changed."),
+      list, detail]);
+    add(holder, card);
+    var timer = null;
+
+    function sync() {
+      history.replaceState(null, "", "#/compare" + qs({ base: state.base, candidate: state.candidate, suite: state.suite,
+        filter: state.filter, q: state.q, offset: state.offset || "", "case": state["case"], arm: state["case"] ? state.arm : "" }));
+    }
+
+    function load() {
+      sync();
+      getJSON("/api/compare/cases" + qs({ base: state.base, candidate: state.candidate, suite: state.suite, filter: state.filter,
+        q: state.q, offset: state.offset, limit: PAGE })).then(function (page) {
+        if (gen !== generation) return;
+        state.suite = page.suite;
+        draw(page);
+      }).catch(function (e) { clear(list); add(list, el("p", { "class": "err" }, "Could not list the cases: " + e.message)); });
+    }
+
+    function draw(page) {
+      clear(list);
+      var filters = el("div", { "class": "filters" });
+      if (page.suites.length > 1) {
+        var suiteSel = el("select", { "aria-label": "suite", onchange: function () {
+          state.suite = suiteSel.value; state.offset = 0; state["case"] = ""; clear(detail); load(); } });
+        page.suites.forEach(function (n) { add(suiteSel, el("option", { value: n, selected: n === page.suite ? "selected" : null }, n)); });
+        add(filters, suiteSel);
+      }
+      PAIR_FILTERS.forEach(function (f) {
+        add(filters, el("button", { "class": state.filter === f[0] ? "on" : "", "data-filter": f[0],
+          onclick: function () { state.filter = f[0]; state.offset = 0; load(); } }, f[1] + " " + page.counts[f[0]]));
+      });
+      var search = el("input", { type: "search", placeholder: "search case ids and outputs…", value: state.q,
+                                 "aria-label": "search case ids and outputs", "data-testid": "pair-search" });
+      search.addEventListener("input", function () {
+        clearTimeout(timer);
+        timer = setTimeout(function () { state.q = search.value; state.offset = 0; load(); }, 200);
+      });
+      add(filters, search);
+      add(list, filters);
+      var body = el("tbody");
+      page.rows.forEach(function (p) {
+        var selected = p.case_id === state["case"] && (p.arm === (state.arm || "default"));
+        var tr = el("tr", { "class": "click" + (selected ? " sel" : ""), "data-case": p.case_id, "data-arm": p.arm, tabindex: 0,
+          onkeydown: function (ev) { if (ev.key === "Enter") tr.click(); },
+          onclick: function () {
+            list.querySelectorAll("tr.sel").forEach(function (x) { x.className = "click"; });
+            tr.className = "click sel";
+            state["case"] = p.case_id; state.arm = p.arm; sync(); openPair(gen, state, detail);
+          } }, [
+          el("td", { "class": "id" }, p.case_id),
+          el("td", null, p.arm === "default" ? "" : p.arm),
+          el("td", null, sideCell(p.base)),
+          el("td", null, sideCell(p.candidate)),
+          el("td", { "class": "n" }, (p.base ? num(p.base.score, 2) : "–") + " → " + (p.candidate ? num(p.candidate.score, 2) : "–")),
+          el("td", null, p.tags.map(function (t) { return [badge(TAG_TEXT[t] || t, TAG_CLASS[t] || ""), " "]; }))
+        ]);
+        add(body, tr);
+      });
+      add(list, el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "pairs" }, [
+        el("thead", null, el("tr", null, [el("th", null, "case"), el("th", null, "arm"), el("th", null, "base"),
+          el("th", null, "candidate"), el("th", { "class": "n" }, "score"), el("th", null, "what differs")])), body])));
+      var end = Math.min(page.offset + page.rows.length, page.total);
+      add(list, el("div", { "class": "pager" }, [
+        el("button", { disabled: page.offset <= 0 ? "disabled" : null, onclick: function () { state.offset = Math.max(0, page.offset - PAGE); load(); } }, "‹ prev"),
+        el("span", { "data-testid": "pairs-pager" }, (page.total ? page.offset + 1 : 0) + "–" + end + " of " + page.total),
+        el("button", { disabled: end >= page.total ? "disabled" : null, onclick: function () { state.offset = page.offset + PAGE; load(); } }, "next ›")
+      ]));
+      if (!page.rows.length) add(list, el("p", { "class": "dim" }, "No case matches."));
+    }
+
+    load();
+    if (state["case"]) openPair(gen, state, detail);
+  }
+
+  function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
+
+  function diffPre(ops, side) {
+    var pre = el("pre", { "class": "val diff", "data-testid": "diff-" + side });
+    ops.forEach(function (op) {
+      if (op[0] === "eq") add(pre, op[1]);
+      else if (op[0] === "del" && side === "base") add(pre, el("del", null, op[1]));
+      else if (op[0] === "ins" && side === "candidate") add(pre, el("ins", null, op[1]));
+    });
+    return pre;
+  }
+
+  function tokensText(r) {
+    return r.tokens_in === null && r.tokens_out === null ? "unknown" :
+      (r.tokens_in === null ? "?" : r.tokens_in) + " in / " + (r.tokens_out === null ? "?" : r.tokens_out) + " out";
+  }
+
+  function scoreBox(s) {
+    if (!s) return el("p", { "class": "dim" }, "not scored by this scorer");
+    var box = el("div", { "data-testid": "pair-score" }, [el("div", null, [
+      s.passed === true ? badge("pass", "v-improved") : s.passed === false ? badge("fail", "v-regressed") : badge(s.abstained ? "abstained" : "no verdict"),
+      " value " + num(s.value), s.verdict ? [" · verdict ", el("strong", null, s.verdict)] : null, s.judge_model ? " · judge " + s.judge_model : null])]);
+    if (s.rationale) add(box, el("pre", { "class": "val" }, s.rationale));
+    if (s.error) add(box, el("pre", { "class": "val err" }, s.error));
+    var d = s.details || {};
+    if (Array.isArray(d.judges) && d.judges.length) add(box, voteTable("Judge votes", d.judges, ["model", "verdict", "value", "rationale", "error"]));
+    if (Array.isArray(d.paragraphs) && d.paragraphs.length) add(box, voteTable("Paragraphs", d.paragraphs, ["index", "verdict", "text", "rationale", "error"]));
+    return box;
+  }
+
+  function traceList(r) {
+    if (!r || !r.trace || !r.trace.length) return el("p", { "class": "dim" }, r && r.trace ? "Empty trace." : "No trace recorded.");
+    return el("ol", null, r.trace.map(function (t) {
+      var rest = {};
+      Object.keys(t).forEach(function (k) { if (k !== "name") rest[k] = t[k]; });
+      return el("li", null, [el("strong", null, String(t.name === undefined ? t.tool : t.name)), el("pre", { "class": "val" }, pretty(rest))]);
+    }));
+  }
+
+  function openPair(gen, state, detail) {
+    clear(detail);
+    add(detail, el("p", { "class": "dim" }, "loading…"));
+    getJSON("/api/compare/case" + qs({ base: state.base, candidate: state.candidate, suite: state.suite,
+      "case": state["case"], arm: state.arm })).then(function (d) {
+      if (gen !== generation) return;
+      var attempt = 0;
+      var n = Math.max(d.base.length, d.candidate.length);
+      function drawAttempt() {
+        clear(detail);
+        var b = d.base[attempt] || null, c = d.candidate[attempt] || null;
+        var dd = d.diffs[attempt];
+        add(detail, el("div", { "class": "row" }, [el("h2", { "class": "mono", "data-testid": "pair-title" }, d.case_id),
+          d.arm !== "default" ? badge("arm " + d.arm) : null,
+          b ? el("span", { "class": "o-" + b.status }, b.status) : el("span", { "class": "dim" }, "absent"), "→",
+          c ? el("span", { "class": "o-" + c.status }, c.status) : el("span", { "class": "dim" }, "absent"),
+          dd ? el("span", { "class": "dim", "data-testid": "changed-words" }, dd.same ? "outputs identical" : dd.changed_words + " word(s) changed" + (dd.by === "line" ? " (compared by line)" : "")) : null]));
+        if (n > 1) {
+          add(detail, el("div", { "class": "filters" }, ["attempt"].concat(Array.apply(null, Array(n)).map(function (_, k) {
+            return el("button", { "class": k === attempt ? "on" : "", "data-attempt": k, onclick: function () { attempt = k; drawAttempt(); } },
+              "#" + k + " " + (d.base[k] ? d.base[k].status : "–") + " → " + (d.candidate[k] ? d.candidate[k].status : "–"));
+          }))));
+        }
+        var grid = el("div", { "class": "pair" });
+        function both(title, fb, fc) {
+          add(grid, [el("h3", { "class": "span2" }, title), el("div", { "class": "side" }, fb), el("div", { "class": "side" }, fc)]);
+        }
+        add(grid, [el("div", { "class": "side head" }, ["base ", el("span", { "class": "mono" }, d.base_run)]),
+                   el("div", { "class": "side head" }, ["candidate ", el("span", { "class": "mono" }, d.candidate_run)])]);
+        var meta = function (r) {
+          if (!r) return el("p", { "class": "dim" }, "no result on this side");
+          var m = el("dl", { "class": "meta" });
+          [["status", r.status], ["score", num(r.score)], ["latency", ms(r.latency_ms)], ["tokens", tokensText(r)],
+           ["cost", money(r.cost_usd)], ["cached", r.cached ? "yes" : "no"], ["case digest", short(r.case_digest)]].forEach(function (x) {
+            add(m, [el("dt", null, x[0]), el("dd", { "class": x[0] === "status" ? "o-" + r.status : "" }, String(x[1]))]);
+          });
+          if (r.error) add(m, [el("dt", { "class": "err" }, "error"), el("dd", { "class": "err" }, r.error.type + ": " + r.error.message)]);
+          return m;
+        };
+        if (dd) both("Output (struck: only in base; underlined: only in candidate)", diffPre(dd.ops, "base"), diffPre(dd.ops, "candidate"));
+        else both("Output", b ? el("pre", { "class": "val", "data-testid": "diff-base" }, pretty(b.output)) : el("p", { "class": "dim" }, "absent"),
+                  c ? el("pre", { "class": "val", "data-testid": "diff-candidate" }, pretty(c.output)) : el("p", { "class": "dim" }, "absent"));
+        both("Outcome", meta(b), meta(c));
+        if (b && c && same(b.input, c.input)) {
+          add(grid, [el("h3", { "class": "span2" }, "Input (the same on both sides)"), el("pre", { "class": "val span2", "data-testid": "pair-input" }, pretty(b.input))]);
+        } else {
+          both("Input", b ? el("pre", { "class": "val" }, pretty(b.input)) : "", c ? el("pre", { "class": "val" }, pretty(c.input)) : "");
+        }
+        if (b && c && same(b.expected, c.expected)) {
+          add(grid, [el("h3", { "class": "span2" }, "Expected"), el("pre", { "class": "val span2" }, pretty(b.expected))]);
+        } else {
+          both("Expected", b ? el("pre", { "class": "val" }, pretty(b.expected)) : "", c ? el("pre", { "class": "val" }, pretty(c.expected)) : "");
+        }
+        var scorers = [];
+        [b, c].forEach(function (r) { (r ? r.scores : []).forEach(function (s) { if (scorers.indexOf(s.scorer) < 0) scorers.push(s.scorer); }); });
+        if (!scorers.length) add(grid, el("p", { "class": "dim span2" }, "No scores on either side."));
+        scorers.forEach(function (name) {
+          var find = function (r) { return r ? r.scores.filter(function (s) { return s.scorer === name; })[0] : null; };
+          both("Scorer " + name, scoreBox(find(b)), scoreBox(find(c)));
+        });
+        both("Trace", traceList(b), traceList(c));
+        add(detail, grid);
+      }
+      drawAttempt();
+    }).catch(function (e) { clear(detail); add(detail, el("p", { "class": "err" }, "Could not load the case: " + e.message)); });
   }
 
   // ------------------------------------------------------------------ router

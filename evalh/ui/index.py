@@ -89,6 +89,7 @@ def case_row(i: int, r: dict[str, Any]) -> dict[str, Any]:
         "i": i, "case_id": str(r.get("case_id")), "arm": str(r.get("arm", "default")),
         "attempt": r.get("attempt", 0), "status": r.get("status"), "score": r.get("score"),
         "latency_ms": r.get("latency_ms"), "cost_usd": r.get("cost_usd"),
+        "tokens_in": r.get("tokens_in"), "tokens_out": r.get("tokens_out"),
         "error": error.get("type") if isinstance(error, dict) else None,
     }
 
@@ -129,6 +130,24 @@ class LoadedRun:
                     self._run = self.header.model_copy(update={"suites": suites})
                 self.raw_cases = {}  # the validated rows replace them: keep one copy in memory
             return self._run
+
+    def outputs(self, suite: str) -> list[str]:
+        """The output of each row of `suite` as the text a reader compares (see
+        `evalh.report.textdiff.as_text`), computed once: the search over outputs and the
+        previews of the matrix read these."""
+        from evalh.report.textdiff import as_text
+
+        cache = self.extra.setdefault("outputs", {})
+        hit = cache.get(suite)
+        if hit is None:
+            raw = self.raw_cases.get(suite)  # read before `_run`, as in `case`
+            run = self._run
+            if run is not None:
+                hit = [as_text(c.output) for c in run.suites[suite].cases]
+            else:
+                hit = [as_text(c.get("output")) if isinstance(c, dict) else "" for c in raw or []]
+            cache[suite] = hit
+        return hit
 
     def case(self, suite: str, i: int) -> CaseResult:
         """One result, validated on its own."""

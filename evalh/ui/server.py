@@ -16,6 +16,12 @@ Routes::
     GET /api/runs/<id>/cases?suite=&arm=&status=&q=&offset=&limit=
     GET /api/runs/<id>/case?suite=&i=      one result in full
     GET /api/compare?base=&candidate=      compare_runs of two runs
+    GET /api/compare/cases?base=&candidate=&suite=&filter=&q=&offset=&limit=
+                                           both runs case by case, filtered
+    GET /api/compare/case?base=&candidate=&suite=&case=&arm=
+                                           one case of both runs in full, with word diffs
+    GET /api/runs/<id>/matrix?suite=&by=arm|attempt&arm=&sort=&q=&offset=&limit=
+                                           cases x arms (or x attempts) grid
 """
 
 from __future__ import annotations
@@ -150,6 +156,12 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(HTTPStatus.OK, api.trends())
             case ["compare"]:
                 self._json(HTTPStatus.OK, api.compare(params))
+            case ["compare", "cases"]:
+                self._json(HTTPStatus.OK, api.compare_cases(params))
+            case ["compare", "case"]:
+                self._json(HTTPStatus.OK, api.compare_case(params))
+            case ["runs", run_id, "matrix"]:
+                self._json(HTTPStatus.OK, api.matrix(run_id, params))
             case ["runs", run_id]:
                 self._json(HTTPStatus.OK, api.run(run_id))
             case ["runs", run_id, "report"]:
