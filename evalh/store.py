@@ -352,6 +352,7 @@ class RunLock:
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
+        self._key = os.path.abspath(path)
         self._fd: int | None = fd
         self._depth = 1
 
@@ -376,7 +377,7 @@ class RunLock:
     def try_acquire(cls, path: Path, *, reenter: bool = False) -> RunLock | None:
         """The lock if no live process holds it; None otherwise (also when this process
         holds it, unless `reenter`)."""
-        key = str(path)
+        key = os.path.abspath(path)  # one process, one lock, however the directory was named
         with cls._guard:
             held = cls._held.get(key)
             if held is not None and held._fd is not None:
@@ -405,8 +406,8 @@ class RunLock:
                 os.unlink(self.path)  # still ours: no one can be waiting on a file we remove
         with contextlib.suppress(OSError):
             os.close(fd)
-        if self._held.get(str(self.path)) is self:
-            del self._held[str(self.path)]
+        if self._held.get(self._key) is self:
+            del self._held[self._key]
 
     def __del__(self) -> None:  # a plan built but never run (dry run, an error) lets go
         with contextlib.suppress(Exception):

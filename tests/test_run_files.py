@@ -403,3 +403,18 @@ def test_a_torn_last_line_is_dropped_and_the_next_line_starts_clean(
     assert doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 12
     calls = _calls(tmp_path / "calls.txt")
     assert len(calls) == 12 and set(calls.values()) == {1}, "a result lost to the torn line ran again"
+
+
+def test_one_process_holds_a_run_however_its_directory_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalh.store import RunStore
+
+    monkeypatch.chdir(tmp_path)
+    run_id = "20261201T000000000Z-abcdef"
+    held = RunStore(Path("runs")).lock(run_id)
+    try:
+        again = RunStore(tmp_path / "runs").lock(run_id)  # re-entrant, not a second holder
+        again.release()
+        assert (tmp_path / "runs" / f".{run_id}.lock").exists()
+    finally:
+        held.release()
+    assert not (tmp_path / "runs" / f".{run_id}.lock").exists()
