@@ -41,7 +41,8 @@ def run(
     is over its max_error_rate (any regime; a suite where every result errored always is),
     when the run stopped before every case ran (`partial`: budget reached, interrupted)
     or, with --compare-baseline, on a regression against BASELINE; 2 on bad usage or bad
-    input (nothing is written then).
+    input (nothing is written then), or when another process is running the same run; 4
+    when a file cannot be written (disk full, read-only: the journal is kept for --resume).
 
     Examples:
 
