@@ -274,3 +274,20 @@ def test_rejudge_one_suite_keeps_the_others_as_they_were(tmp_path: Path) -> None
     assert doc["suites"]["t"]["cases"] == old["suites"]["t"]["cases"]
     assert out["suites"]["t"]["note"] == "not chosen with --suite: carried over as it was"
     assert out["suites"]["t"]["rescored"] == 0 and doc["config"]["rejudge"]["suites"] == ["s"]
+
+
+def test_drift_note_does_not_suggest_all_when_all_was_given(tmp_path: Path) -> None:
+    """Every stored judgment failed, so even `--all` has none to compare with: the note must
+    not tell the user to pass the `--all` they passed."""
+    cfg = project(tmp_path)
+    script(tmp_path, [{"match": "<output>", "fault": "overloaded"}])
+    ran = cli(cfg, "run", "--json")
+    assert ran.exit_code == 1, ran.output  # a suite where every result failed fails the run
+    run_id = json.loads(ran.stdout)["run_id"]
+    script(tmp_path, SECOND)
+    everything = cli(cfg, "rejudge", run_id, "--all")
+    assert everything.exit_code == 0, everything.output
+    assert "no judgment to compare" in everything.stdout and "--all" not in everything.stdout
+    missing = cli(cfg, "rejudge", run_id)
+    assert missing.exit_code == 0, missing.output
+    assert "no judgment to compare" in missing.stdout

@@ -19,7 +19,10 @@ class ProgressObserver:
         self._task: Any = None
         self.errored = 0
         self.tokens = 0
-        self.cost = 0.0
+        self.cost: float | None = None
+        """Known cost so far; None while no result had one."""
+        self.cost_unknown = 0
+        """Results with tokens but no price: their cost is unknown, never $0."""
 
     def on_start(self, plan: RunPlan) -> None:
         if not self.enabled:
@@ -41,7 +44,7 @@ class ProgressObserver:
             MofNCompleteColumn(),
             TextColumn("errored {task.fields[errored]}"),
             TextColumn("tokens {task.fields[tokens]}"),
-            TextColumn("${task.fields[cost]:.4f}"),
+            TextColumn("{task.fields[cost]}"),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
@@ -51,7 +54,7 @@ class ProgressObserver:
         self._progress.start()
 
     def on_suite(self, suite: SuitePlan, todo: int) -> None:
-        self.errored, self.tokens, self.cost = 0, 0, 0.0
+        self.errored, self.tokens, self.cost, self.cost_unknown = 0, 0, None, 0
         if self._progress is None:
             return
         from rich.markup import escape
@@ -60,17 +63,29 @@ class ProgressObserver:
 
         # the description is formatted into markup ("[bold]{task.description}"): escape it
         self._task = self._progress.add_task(
-            escape(inert(suite.name)), total=todo, errored=0, tokens=0, cost=0.0
+            escape(inert(suite.name)), total=todo, errored=0, tokens=0, cost=self.cost_text()
         )
+
+    def cost_text(self) -> str:
+        """`$0.0123`; with unpriced results `$0.0123 + cost unknown (N)`, or `cost unknown (N)`
+        when no result had a price: an unknown cost is not $0 (as in the results table)."""
+        known = f"${self.cost:.4f}" if self.cost is not None else ""
+        if not self.cost_unknown:
+            return known or "$0.0000"
+        unknown = f"cost unknown ({self.cost_unknown})"
+        return f"{known} + {unknown}" if known else unknown
 
     def on_result(self, suite: SuitePlan, result: CaseResult) -> None:
         if result.status == "errored":
             self.errored += 1
         self.tokens += (result.tokens_in or 0) + (result.tokens_out or 0)
-        self.cost += result.cost_usd or 0.0
+        if result.cost_usd is not None:
+            self.cost = (self.cost or 0.0) + result.cost_usd
+        elif not result.cached and (result.tokens_in is not None or result.tokens_out is not None):
+            self.cost_unknown += 1  # counted as evalh.core.aggregate counts cost_unknown
         if self._progress is not None and self._task is not None:
             self._progress.update(
-                self._task, advance=1, errored=self.errored, tokens=self.tokens, cost=self.cost
+                self._task, advance=1, errored=self.errored, tokens=self.tokens, cost=self.cost_text()
             )
 
     def on_finish(self, run: Run) -> None:

@@ -80,6 +80,8 @@ def render_rejudge(result: RejudgeResult, console: Console) -> None:
     from evalh.console import safe_text
 
     console.print(safe_text(f"rejudge of {result.source.run_id} → {result.run.run_id}", style="bold"))
+    rejudged = result.run.config.get("rejudge")
+    everything = isinstance(rejudged, dict) and bool(rejudged.get("all"))
     for name, s in result.suites.items():
         line = safe_text(f"{name}: {s['rescored']} judged again, {s['carried_over']} carried over; "
                     f"judge errors {s['judge_error_before']} → {s['judge_error_after']}")
@@ -87,10 +89,10 @@ def render_rejudge(result: RejudgeResult, console: Console) -> None:
             line.append(f" ({s['note']})", style="dim")
         console.print(line)
         for scorer, d in s["drift"].items():
-            _render_drift(console, name, scorer, d or {})
+            _render_drift(console, name, scorer, d or {}, everything=everything)
 
 
-def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any]) -> None:
+def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any], *, everything: bool) -> None:
     from rich.table import Table
 
     from evalh.console import safe_text
@@ -100,8 +102,10 @@ def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any]) 
     console.print(head)
     n = d.get("n", 0)
     if not n:
-        console.print(safe_text("  drift: no judgment to compare (the old ones were missing or failed; "
-                           "use --all to judge everything again)", style="dim"))
+        # with --all every stored judgment was asked again: none of them was usable
+        hint = "" if everything else "; use --all to judge everything again"
+        console.print(safe_text(f"  drift: no judgment to compare (the old ones were missing or failed{hint})",
+                                style="dim"))
         return
     console.print(safe_text(f"  drift over {n} judgments: agreement {_fmt(d.get('agreement'))}, "
                        f"Cohen's kappa {_fmt(d.get('kappa'))}"))

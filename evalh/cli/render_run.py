@@ -120,7 +120,8 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
             arm = f" [{r.arm}]" if r.arm != "default" else ""
             att = f" #{r.attempt}" if r.attempt else ""
             line = Text(scrub_text(f"  {r.status:<11} {r.case_id}{arm}{att}  ", env=secrets))
-            line.append(inert(scrub_text(why, env=secrets)[:160]), style="dim")
+            why = scrub_text(why, env=secrets)
+            line.append(inert(why if len(why) <= 160 else why[:159] + "…"), style="dim")  # reads as cut
             console.print(line)
         if len(bad) > max_failures:
             console.print(Text(f"  … and {len(bad) - max_failures} more (evalh show {run.run_id})", style="dim"))

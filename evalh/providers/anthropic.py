@@ -8,6 +8,9 @@ malformed replies) or `PermanentError` (400, 401, 403, 404, …).
 The base URL is the config's `base_url`, else `ANTHROPIC_BASE_URL`, else the SDK default
 (`https://api.anthropic.com`; no `/v1`: the SDK adds it). The key is read from the
 environment variable the config names (`api_key_env`, default `ANTHROPIC_API_KEY`).
+
+Errors name the server called: "Anthropic" for the API itself, else the proxy or compatible
+server's `scheme://host:port` (never its credentials or path).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 from evalh.providers.base import ChatRequest, ChatResponse, ProviderConfig
 from evalh.providers.resilience import (
@@ -29,6 +33,14 @@ def resolve_base_url(config: ProviderConfig) -> str:
     return config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
 
+def server_name(base_url: str) -> str:
+    """What errors call the server: `Anthropic` for its API, else `scheme://host:port`."""
+    parts = urlsplit(base_url)
+    if parts.hostname == "api.anthropic.com":
+        return "Anthropic"
+    return f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}"
+
+
 class AnthropicBackend:
     """One Messages API call per `send`, on a shared `AsyncAnthropic` client."""
 
@@ -41,6 +53,7 @@ class AnthropicBackend:
             raise PermanentError("the `anthropic` package is not installed: pip install anthropic") from None
         self._sdk = anthropic
         self.base_url = resolve_base_url(config)
+        self.server = server_name(self.base_url)
         # The SDK's aiohttp transport (the `anthropic[aiohttp]` extra, `DefaultAioHttpClient`):
         # ~1.6 ms of CPU per request against ~2.7-3 ms with its default httpx2 pool, which is
         # what bounds throughput at 32-64 requests in flight (bench/runner_results.md).
@@ -72,19 +85,21 @@ class AnthropicBackend:
                 reply = json.loads(reply)
         except sdk.APIStatusError as exc:
             status = exc.status_code
-            text = f"HTTP {status} from Anthropic: {_error_message(exc)}"
+            text = f"HTTP {status} from {self.server}: {_error_message(exc)}"
+            if status == 404 and urlsplit(self.base_url).path.rstrip("/").endswith("/v1"):
+                text += " (an anthropic base_url is given without /v1, e.g. http://localhost:8080: /v1/messages is added)"
             if is_retryable(status):
                 raise TransientError(
                     text, status=status, retry_after=parse_retry_after(dict(exc.response.headers))
                 ) from None
             raise PermanentError(text, status=status) from None
         except sdk.APITimeoutError:
-            raise TransientError("Anthropic request timed out") from None
+            raise TransientError(f"request to {self.server} timed out") from None
         except sdk.APIConnectionError as exc:
-            raise TransientError(f"connection to Anthropic failed: {exc}") from None
+            raise TransientError(f"connection to {self.server} failed: {exc}") from None
         except json.JSONDecodeError as exc:  # cast_to=object: the SDK validates nothing
-            raise TransientError(f"malformed reply from Anthropic: {exc}") from None
-        return _response(reply, request.model)
+            raise TransientError(f"malformed reply from {self.server}: {exc}") from None
+        return _response(reply, request.model, self.server)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -99,10 +114,10 @@ def _error_message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))[:500]
 
 
-def _response(data: Any, requested: str) -> ChatResponse:
+def _response(data: Any, requested: str, server: str = "Anthropic") -> ChatResponse:
     """A Messages API reply (JSON) as a `ChatResponse`; a reply of another shape is malformed."""
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-        raise TransientError(f"malformed reply from Anthropic: no content list in {str(data)[:200]!r}")
+        raise TransientError(f"malformed reply from {server}: no content list in {str(data)[:200]!r}")
     texts: list[str] = []
     tool_calls: list[dict[str, Any]] = []
     for block in data["content"]:

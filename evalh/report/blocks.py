@@ -12,6 +12,12 @@ from typing import Any
 
 from evalh.report.models import ArmReport, Counts, Economics, Interval, Report, SuiteReport
 
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters; a cut text ends in an ellipsis, so it reads as cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 TERMINAL_RAW_ROWS = 50
 
 
@@ -158,7 +164,7 @@ def _arm_detail(suite: SuiteReport, arm: ArmReport) -> list[Block]:
         for w in arm.worst:
             paras = f"{w.bad_paragraphs}/{w.paragraphs}" if w.paragraphs else "–"
             t.rows.append([w.case_id, str(w.attempts), str(w.failed), str(w.errored),
-                           str(w.judge_error), paras, (w.why or "")[:200]])
+                           str(w.judge_error), paras, _cut(w.why or "", 200)])
         out.append(t)
     for b in arm.breakdowns:
         t = Table(columns=[b.field, "cases", "passed", "failed", "errored", "judge err", "pass rate",
