@@ -21,13 +21,18 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalh import registry
-from evalh.core.outcome import DEFAULT_MAX_ERROR_RATE
 from evalh.core.sweep_spec import SweepConfig
 from evalh.errors import ConfigError
 from evalh.scorers.base import ScorerConfig
+from evalh.services import Price
 from evalh.targets.base import TargetConfig
 
 CONFIG_FILENAME = "evalh.toml"
+
+DEFAULT_MAX_ERROR_RATE = 0.1
+"""A suite fails the run when more than this share of its results errored or lost their
+judgment. One in ten: a flaky provider or a judge that sometimes truncates stays under it
+on a large suite, an outage, a wrong key or a judge that fails every case never does."""
 
 
 class _Strict(BaseModel):
@@ -57,17 +62,6 @@ class Thresholds(_Strict):
     latency_floor_ms: float = Field(50.0, ge=0)
     """A latency rise smaller than this many milliseconds (at the base's typical latency) is
     inside the allowance whatever its percentage: +12 % of 4 ms is nobody's regression."""
-
-
-class Price(_Strict):
-    """USD per million tokens."""
-
-    SNAPSHOT = frozenset({"input", "output"})
-
-    input: float = Field(ge=0)
-    """USD per million input (prompt) tokens."""
-    output: float = Field(ge=0)
-    """USD per million output (completion) tokens."""
 
 
 class ArmConfig(_Strict):

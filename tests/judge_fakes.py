@@ -10,10 +10,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from evalh.core.services import RunServices
 from evalh.models import Case
 from evalh.providers.base import ChatRequest, ChatResponse, ProviderConfig
 from evalh.scorers.base import ScoreContext
+from evalh.services import RunServices
 from evalh.targets.base import TargetOutput
 
 Reply = ChatResponse | Exception | Callable[[ChatRequest], ChatResponse | Exception]
@@ -67,11 +67,11 @@ def case(cid: str = "c1", *, input: Any = None, expected: Any = None, metadata: 
 
 
 def suite_plan(*, models: list[str | None], scorers: list[Any] | None = None, name: str = "s") -> SimpleNamespace:
-    """The parts of a SuitePlan the judges' prepare/finalize read."""
+    """A SuiteView (evalh.scorers.base): the parts of a SuitePlan the judges' prepare/finalize read."""
     targets = [(f"arm{i}" if len(models) > 1 else "default", SimpleNamespace(model_id=lambda m=m: m))
                for i, m in enumerate(models)]
     return SimpleNamespace(
-        name=name, config=SimpleNamespace(arm_targets=lambda: targets),
+        name=name, subject_models=[m for m in models if m], details={},
         arms=[SimpleNamespace(name=n) for n, _ in targets], scorers=scorers or [], concurrency=4,
     )
 

@@ -275,11 +275,11 @@ def test_shipped_citations_suite_end_to_end(repo_root: Path, tmp_path: Path) -> 
 def test_external_score_wire_shape_transform_and_bad_values(tmp_path: Path) -> None:
     import asyncio
 
-    from evalh.core.services import RunServices
     from evalh.models import Case
     from evalh.providers.registry import close_providers
     from evalh.scorers.base import ScoreContext
     from evalh.scorers.external_score import ExternalScoreConfig, ExternalScorer
+    from evalh.services import RunServices
     from evalh.targets.base import TargetOutput
     from evalh.testing import MockProvider
 

@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from evalh.config import Price
-from evalh.core.services import Budget, RunServices
 from evalh.providers import (
     ChatRequest,
     ProviderConfig,
@@ -27,6 +25,7 @@ from evalh.providers.cache import ResponseCache, cache_key, credential_id, endpo
 from evalh.providers.prices import DEFAULT_PRICES, cost_usd, merged_prices, price_for
 from evalh.providers.registry import ManagedClient
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, parse_retry_after
+from evalh.services import Budget, Price, RunServices
 from evalh.testing import MockProvider
 
 KEY_ENV = "EVALH_TEST_PROVIDER_KEY"

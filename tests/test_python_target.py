@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from evalh.core.services import RunServices
 from evalh.imports import ImportFailure
 from evalh.models import Case
+from evalh.services import RunServices
 from evalh.targets import build_target
 from evalh.targets.base import CallContext, TargetOutput
 from evalh.targets.python_callable import PythonTargetConfig

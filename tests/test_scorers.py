@@ -13,11 +13,11 @@ from pydantic import ValidationError
 from evalh import registry
 from evalh.config import load_config
 from evalh.core.outcome import decide_status
-from evalh.core.services import RunServices
 from evalh.errors import ConfigError
 from evalh.models import Case, Score
 from evalh.scorers import build_scorer
 from evalh.scorers.base import ScoreContext
+from evalh.services import RunServices
 from evalh.targets.base import TargetOutput
 
 

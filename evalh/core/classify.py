@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalh.fields import MISSING, pick, short
 from evalh.models import Case, CaseResult, Score
-from evalh.scorers._util import _MISSING, pick, short
 from evalh.scorers.base import ScoreContext, ScorerConfig
 
 if TYPE_CHECKING:
     from evalh.core.plan import SuitePlan
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
 
 Outcome = Literal["tp", "fp", "tn", "fn", "errored"]
 Label = str | bool | int | float
@@ -54,7 +54,7 @@ def verdict_of(value: Any, verdict_key: str = "verdict") -> tuple[Any, str | Non
     A scalar is the verdict itself; a table gives its `verdict_key`; `{"error": …}`, null,
     or a table without the key is an error (the lens did not answer).
     """
-    if value is None or value is _MISSING:
+    if value is None or value is MISSING:
         return ERRORED, "no verdict"
     if isinstance(value, Mapping):
         if value.get("error"):
@@ -197,7 +197,7 @@ def labels_of(config: ClassificationConfig, expected: Any) -> tuple[dict[str, An
     """(lens → label, per_lens) for one case. Null labels are unlabelled and left out;
     `per_lens` is false when the case carries one label (named `single_lens`)."""
     raw = pick(expected, config.expected_field)
-    if raw is _MISSING or raw is None:
+    if raw is MISSING or raw is None:
         return {}, False
     per_lens = isinstance(raw, Mapping)
     labels = {str(k): v for k, v in raw.items()} if per_lens else {config.single_lens: raw}
@@ -214,7 +214,7 @@ def judge_case(config: ClassificationConfig, expected: Any, output: Any) -> dict
     verdict: Any
     why: str | None
     for lens in sorted(labels):
-        if raw is _MISSING:
+        if raw is MISSING:
             verdict, why = ERRORED, f"output has no field {config.field!r}"
         elif not per_lens:
             verdict, why = verdict_of(raw, config.verdict_key)

@@ -8,12 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalh.config import DEFAULT_MAX_ERROR_RATE
 from evalh.models import CaseStatus, Run, Score
-
-DEFAULT_MAX_ERROR_RATE = 0.1
-"""A suite fails the run when more than this share of its results errored or lost their
-judgment. One in ten: a flaky provider or a judge that sometimes truncates stays under it
-on a large suite, an outage, a wrong key or a judge that fails every case never does."""
 
 
 def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[CaseStatus, float | None]:

@@ -18,8 +18,8 @@ from evalh.models import Case, CaseResult, DerivedFrom
 from evalh.snapshot import snapshot
 
 if TYPE_CHECKING:
-    from evalh.core.services import RunServices
     from evalh.scorers.base import Scorer
+    from evalh.services import RunServices
     from evalh.targets.base import Target
 
 
@@ -54,6 +54,11 @@ class SuitePlan:
     @property
     def total(self) -> int:
         return len(self.cases) * len(self.arms) * self.repeats
+
+    @property
+    def subject_models(self) -> list[str]:
+        """The models the arms' targets ask, as configured (judge ≠ subject)."""
+        return [m for _, t in self.config.arm_targets() if (m := t.model_id())]
 
 
 @dataclass

@@ -31,11 +31,11 @@ from evalh.core.plan import ArmPlan, RunPlan, SuitePlan, resolve_seed
 from evalh.core.rejudge_drift import Key
 from evalh.core.rejudge_parts import Rejudging, StoredScorer, StoredTarget, stored_target_config
 from evalh.core.runner import Observer, run_plan
-from evalh.core.services import Budget
 from evalh.core.session import RunOptions, make_services
 from evalh.datasets import Dataset
 from evalh.errors import ConfigError, EvalhError
 from evalh.models import Case, CaseMetadata, CaseResult, DerivedFrom, Run, SuiteResult
+from evalh.services import Budget
 from evalh.snapshot import snapshot
 from evalh.store import RunStore, new_run_id
 

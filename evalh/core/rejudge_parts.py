@@ -25,7 +25,7 @@ from evalh.targets.base import TargetConfig
 
 if TYPE_CHECKING:
     from evalh.core.plan import SuitePlan
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
     from evalh.targets.base import CallContext, TargetOutput
 
 def incomplete(scorer: Any, score: Score | None) -> bool:

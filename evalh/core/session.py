@@ -16,9 +16,9 @@ from evalh.core.plan import (
     select_suites,
 )
 from evalh.core.runner import Observer, run_plan
-from evalh.core.services import Budget, RunServices
 from evalh.errors import WriteFailed
 from evalh.models import Run
+from evalh.services import Budget, RunServices
 from evalh.store import RunLock, RunStore, new_run_id
 
 

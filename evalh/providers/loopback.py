@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
 
 MOCK_SCHEME = "mock:"
 MOCK_KEY = "evalh-mock-key"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from evalh.config import Price
+from evalh.services import Price
 
 _TABLE: dict[str, tuple[float, float]] = {
     # Anthropic

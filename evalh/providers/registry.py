@@ -27,7 +27,7 @@ from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_re
 from evalh.snapshot import redact_url
 
 if TYPE_CHECKING:
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
 
 
 class Backend(Protocol):

@@ -1,45 +1,6 @@
-"""Helpers shared by the deterministic scorers."""
+"""Moved to `evalh.fields`; kept until `evalh.core.sweep` imports from there."""
 
-from __future__ import annotations
+from evalh.fields import MISSING as _MISSING
+from evalh.fields import as_text, pick, short
 
-from typing import Any
-
-import orjson
-
-_MISSING = object()
-
-
-def pick(value: Any, field: str | None) -> Any:
-    """`value[field]` for a dotted path (`a.b.0`), or `value` itself when field is None.
-
-    A string output that holds JSON is parsed first, so `field` works on model replies.
-    Returns `_MISSING` when the path does not exist.
-    """
-    if field is None:
-        return value
-    if isinstance(value, str):
-        try:
-            value = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return _MISSING
-    for part in field.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return _MISSING
-    return value
-
-
-def as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def short(value: Any, limit: int = 80) -> str:
-    text = as_text(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+__all__ = ["_MISSING", "as_text", "pick", "short"]

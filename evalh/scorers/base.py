@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from evalh.models import Case, Score
 
 if TYPE_CHECKING:
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
     from evalh.targets.base import TargetOutput
 
 
@@ -47,6 +48,34 @@ class Scorer(Protocol):
     async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score: ...
 
 
+class ArmView(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class SuiteView(Protocol):
+    """What a scorer's `prepare(suite, services)` and `finalize(suite, results, services)`
+    hooks read of the suite being run: `evalh.core.plan.SuitePlan` is one, and scorers do not
+    import it (they sit below `evalh.core`; docs/architecture.md)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def arms(self) -> Sequence[ArmView]: ...
+    @property
+    def scorers(self) -> Sequence[Scorer]: ...
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def details(self) -> dict[str, Any]:
+        """Suite details already recorded (a resumed run's calibration)."""
+        ...
+    @property
+    def subject_models(self) -> list[str]:
+        """The models the suite's arms ask (for judge ≠ subject)."""
+        ...
+
+
 class DeterministicScorer:
     """Base of the deterministic scorers: a sync `check` wrapped as the async `score`."""
 
@@ -61,22 +90,22 @@ class DeterministicScorer:
     def _actual(self, output: Any) -> Any:
         """output[field] (the whole output without `field`), or a failing Score saying the
         field is missing: a missing field is the product's failure, never an abstention."""
-        from evalh.scorers._util import _MISSING, pick
+        from evalh.fields import MISSING, pick
 
         actual = pick(output, self.config.field)
-        if actual is _MISSING:
+        if actual is MISSING:
             return self._score(value=0.0, passed=False, rationale=f"output has no field {self.config.field!r}")
         return actual
 
     def _operands(self, case: Case, output: Any) -> tuple[Any, Any] | Score:
         """(output[field], expected[expected_field]), or a failing Score naming what is missing."""
-        from evalh.scorers._util import _MISSING, pick
+        from evalh.fields import MISSING, pick
 
         actual = self._actual(output)
         if isinstance(actual, Score):
             return actual
         expected = pick(case.expected, self.config.expected_field)
-        if expected is _MISSING:
+        if expected is MISSING:
             return self._score(
                 value=0.0, passed=False,
                 rationale=f"case expected has no field {self.config.expected_field!r}",

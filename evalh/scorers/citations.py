@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from evalh.fields import MISSING, pick
 from evalh.models import Case, CaseResult, Score
-from evalh.scorers._util import _MISSING, pick
-from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
 from evalh.scorers.citations_text import cited_numbers, paragraphs, precheck, sources_of
 from evalh.scorers.judge_base import ClientFactory, JudgeScorerBase, find_score
 from evalh.scorers.judge_config import JudgeBase, VerdictSpec, check_verdicts, verdict_scale
@@ -40,8 +40,7 @@ from evalh.scorers.judge_prompt import render, system_prompt
 from evalh.scorers.judge_scale import Scale
 
 if TYPE_CHECKING:
-    from evalh.core.plan import SuitePlan
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
 
 DEFAULT_VERDICTS: dict[str, dict[str, Any]] = {
     "supported": {"pass": True, "description": "the cited source's text backs the claim"},
@@ -131,8 +130,8 @@ class CitationJudgeScorer(JudgeScorerBase):
                mismatch: str | None) -> tuple[str, str]:
         """(system, user) for one paragraph: rubric, question, paragraph, cited sources, hints."""
         parts = [f"<rubric>\n{self.rubric}\n</rubric>"]
-        question = pick(case.input, self.config.question_field) if self.config.question_field else _MISSING
-        if question is not _MISSING:
+        question = pick(case.input, self.config.question_field) if self.config.question_field else MISSING
+        if question is not MISSING:
             parts.append(f"<question>\n{render(question)}\n</question>")
         parts.append(f"<paragraph>\n{paragraph}\n</paragraph>")
         present = [n for n in cited if n in sources]
@@ -210,7 +209,7 @@ class CitationJudgeScorer(JudgeScorerBase):
         return Score(value=share, passed=passed, rationale=f"{details['supported']} of {len(rows)} cited paragraphs supported ({counts})",
                      details=details, **base)
 
-    async def finalize(self, suite: SuitePlan, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
+    async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
         """The judge's counts, plus paragraph verdicts and the pre-check split over the suite."""
         info = await super().finalize(suite, results, services) or {}
         verdicts: Counter[str] = Counter()

@@ -31,16 +31,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from evalh.fields import as_text, pick
 from evalh.models import Case, CaseResult, Score
-from evalh.scorers._util import as_text, pick
-from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
 from evalh.scorers.citations_text import cited_numbers, paragraphs, sources_of
 
 if TYPE_CHECKING:
     import httpx
 
-    from evalh.core.plan import SuitePlan
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
 
 
 class ExternalScoreConfig(ScorerConfig):
@@ -216,7 +215,7 @@ class ExternalScorer:
         """For rejudge: no score yet, or a null one."""
         return score is None or (score.value is None and bool(score.details.get("nulls")))
 
-    async def finalize(self, suite: SuitePlan, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
+    async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
         """How many values the suite got, and how many are null (with why)."""
         scores = [s for r in results for s in r.scores if s.scorer == self.name]
         reasons = Counter(str(s.details["null_reason"]).split(":")[0] for s in scores if s.details.get("null_reason"))

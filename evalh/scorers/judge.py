@@ -24,16 +24,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalh.fields import MISSING, pick
 from evalh.models import Case, Score
-from evalh.scorers._util import _MISSING, pick
-from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
 from evalh.scorers.judge_base import ClientFactory, JudgeScorerBase
 from evalh.scorers.judge_config import JudgeConfig
 from evalh.scorers.judge_prompt import pointwise_prompt
 
 if TYPE_CHECKING:
-    from evalh.core.plan import SuitePlan
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
 
 CONFIGS: dict[str, type[ScorerConfig]] = {"judge": JudgeConfig}
 
@@ -52,14 +51,14 @@ class JudgeScorer(JudgeScorerBase):
             reference_field=c.reference_field, keywords_field=c.keywords_field,
         )
 
-    def estimate(self, case: Case, output: Any = _MISSING) -> list[tuple[str, int, int]]:
+    def estimate(self, case: Case, output: Any = MISSING) -> list[tuple[str, int, int]]:
         """For `evalh run --dry-run` and the budget: (model, prompt tokens, max output tokens)
         of each request judging this case — the prompt without the output (unknown before
         the run) unless `output` is given, re-asks not counted."""
         shown = ""
-        if output is not _MISSING:
+        if output is not MISSING:
             shown = pick(output, self.config.output_field)
-            if shown is _MISSING:
+            if shown is MISSING:
                 return []  # judged without a request (see `judge`)
         system, user = self.prompt(case, shown)
         tokens_in = (len(system) + len(user)) // 4
@@ -78,7 +77,7 @@ class JudgeScorer(JudgeScorerBase):
 
     async def judge(self, case: Case, output: Any, services: RunServices, attempt: int = 0) -> Score:
         shown = pick(output, self.config.output_field)
-        if shown is _MISSING:
+        if shown is MISSING:
             return Score(scorer=self.name, value=0.0, passed=False,
                          rationale=f"output has no field {self.config.output_field!r}")
         system, user = self.prompt(case, shown)
@@ -91,7 +90,7 @@ class JudgeScorer(JudgeScorerBase):
             return refused
         return await self.judge(case, output, ctx.services, ctx.attempt)
 
-    async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
+    async def prepare(self, suite: SuiteView, services: RunServices) -> dict[str, Any] | None:
         info = await super().prepare(suite, services) or {}
         if self.config.calibration is not None:
             from evalh.scorers.judge_calibration import calibrate, recorded_calibration

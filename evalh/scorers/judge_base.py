@@ -23,8 +23,8 @@ from evalh.scorers.judge_panel import Panel, Usage, panel_score, run_panel
 from evalh.scorers.judge_scale import NO_MAJORITY, Scale
 
 if TYPE_CHECKING:
-    from evalh.core.plan import SuitePlan
-    from evalh.core.services import RunServices
+    from evalh.scorers.base import SuiteView
+    from evalh.services import RunServices
 
 ClientFactory = Callable[[ProviderConfig, "RunServices"], ProviderClient]
 
@@ -123,9 +123,9 @@ class JudgeScorerBase:
                 f"({subject!r}); a judge must not grade its own output: use another judge "
                 "model, or pass --allow-self-judge (recorded in the run)")
 
-    def guard_self_judge(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
+    def guard_self_judge(self, suite: SuiteView, services: RunServices) -> dict[str, Any] | None:
         """Refuse (exit 2) a judge that is one of the suite's target models, unless allowed."""
-        subjects = [t.model_id() for _, t in suite.config.arm_targets()]
+        subjects = suite.subject_models
         for subject in filter(None, subjects):
             models = self.self_judged(subject)
             if not models:
@@ -148,7 +148,7 @@ class JudgeScorerBase:
 
     # ------------------------------------------------------------------ suite hooks
 
-    async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
+    async def prepare(self, suite: SuiteView, services: RunServices) -> dict[str, Any] | None:
         """Before the suite: fail fast on a missing key, refuse a self-judge, record who judges."""
         self.clients(services)
         info: dict[str, Any] = {
@@ -160,7 +160,7 @@ class JudgeScorerBase:
             info["self_judge"] = self_judge
         return info
 
-    async def finalize(self, suite: SuitePlan, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
+    async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
         """After the suite: how the judge fared (counts with their denominator, usage)."""
         return judge_counts(r_score for r in results if (r_score := find_score(r, self.name)))
 

@@ -23,25 +23,39 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalh.datasets import load_dataset
 from evalh.errors import BudgetExceeded, ConfigError
 from evalh.models import Case
 from evalh.scorers.judge_base import CalibrationFailed
-from evalh.scorers.judge_config import CalibrationConfig
+from evalh.scorers.judge_config import CalibrationConfig, JudgeBase
 from evalh.scorers.judge_panel import Usage
-from evalh.scorers.judge_scale import ORDINAL_STEPS, step_label
+from evalh.scorers.judge_scale import ORDINAL_STEPS, Scale, step_label
 
 if TYPE_CHECKING:
-    from evalh.core.services import RunServices
-    from evalh.scorers.judge import JudgeScorer
+    from evalh.models import Score
+    from evalh.services import RunServices
+
+
+class CalibratedJudge(Protocol):
+    """What calibration uses of a judge (`evalh.scorers.judge.JudgeScorer` is one; this
+    module does not import it, so the two do not import each other)."""
+
+    @property
+    def config(self) -> JudgeBase: ...
+    @property
+    def scale(self) -> Scale: ...
+    @property
+    def name(self) -> str: ...
+    def estimate(self, case: Case, output: Any) -> list[tuple[str, int, int]]: ...
+    async def judge(self, case: Case, output: Any, services: RunServices, attempt: int = 0) -> Score: ...
 
 MAX_MISSES = 20
 """Misjudged items listed by id in the run (the count is always complete)."""
 
 
-def expected_label(scorer: JudgeScorer, value: Any) -> str | None:
+def expected_label(scorer: CalibratedJudge, value: Any) -> str | None:
     """The label a calibration case's `expected` names on the scorer's scale, or None."""
     if isinstance(value, bool):
         value = "pass" if value else "fail"
@@ -53,7 +67,7 @@ def expected_label(scorer: JudgeScorer, value: Any) -> str | None:
     return value if value in scorer.scale.labels else None
 
 
-def _cases(scorer: JudgeScorer, path: Path, shown: str) -> list[tuple[Case, Any, str]]:
+def _cases(scorer: CalibratedJudge, path: Path, shown: str) -> list[tuple[Case, Any, str]]:
     dataset = load_dataset(path, display=shown)
     out = []
     for case in dataset.cases:
@@ -71,7 +85,7 @@ def _cases(scorer: JudgeScorer, path: Path, shown: str) -> list[tuple[Case, Any,
     return out
 
 
-def calibration_items(scorer: JudgeScorer, cal: CalibrationConfig, root: Path) -> list[tuple[Case, Any, str]]:
+def calibration_items(scorer: CalibratedJudge, cal: CalibrationConfig, root: Path) -> list[tuple[Case, Any, str]]:
     """(case, output to judge, right verdict) of each calibration item."""
     path = Path(cal.dataset)
     path = path if path.is_absolute() else root / path
@@ -88,7 +102,7 @@ def recorded_calibration(details: dict[str, Any] | None) -> dict[str, Any] | Non
 
 
 async def _judge_within_budget(
-    scorer: JudgeScorer, case: Case, output: Any, services: RunServices, hold: tuple[int, float | None]
+    scorer: CalibratedJudge, case: Case, output: Any, services: RunServices, hold: tuple[int, float | None]
 ) -> Any:
     try:
         return await scorer.judge(case, output, services)
@@ -96,7 +110,7 @@ async def _judge_within_budget(
         services.budget.release(tokens=hold[0], cost_usd=hold[1])
 
 
-async def calibrate(scorer: JudgeScorer, cal: CalibrationConfig, services: RunServices) -> dict[str, Any]:
+async def calibrate(scorer: CalibratedJudge, cal: CalibrationConfig, services: RunServices) -> dict[str, Any]:
     """Judge the calibration dataset; the figures for the run, `CalibrationFailed`, or
     `BudgetExceeded` when the budget has no room for the next item (none is sent then)."""
     items = calibration_items(scorer, cal, services.root)

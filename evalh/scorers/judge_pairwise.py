@@ -25,17 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh.errors import BudgetExceeded, ConfigError
+from evalh.fields import MISSING, pick
 from evalh.models import Case, CaseMetadata, CaseResult, Score
-from evalh.scorers._util import _MISSING, pick
-from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
 from evalh.scorers.judge_base import ClientFactory, JudgeScorerBase, find_score
 from evalh.scorers.judge_config import PairwiseJudgeConfig
 from evalh.scorers.judge_panel import Panel
 from evalh.scorers.judge_prompt import pairwise_prompt
 
 if TYPE_CHECKING:
-    from evalh.core.plan import SuitePlan
-    from evalh.core.services import RunServices
+    from evalh.services import RunServices
 
 
 CONFIGS: dict[str, type[ScorerConfig]] = {"pairwise_judge": PairwiseJudgeConfig}
@@ -71,7 +70,7 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         """For rejudge: a pair not judged, or judged with an error."""
         return score is None or score.verdict == PENDING or bool(score.details.get("error"))
 
-    async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
+    async def prepare(self, suite: SuiteView, services: RunServices) -> dict[str, Any] | None:
         if len(suite.arms) < 2:
             raise ConfigError(f"suite {suite.name!r}: scorer {self.name!r} compares arms, and the suite has one")
         if not any(not isinstance(s, PairwiseJudgeScorer) for s in suite.scorers):
@@ -94,7 +93,7 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         """(tokens, cost) the pair may use at most: both orders, each judge `judge_repeats`
         times, prompt characters / 4 plus the whole `max_tokens` (cost None if unpriced)."""
         a, b = pick(base.output, self.config.output_field), pick(other.output, self.config.output_field)
-        if a is _MISSING or b is _MISSING:
+        if a is MISSING or b is MISSING:
             return 0, 0.0  # judged without a request
         case = Case(id=other.case_id, input=other.input, metadata=CaseMetadata.model_validate(other.metadata))
         c = self.config
@@ -112,7 +111,7 @@ class PairwiseJudgeScorer(JudgeScorerBase):
     async def _pair(self, services: RunServices, base: CaseResult, other: CaseResult) -> dict[str, Any]:
         """Judge one pair in both orders; the record kept on the other arm's row."""
         a, b = pick(base.output, self.config.output_field), pick(other.output, self.config.output_field)
-        if a is _MISSING or b is _MISSING:
+        if a is MISSING or b is MISSING:
             return {"vs": base.arm, "error": f"an output has no field {self.config.output_field!r}"}
         ab, ba = await asyncio.gather(self._order(services, base, a, b), self._order(services, base, b, a))
         # Positions → arms: in `ab` the baseline is A; in `ba` it is B.
@@ -142,7 +141,7 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         score.rationale = (record.get("error") or
                            f"{outcome} against {record['vs']}: " + str(record["baseline_first"]["rationale"]))
 
-    async def finalize(self, suite: SuitePlan, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
+    async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
         baseline = suite.arms[0].name
         rows = {(r.case_id, r.arm, r.attempt): r for r in results}
         limit = asyncio.Semaphore(max(1, suite.concurrency))

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from evalh.fields import MISSING, pick
 from evalh.models import Case
-from evalh.scorers._util import _MISSING, pick
 from evalh.scorers.judge_scale import Scale
 
 SYSTEM = """\
@@ -41,9 +41,9 @@ def system_prompt(scale: Scale, what: str = "one output") -> str:
 
 
 def material(case: Case, path: str | None) -> Any:
-    """`input.<path>` or `metadata.<path>` of the case (`_MISSING` when absent)."""
+    """`input.<path>` or `metadata.<path>` of the case (`MISSING` when absent)."""
     if path is None:
-        return _MISSING
+        return MISSING
     root, _, rest = path.partition(".")
     base = case.input if root == "input" else case.metadata.model_dump(mode="json")
     return pick(base, rest or None)
@@ -57,7 +57,7 @@ def task_section(case: Case, show_input: bool, input_field: str | None) -> list[
     if not show_input:
         return []
     task = pick(case.input, input_field)
-    return [] if task is _MISSING else [_section("task", task)]
+    return [] if task is MISSING else [_section("task", task)]
 
 
 def pointwise_prompt(
@@ -74,10 +74,10 @@ def pointwise_prompt(
     """(system, user) for judging one output."""
     parts = [_section("rubric", rubric), *task_section(case, show_input, input_field)]
     reference = material(case, reference_field)
-    if reference is not _MISSING and reference is not None:
+    if reference is not MISSING and reference is not None:
         parts.append(_section("reference", reference))
     keywords = material(case, keywords_field)
-    if keywords is not _MISSING and keywords is not None:
+    if keywords is not MISSING and keywords is not None:
         listed = ", ".join(map(str, keywords)) if isinstance(keywords, list) else render(keywords)
         parts.append(_section("expected_keywords", listed))
     parts.append(_section("output", output))

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
+from evalh.fields import MISSING, pick, short
 from evalh.models import Case, Score
-from evalh.scorers._util import _MISSING, pick, short
 from evalh.scorers.base import DeterministicScorer, ScorerConfig
 
 _ROOTS = ("output", "input", "expected", "metadata")
@@ -71,7 +71,7 @@ class LiteralScorer(DeterministicScorer):
     def check(self, case: Case, output: Any) -> Score:
         text = locate(self.config.text, case, output)
         region = locate(self.config.region, case, output)
-        if not isinstance(text, str) or not text or not isinstance(region, str) or region is _MISSING:
+        if not isinstance(text, str) or not text or not isinstance(region, str) or region is MISSING:
             return self._score(
                 abstained=True, verdict="abstain",
                 rationale=f"nothing to check: {self.config.text} or {self.config.region} is not text",

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
+from evalh.fields import as_text, pick, short
 from evalh.models import Case, Score
-from evalh.scorers._util import as_text, pick, short
 from evalh.scorers.base import DeterministicScorer, ScorerConfig
 
 _FIELDS = frozenset({"type", "name", "field", "expected_field"})

@@ -9,8 +9,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import model_validator
 
+from evalh.fields import short
 from evalh.models import Case, Score
-from evalh.scorers._util import short
 from evalh.scorers.base import DeterministicScorer, ScorerConfig
 
 _FIELDS = frozenset({"type", "name", "field", "expected_field"})

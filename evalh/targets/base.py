@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from evalh.core.services import RunServices
     from evalh.models import Case
+    from evalh.services import RunServices
 
 
 class TargetConfig(BaseModel):
