@@ -34,14 +34,14 @@ def ui(
     from evalh.cli.project import open_project
     from evalh.console import err, warn
     from evalh.errors import EvalhError
-    from evalh.ui.server import _is_loopback, make_server
+    from evalh.ui.server import is_loopback, make_server
 
     root, store = open_project(config, runs_dir)
     try:
         server = make_server(store.runs_dir, root, host, port)
     except OSError as exc:
         raise EvalhError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another with --port)") from None
-    if not _is_loopback(host):
+    if not is_loopback(host):
         warn(f"listening on {host}: anyone who can reach this address can read every run")
     from rich.text import Text
 

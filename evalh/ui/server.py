@@ -71,7 +71,7 @@ def page() -> tuple[bytes, str]:
     return html.encode("utf-8"), csp
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -118,7 +118,7 @@ class Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self) -> None:
-        if self.server.loopback_only and not _is_loopback(_host_name(self.headers.get("Host", ""))):
+        if self.server.loopback_only and not is_loopback(_host_name(self.headers.get("Host", ""))):
             self._error(HTTPStatus.FORBIDDEN, "this dashboard answers only on a loopback host name")
             return
         url = urlsplit(self.path)
@@ -182,7 +182,7 @@ class DashboardServer(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
         self.api = api
-        self.loopback_only = _is_loopback(address[0])
+        self.loopback_only = is_loopback(address[0])
 
 
 def make_server(
