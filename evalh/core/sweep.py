@@ -48,8 +48,8 @@ from evalh.core.sweep_spec import (
     parse_grid_option,
     resolve_spec,
 )
+from evalh.fields import MISSING, pick
 from evalh.models import CaseResult, Run
-from evalh.scorers._util import _MISSING, pick
 
 __all__ = [
     "SWEEP_SCHEMA", "Observation", "SweepConfig", "SweepError", "candidates", "decide",
@@ -98,7 +98,7 @@ def measure_of(spec: SweepConfig, result: CaseResult) -> float | str | None:
             return ERRORED_MEASURE
         return None if score is None else score.value
     raw = pick(result.output, arg or None)
-    if raw is _MISSING:
+    if raw is MISSING:
         return None
     if kind == "output":
         return float(raw) if isinstance(raw, int | float) else None
@@ -123,7 +123,7 @@ def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> lis
     for r in results:
         raw = pick(r.expected, spec.label)
         label: str | None = None
-        if raw is not _MISSING and raw is not None:
+        if raw is not MISSING and raw is not None:
             if spec.tiers:
                 label = _name(raw)
                 if label not in decisions:
