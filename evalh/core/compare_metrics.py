@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from statistics import NormalDist
 from typing import Literal
 
 from evalh.config import Thresholds
@@ -288,7 +287,8 @@ def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
     `flat` with at least that power. With a zero allowance the change planned for is the
     estimate itself, when it is on the worse side.
 
-    The standard error is scaled as 1/√n from the current one (normal approximation)."""
+    The standard error is scaled as 1/√n from the current one, with Student quantiles at
+    the current degrees of freedom (the standard error is an estimate)."""
     ev: Evidence | None = row._evidence
     if row.verdict != "inconclusive" or ev is None or row.change is None or row.n < 2:
         return
@@ -307,7 +307,10 @@ def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
     if distance <= 0:
         return
     alpha = (1.0 - policy.confidence) / 2.0 / max(family_size, 1)
-    z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(policy.power)
+    # Student quantiles with the current units' degrees of freedom: the standard error is
+    # itself estimated, and planning with z as if it were known falls short of the power.
+    df = ev.estimate.df if ev.estimate is not None else float(max(row.n - 1, 1))
+    z = stats.t_quantile(1 - alpha, df) + stats.t_quantile(policy.power, df)
     se_target = distance / z
     needed = math.ceil(row.n * (se0 / se_target) ** 2)
     row.cases_needed = max(needed, row.n + 1)
