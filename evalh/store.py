@@ -256,7 +256,13 @@ class Journal:
             self._fd = None
 
     @staticmethod
-    def read(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, CaseResult]], dict[str, dict[str, Any]]]:
+    def read(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, CaseResult]]]:
+        """The header and every result line (see `read_all`)."""
+        header, results, _ = Journal.read_all(path)
+        return header, results
+
+    @staticmethod
+    def read_all(path: Path) -> tuple[dict[str, Any] | None, list[tuple[str, CaseResult]], dict[str, dict[str, Any]]]:
         """The header, every result line, and what scorers' set-up recorded (suite → scorer
         → info, the latest line winning). A torn last line (no newline after it) is
         ignored; any other line that is not a valid header, result or set-up record is a

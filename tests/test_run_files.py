@@ -396,7 +396,7 @@ def test_a_torn_last_line_is_dropped_and_the_next_line_starts_clean(
     assert runner.invoke(app, [*base, "--max-cost", "0.08"]).exit_code == 1  # 4 more, partial again
     from evalh.store import Journal
 
-    _, results, _ = Journal.read(journal)  # every line whole: the first new one did not join the torn one
+    _, results = Journal.read(journal)  # every line whole: the first new one did not join the torn one
     assert len(results) == 8
     assert runner.invoke(app, [*base, "--max-cost", "1"]).exit_code == 1
     doc = load(journal.parent / f"{run_id}.json")

@@ -150,7 +150,7 @@ def load_record(store: RunStore, run_id: str) -> RunRecord:
         finished += [(name, r) for name, suite in run.suites.items() for r in suite.cases]
         record.prepared = {name: dict(suite.details) for name, suite in run.suites.items()}
     if journal_path.is_file():
-        header, results, prepared = Journal.read(journal_path)
+        header, results, prepared = Journal.read_all(journal_path)
         kept = record.prepared if record is not None else {}
         if header is not None:
             _refuse_derived(run_id, (header.get("derived_from") or {}).get("how"))
