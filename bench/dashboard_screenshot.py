@@ -117,7 +117,11 @@ def main() -> int:
     write_baseline(WORK, runs[4].run_id)
     os.chdir(WORK)  # the page shows the runs directory as given: keep this machine's paths out
     report = WORK / "report.html"
-    report.write_text(to_html(build_report(runs[-2:])), encoding="utf-8")
+    from evalh.report.build import versus_baseline
+    from evalh.store import RunStore
+
+    report.write_text(to_html(build_report(runs[-2:], baseline=versus_baseline(runs[-2:], Path("."), RunStore(Path("eval_runs"))))),
+                      encoding="utf-8")
     server = make_server(Path("eval_runs"), Path("."), "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"

@@ -90,7 +90,9 @@ def test_each_suite_and_arm_is_reported_on_its_own_with_no_blended_headline() ->
     assert [s["suite"] for s in doc["suites"]] == ["big", "small"]
     small = [(a["arm"], a["baseline"], a["counts"]["pass_rate"]) for a in doc["suites"][1]["arms"]]
     assert small == [("A", True, 0.0), ("B", False, 1.0)]
-    assert set(doc) == {"schema", "by", "runs", "suites"}  # no run-wide pass rate
+    assert set(doc) == {"schema", "by", "runs", "suites", "summary", "baseline"}  # no run-wide pass rate
+    assert [(h["suite"], h["arm"], h["pass_rate"]) for h in doc["summary"]] == [
+        ("big", "default", 1.0), ("small", "A", 0.0), ("small", "B", 1.0)]  # the summary: one line per arm
 
 
 # --------------------------------------------------------------------------- breakdowns
@@ -222,7 +224,7 @@ def test_repeated_runs_get_flakiness_classes_pass_at_k_and_raw_attempts() -> Non
 def test_raw_attempts_come_before_the_aggregates_in_every_text_format() -> None:
     rep = build_report([make_run("r1", {"s": suite(_repeated(), "stochastic")})])
     md = to_markdown(rep)
-    assert md.index("raw attempts") < md.index("| suite / arm |")
+    assert md.index("raw attempts") < md.index("| suite / arm | cases |")
     assert "failed 0.00" in md and "stable fail" in md and "pass^k" in md
     html = to_html(rep)
     assert html.index("Raw attempts") < html.index("<caption>Flakiness") < html.index("95% CI")
@@ -327,7 +329,7 @@ def test_json_for_script_cannot_close_the_script_element() -> None:
 
 def test_json_keys_are_stable() -> None:
     doc = orjson.loads(to_json(build_report([make_run("r", {"s": suite([res("a")])})], ["split"])))
-    assert list(doc) == ["schema", "by", "runs", "suites"] and doc["schema"] == "evalh.report/1"
+    assert list(doc) == ["schema", "by", "runs", "suites", "summary", "baseline"] and doc["schema"] == "evalh.report/1"
     arm = doc["suites"][0]["arms"][0]
     assert list(arm) == ["arm", "baseline", "cases", "counts", "interval", "economics", "verdicts",
                          "worst", "breakdowns", "tools", "repeats"]
@@ -407,3 +409,81 @@ def test_cli_without_runs_says_so(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "--runs-dir", str(tmp_path / "empty")])
     assert result.exit_code == 2
     assert "no runs in" in result.stderr and "evalh run" in result.stderr
+
+
+# --------------------------------------------------------------------------- summary first
+
+
+def _repeated_runs(tmp_path: Path) -> Path:
+    runs_dir = tmp_path / "runs"
+    rs = [res(f"case{i:02d}", "passed" if (i + a) % 4 else "failed", attempt=a) for i in range(60) for a in range(2)]
+    write_runs(runs_dir, [
+        make_run("20260101T000000000Z-aaaaaa", {"s": suite([res("a"), res("b")]), "r": suite(rs, "stochastic")}),
+        make_run("20260102T000000000Z-bbbbbb", {"s": suite([res("a"), res("b", "failed")]), "r": suite(rs, "stochastic")}),
+    ])
+    return runs_dir
+
+
+def test_terminal_report_opens_with_the_summary_before_any_raw_table(tmp_path: Path) -> None:
+    runs_dir = _repeated_runs(tmp_path)
+    result = runner.invoke(app, ["report", "--runs-dir", str(runs_dir)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.index("Summary") < out.index("pass rate") < out.index("suite s (")
+    r = out[out.index("suite r (stochastic)"):]
+    assert r.index("raw attempts") < r.index("p50 ms")  # the raw table still before its aggregates
+    head = out[:out.index("raw attempts")]
+    assert "50.0% (1/2)" in head and "75.0% (90/120)" in head  # every suite's headline, with denominators
+    assert "60 × 2" in head and "30 flaky cases" in head
+    assert "case00" not in head  # no attempt before the summary
+
+
+def test_no_raw_folds_the_raw_tables_and_keeps_the_aggregates(tmp_path: Path) -> None:
+    runs_dir = _repeated_runs(tmp_path)
+    shown = runner.invoke(app, ["report", "--runs-dir", str(runs_dir), "--raw"], env={"COLUMNS": "200"}).stdout
+    folded = runner.invoke(app, ["report", "--runs-dir", str(runs_dir), "--no-raw"], env={"COLUMNS": "200"})
+    assert folded.exit_code == 0, folded.output
+    assert "raw attempts (every aggregate" in shown and "raw attempts (every aggregate" not in folded.stdout
+    assert "r: raw attempts of 60 cases folded (--raw shows them" in folded.stdout
+    assert "pass@k" in folded.stdout and "flakiness over 60 cases" in folded.stdout
+    assert "case49" in shown and "case49" not in folded.stdout
+
+
+def test_summary_gives_each_runs_verdict_against_the_baseline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalh.baseline import write_baseline
+    from evalh.core.compare import ComparePolicy, compare_runs
+    from evalh.store import RunStore
+
+    runs_dir = _repeated_runs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    write_baseline(tmp_path, "20260101T000000000Z-aaaaaa")
+    result = runner.invoke(app, ["report", "--runs-dir", str(runs_dir), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    store = RunStore(runs_dir)
+    cmp = compare_runs(store.load("20260101T000000000Z-aaaaaa"), store.load("20260102T000000000Z-bbbbbb"), ComparePolicy())
+    [b] = doc["baseline"]
+    assert (b["base"], b["verdict"], b["fails_gate"]) == ("20260101T000000000Z-aaaaaa", cmp.verdict, cmp.fails_gate)
+    assert {h["suite"]: h["versus"] for h in doc["summary"]} == {n: s.verdict for n, s in cmp.suites.items()}
+    assert cmp.suites["s"].verdict == "regressed"
+    text = runner.invoke(app, ["report", "--runs-dir", str(runs_dir), "--no-raw"], env={"COLUMNS": "200"}).stdout
+    assert "run 20260102T000000000Z-bbbbbb vs baseline 20260101T000000000Z-aaaaaa: regressed; gate FAIL" in text
+    assert text.index("vs baseline") < text.index("suite s (deterministic)")
+    # the baseline run itself is not compared with itself, and a broken marker breaks nothing
+    same = json.loads(runner.invoke(app, ["report", "20260101T000000000Z-aaaaaa", "--runs-dir", str(runs_dir), "-f", "json"]).stdout)
+    assert same["baseline"][0]["note"] == "this run is the baseline" and same["summary"][0]["versus"] is None
+    (tmp_path / "BASELINE").write_text("../../etc\n")
+    broken = runner.invoke(app, ["report", "--runs-dir", str(runs_dir), "-f", "json"])
+    assert broken.exit_code == 0 and "cannot read BASELINE" in json.loads(broken.stdout)["baseline"][0]["note"]
+
+
+def test_html_report_opens_with_the_summary(tmp_path: Path) -> None:
+    runs_dir = _repeated_runs(tmp_path)
+    from evalh.store import RunStore
+
+    store = RunStore(runs_dir)
+    html = to_html(build_report([store.load(i) for i in store.list_ids()]))
+    assert html.index('id="summary"') < html.index('<section class="run">') < html.index("Raw attempts")
+    summary = html[html.index('id="summary"'):html.index("</section>", html.index('id="summary"'))]
+    assert summary.count("<tr>") == 1 + 4  # header, 2 runs × 2 suites
+    assert "75.0% (90/120)" in summary and "60 × 2" in summary

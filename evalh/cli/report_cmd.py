@@ -40,13 +40,19 @@ def report(
         Path | None,
         typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", dir_okay=False),
     ] = None,
+    raw: Annotated[
+        bool,
+        typer.Option("--raw/--no-raw", help="Show each repeated suite's raw-attempts table in the terminal "
+                                            "(its first 50 cases), or fold it to one line."),
+    ] = True,
     runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Report the numbers of one or more runs: outcomes with their denominators, intervals
     where their assumptions hold, latency, tokens and cost, verdicts, worst cases,
     breakdowns by metadata and by tool, and for repeated runs the raw attempts, flakiness
-    and pass@k.
+    and pass@k. It opens with a summary of every suite, and each run's verdict against the
+    BASELINE when one is set.
 
     Errored and judge-error results are counted apart and never enter a pass rate; a rate
     over zero results is shown as n/a. Suites and arms are reported one by one, never
@@ -62,7 +68,7 @@ def report(
 
         evalh report RUN_A RUN_B --format html -o report.html
     """
-    from evalh.cli.project import open_store
+    from evalh.cli.project import open_project
     from evalh.errors import EvalhError, RunNotFound
     from evalh.report import build_report, render_terminal, to_html, to_json, to_markdown
 
@@ -70,7 +76,7 @@ def report(
     for field in fields:
         if not field.strip():
             raise EvalhError("--by: a metadata field name cannot be empty")
-    store = open_store(runs_dir, config)
+    root, store = open_project(config, runs_dir)
     refs = list(run_ids or [])
     if not refs:
         ids = store.list_ids()
@@ -79,12 +85,14 @@ def report(
         refs = [ids[-1]]
     runs = [store.load(ref) for ref in refs]
     _check_fields(runs, fields)
-    rep = build_report(runs, fields)
+    from evalh.report.build import versus_baseline
+
+    rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store))
 
     if fmt is ReportFormat.table and output is None:
         from evalh.console import out
 
-        render_terminal(rep, out())
+        render_terminal(rep, out(), raw=raw)
         return
     if fmt is ReportFormat.table:
         from io import StringIO
@@ -92,7 +100,7 @@ def report(
         from rich.console import Console
 
         buf = StringIO()
-        render_terminal(rep, Console(file=buf, width=160, no_color=True, highlight=False), max_raw=None)
+        render_terminal(rep, Console(file=buf, width=160, no_color=True, highlight=False), max_raw=None, raw=raw)
         text = buf.getvalue()
     elif fmt in (ReportFormat.md, ReportFormat.markdown):
         text = to_markdown(rep)

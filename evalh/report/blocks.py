@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalh.report.models import ArmReport, Counts, Economics, Interval, Report, SuiteReport
+from evalh.report.models import (
+    ArmReport,
+    Counts,
+    Economics,
+    Headline,
+    Interval,
+    Repeats,
+    Report,
+    SuiteReport,
+)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -109,10 +118,27 @@ def _arm_name(suite: SuiteReport, arm: ArmReport) -> str:
     return f"{suite.suite} · {arm.arm}" + (" (baseline arm)" if arm.baseline else "")
 
 
-def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None) -> list[Block]:
+def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None, raw_shown: bool = True) -> list[Block]:
     rep = arm.repeats
     if rep is None:
         return []
+    if not raw_shown:
+        out: list[Block] = [Note(f"{name}: raw attempts of {len(rep.raw)} cases folded (--raw shows them; "
+                                 "every aggregate below is computed from them)")]
+    else:
+        out = _raw_blocks(name, rep, max_raw)
+    total = rep.stable_pass + rep.flaky + rep.stable_fail + rep.unknown
+    flaky = Table(columns=["stable pass", "flaky", "stable fail", "unknown", "attempts per case"],
+                  title=f"{name}: flakiness over {total} cases")
+    per = str(rep.attempts_min) if rep.equal_attempts else f"{rep.attempts_min}–{rep.attempts_max} (unequal)"
+    flaky.rows.append([str(rep.stable_pass), str(rep.flaky), str(rep.stable_fail), str(rep.unknown), per])
+    pk = Table(columns=["k", "pass@k", "pass^k", "cases"], title=f"{name}: pass@k and pass^k")
+    for p in rep.pass_at_k:
+        pk.rows.append([str(p.k), num(p.pass_at_k), num(p.pass_hat_k), str(p.cases)])
+    return [*out, flaky, pk]
+
+
+def _raw_blocks(name: str, rep: Repeats, max_raw: int | None) -> list[Block]:
     width = rep.attempts_max
     raw = Table(columns=["case", *[f"#{i}" for i in range(width)], "passes", "mean score", "variance", "class"],
                 title=f"{name}: raw attempts (every aggregate below is computed from these)")
@@ -125,15 +151,7 @@ def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None) -> list[Bloc
     out: list[Block] = [raw]
     if max_raw is not None and len(rep.raw) > max_raw:
         out.append(Note(f"… {len(rep.raw) - max_raw} more cases (use --format md, json or html for all)"))
-    total = rep.stable_pass + rep.flaky + rep.stable_fail + rep.unknown
-    flaky = Table(columns=["stable pass", "flaky", "stable fail", "unknown", "attempts per case"],
-                  title=f"{name}: flakiness over {total} cases")
-    per = str(rep.attempts_min) if rep.equal_attempts else f"{rep.attempts_min}–{rep.attempts_max} (unequal)"
-    flaky.rows.append([str(rep.stable_pass), str(rep.flaky), str(rep.stable_fail), str(rep.unknown), per])
-    pk = Table(columns=["k", "pass@k", "pass^k", "cases"], title=f"{name}: pass@k and pass^k")
-    for p in rep.pass_at_k:
-        pk.rows.append([str(p.k), num(p.pass_at_k), num(p.pass_hat_k), str(p.cases)])
-    return [*out, flaky, pk]
+    return out
 
 
 def _summary_table(suite: SuiteReport) -> Table:
@@ -189,9 +207,53 @@ def _arm_detail(suite: SuiteReport, arm: ArmReport) -> list[Block]:
     return out
 
 
-def layout(report: Report, *, max_raw: int | None = None) -> list[Block]:
-    """The report as blocks, run by run and suite by suite. Raw attempts come first."""
-    out: list[Block] = []
+def headline_name(h: Headline) -> str:
+    if h.arm == "default":
+        return h.suite
+    return f"{h.suite} · {h.arm}" + (" (baseline arm)" if h.baseline_arm else "")
+
+
+def summary_table(report: Report) -> Table:
+    """The one-screen summary: every suite (and arm) of every run, its pass rate with the
+    denominator, what went wrong, and its verdict against the baseline."""
+    several = len(report.runs) > 1
+    cols = ["suite / arm", "regime", "pass rate", "cases × attempts", "errored", "mean score", "flags"]
+    if report.baseline:
+        cols.insert(6, "vs baseline")
+    if several:
+        cols.insert(0, "run")
+    t = Table(columns=cols)
+    for h in report.summary:
+        row = [headline_name(h), h.regime, rate(h.pass_rate, h.passed, h.pass_rate_denominator),
+               f"{h.cases} × {h.results / h.cases:.3g}" if h.cases and h.results != h.cases else str(h.cases),
+               str(h.errored), num(h.mean_score), "; ".join(h.flags) or "–"]
+        if report.baseline:
+            row.insert(6, h.versus or "–")
+        if several:
+            row.insert(0, h.run_id)
+        t.rows.append(row)
+    return t
+
+
+def summary_blocks(report: Report) -> list[Block]:
+    """What a report opens with: the summary table and each run's verdict against the
+    baseline (the gate and its reasons)."""
+    out: list[Block] = [Heading("Summary", 1), summary_table(report),
+                        Note("pass rate = passed / (passed + failed) over results (attempts); "
+                             "cases × attempts: distinct cases and results (attempts) per case")]
+    for b in report.baseline:
+        if b.note:
+            out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.note}"))
+            continue
+        gate = "gate FAIL: " + "; ".join(b.gate_reasons) if b.fails_gate else "gate passes"
+        out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.verdict}; {gate}", warn=b.fails_gate))
+    return out
+
+
+def layout(report: Report, *, max_raw: int | None = None, raw: bool = True) -> list[Block]:
+    """The report as blocks: the summary first, then run by run and suite by suite, each
+    suite's raw attempts (folded to a note with `raw=False`) before its aggregates."""
+    out: list[Block] = summary_blocks(report)
     for run in report.runs:
         head = f"run {run.run_id}" + (f" · {run.label}" if run.label else "")
         out.append(Heading(head, 1))
@@ -202,7 +264,7 @@ def layout(report: Report, *, max_raw: int | None = None) -> list[Block]:
         for suite in (s for s in report.suites if s.run_id == run.run_id):
             out.append(Heading(f"suite {suite.suite} ({suite.regime})", 2))
             for arm in suite.arms:
-                out.extend(_repeats_blocks(_arm_name(suite, arm), arm, max_raw))
+                out.extend(_repeats_blocks(_arm_name(suite, arm), arm, max_raw, raw))
             out.append(_summary_table(suite))
             for arm in suite.arms:
                 if arm.interval.reason:

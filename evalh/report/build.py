@@ -14,14 +14,19 @@ from typing import Any
 
 from evalh.core.aggregate import aggregate
 from evalh.models import CaseResult, Run, SuiteResult
-from evalh.report.models import ArmReport, Report, RunHeader, SuiteReport
+from evalh.report.models import ArmReport, BaselineVerdict, Headline, Report, RunHeader, SuiteReport
 from evalh.report.parts import breakdown, counts, economics, tool_usage, verdicts, worst_cases
 from evalh.report.repeats import interval, repeats
 
 
-def build_report(runs: Sequence[Run], by: Sequence[str] = (), *, worst: int = 10) -> Report:
-    """The report of `runs` (in the order given), grouped by each metadata field in `by`."""
-    report = Report(by=list(by))
+def build_report(
+    runs: Sequence[Run], by: Sequence[str] = (), *, worst: int = 10,
+    baseline: Sequence[BaselineVerdict] = (),
+) -> Report:
+    """The report of `runs` (in the order given), grouped by each metadata field in `by`.
+    `baseline`: each run's verdict against the BASELINE (see `baseline_verdict`), shown in
+    the summary."""
+    report = Report(by=list(by), baseline=list(baseline))
     for run in runs:
         report.runs.append(RunHeader(
             run_id=run.run_id, label=run.label, status=run.status,
@@ -31,7 +36,54 @@ def build_report(runs: Sequence[Run], by: Sequence[str] = (), *, worst: int = 10
         ))
         for name, suite in run.suites.items():
             report.suites.append(suite_report(run.run_id, name, suite, by, worst=worst))
+    report.summary = headlines(report)
     return report
+
+
+def baseline_verdict(run_id: str, base: str, comparison: dict[str, Any]) -> BaselineVerdict:
+    """The summary's view of `compare_runs(baseline, run).to_dict()`."""
+    return BaselineVerdict(
+        run_id=run_id, base=base, verdict=comparison["verdict"], fails_gate=bool(comparison.get("fails_gate")),
+        gate_reasons=list(comparison.get("gate_reasons") or []),
+        suites={n: s["verdict"] for n, s in (comparison.get("suites") or {}).items()},
+    )
+
+
+def headlines(report: Report) -> list[Headline]:
+    """The summary lines of a report: one per suite and arm, with its flags."""
+    status = {r.run_id: r for r in report.runs}
+    versus = {b.run_id: b for b in report.baseline}
+    out = []
+    for s in report.suites:
+        run = status[s.run_id]
+        vs = versus.get(s.run_id)
+        for arm in s.arms:
+            c, e = arm.counts, arm.economics
+            flags = []
+            if run.status != "complete":
+                flags.append(f"run {run.status}")
+            if c.errored:
+                flags.append(f"{c.errored} errored")
+            if c.judge_error:
+                flags.append(f"{c.judge_error} judge error{'s' if c.judge_error > 1 else ''}")
+            if c.skipped:
+                flags.append(f"{c.skipped} skipped")
+            if arm.repeats is not None and arm.repeats.flaky:
+                flags.append(f"{arm.repeats.flaky} flaky case{'s' if arm.repeats.flaky > 1 else ''}")
+            if c.pass_rate is None:
+                flags.append("no decisive result")
+            if e.cost_unknown:
+                flags.append(f"{e.cost_unknown} unpriced")
+            out.append(Headline(
+                run_id=s.run_id, suite=s.suite, arm=arm.arm, baseline_arm=arm.baseline, regime=s.regime,
+                cases=arm.cases, results=c.n, passed=c.passed, pass_rate=c.pass_rate,
+                pass_rate_denominator=c.pass_rate_denominator, errored=c.errored, judge_error=c.judge_error,
+                skipped=c.skipped, mean_score=c.mean_score,
+                flaky=arm.repeats.flaky if arm.repeats is not None else None,
+                versus=vs.suites.get(s.suite) if vs is not None and vs.note is None else None,
+                flags=flags,
+            ))
+    return out
 
 
 def _arms(suite: SuiteResult) -> list[str]:
@@ -111,4 +163,34 @@ def calibration(details: dict[str, Any]) -> list[dict[str, Any]]:
                 if isinstance(judge, dict):
                     out.append(_one_calibration(f"{name} · {judge.get('model', '?')}",
                                                 {"n": fact.get("n"), **judge}))
+    return out
+
+
+def versus_baseline(runs: Sequence[Run], root: Any, store: Any) -> list[BaselineVerdict]:
+    """Each run compared with the BASELINE run(s) (pooled, as `evalh compare` does with
+    the default policy), for the summary. No marker: no verdicts. A baseline that cannot
+    be read, or a run that is one of the baseline runs, gets a note instead of a verdict:
+    a report never fails because of the baseline."""
+    from evalh.baseline import load_baseline, read_baseline_ids
+    from evalh.errors import EvalhError
+
+    try:
+        ids = read_baseline_ids(root)
+    except EvalhError as exc:
+        return [BaselineVerdict(run_id=r.run_id, base="BASELINE", verdict="none", note=f"cannot read BASELINE: {exc.message}")
+                for r in runs]
+    if not ids:
+        return []
+    base = ", ".join(ids)
+    try:
+        loaded = load_baseline(root, store)
+    except EvalhError as exc:
+        return [BaselineVerdict(run_id=r.run_id, base=base, verdict="none", note=f"cannot load: {exc.message}") for r in runs]
+    out = []
+    for run in runs:
+        if run.run_id in ids:
+            out.append(BaselineVerdict(run_id=run.run_id, base=base, verdict="none", note="this run is the baseline"))
+            continue
+        cmp, _ = loaded.compare(run)
+        out.append(baseline_verdict(run.run_id, base, cmp.to_dict()))
     return out

@@ -120,6 +120,7 @@ def to_html(report: Report, *, title: str | None = None) -> str:
         report=report,
         title=title or ("evalh report · " + ", ".join(r.run_id for r in report.runs)),
         views=[_suite_view(i, s) for i, s in enumerate(report.suites, 1)],
+        summary=blocks.summary_blocks(report)[1:],  # the heading is the section's own
         trend=_trend(report),
         ticks=_ticks(report),
         css=Markup(_asset("report.css")),

@@ -206,6 +206,47 @@ class SuiteReport(_Out):
     notes: list[str] = Field(default_factory=list)
 
 
+class Headline(_Out):
+    """One line of the summary that opens a report: a suite (or an arm of it) of one run,
+    with its pass rate and denominator, what went wrong, and its verdict against the
+    baseline when one is set."""
+
+    run_id: str
+    suite: str
+    arm: str = "default"
+    baseline_arm: bool = False
+    regime: str
+    cases: int
+    results: int
+    """Attempts (results) behind the counts: cases × repeats."""
+    passed: int = 0
+    pass_rate: float | None = None
+    pass_rate_denominator: int = 0
+    errored: int = 0
+    judge_error: int = 0
+    skipped: int = 0
+    mean_score: float | None = None
+    flaky: int | None = None
+    """Cases whose attempts disagree (null without repeats)."""
+    versus: str | None = None
+    """The suite's verdict against the baseline (`compare_runs`); null when none is set."""
+    flags: list[str] = Field(default_factory=list)
+
+
+class BaselineVerdict(_Out):
+    """A reported run compared with the BASELINE run(s): the verdict `evalh compare` gives."""
+
+    run_id: str
+    base: str
+    """The baseline run id, or the ids pooled, comma-separated."""
+    verdict: str
+    fails_gate: bool = False
+    gate_reasons: list[str] = Field(default_factory=list)
+    suites: dict[str, str] = Field(default_factory=dict)
+    note: str | None = None
+    """Why there is no verdict (the baseline could not be read, or is this run)."""
+
+
 class RunHeader(_Out):
     run_id: str
     label: str | None = None
@@ -223,6 +264,10 @@ class Report(_Out):
     by: list[str] = Field(default_factory=list)
     runs: list[RunHeader] = Field(default_factory=list)
     suites: list[SuiteReport] = Field(default_factory=list)
+    summary: list[Headline] = Field(default_factory=list)
+    """One line per suite and arm of every run, in report order: what a reader sees first."""
+    baseline: list[BaselineVerdict] = Field(default_factory=list)
+    """Each reported run against the BASELINE, when one is set (given to `build_report`)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

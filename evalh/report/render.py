@@ -61,8 +61,12 @@ def to_markdown(report: Report) -> str:
 # --------------------------------------------------------------------------- terminal
 
 
-def render_terminal(report: Report, console: Console, *, max_raw: int | None = TERMINAL_RAW_ROWS) -> None:
-    """Draw the report on a rich console, every string as `Text` (no markup)."""
+def render_terminal(
+    report: Report, console: Console, *, max_raw: int | None = TERMINAL_RAW_ROWS, raw: bool = True
+) -> None:
+    """Draw the report on a rich console, every string as `Text` (no markup): the summary
+    first, then each suite's raw attempts (folded to one line with `raw=False`) and its
+    aggregates."""
     from rich.table import Table as RichTable
     from rich.text import Text as RichText
 
@@ -71,7 +75,7 @@ def render_terminal(report: Report, console: Console, *, max_raw: int | None = T
     def Text(text: str, style: str = "") -> RichText:  # noqa: N802 - untrusted: no markup, no escapes
         return RichText(inert(text), style=style)
 
-    for block in layout(report, max_raw=max_raw):
+    for block in layout(report, max_raw=max_raw, raw=raw):
         if isinstance(block, Heading):
             console.print(Text(block.text, style="bold" if block.level > 1 else "bold underline"))
         elif isinstance(block, Note):
