@@ -259,3 +259,47 @@ def test_killed_judged_run_resumes_paying_nothing_twice(
     mock.reset()
     assert _essence(doc) == _essence(_reference(cfg, tmp_path, mock, monkeypatch))
     assert _sent(mock).keys() == sent.keys(), "the resumed run sent other requests than a fresh one"
+
+
+def test_pairs_judged_before_a_kill_in_a_later_suite_are_not_judged_again(
+    tmp_path: Path, mock: MockProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pairwise suite finished (its pairs judged after its cases), then the run is killed in
+    the next suite. Without the cache, the resume must not judge those pairs again: what the
+    pairwise judge wrote into the results is journaled when it is done."""
+    cfg = _project(tmp_path, "pairwise", mock.base_url, n=6)
+    slow = (f'\n[suites.t]\ndataset = "d.jsonl"\ntarget = "tgt:answer"\nregime = "stochastic"\ntier = 9\n'
+            f'scorers = [{{ type = "judge", {_judge(mock.base_url)}, rubric = "answers", output_field = "text" }}]\n')
+    cfg.write_text(cfg.read_text().replace('[suites.s]\n', '[suites.s]\ntier = 0\n') + slow)
+    runs = tmp_path / "runs"
+    env = {"ANTHROPIC_API_KEY": KEY, "EVALH_CACHE_DIR": str(tmp_path / "cache"), "SLOW_S": "0.1"}
+
+    def suite_t_started() -> bool:
+        found = list(runs.glob("*.journal.jsonl"))
+        return bool(found) and sum(b'"suite":"t","result"' in line for line in found[0].read_bytes().splitlines()) >= 2
+
+    proc = evalh_process(["run", "--seed", "3", "-q", "--no-cache", "--runs-dir", str(runs)], tmp_path,
+                         {**env, "SLOW_S": "0"})
+    proc.wait(timeout=60)  # warm-up: the same run uninterrupted, to know the pairs it sends
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    pairs = sum(1 for r in mock.requests if r.body.get("model") == "pair-1")
+    assert pairs == 12  # 6 cases, both orders
+    mock.reset()
+    for p in runs.iterdir():
+        p.unlink()
+
+    proc = evalh_process(["run", "--seed", "3", "-q", "--no-cache", "--runs-dir", str(runs)], tmp_path, env)
+    journal = _wait_for_journal(runs, proc, 12, suite_t_started)
+    proc.kill()
+    proc.wait(timeout=10)
+    assert journal is not None, "the run ended before it could be killed"
+    assert sum(1 for r in mock.requests if r.body.get("model") == "pair-1") == 12
+
+    monkeypatch.setenv("SLOW_S", "0")
+    result = runner.invoke(app, ["run", "--config", str(cfg), "--resume", journal.name.removesuffix(".journal.jsonl"),
+                                 "--runs-dir", str(runs), "-q"])
+    assert result.exit_code == 0, result.output
+    assert sum(1 for r in mock.requests if r.body.get("model") == "pair-1") == 12, "pairs judged again"
+    (doc,) = runs.glob("*.json")
+    details = load(doc)["suites"]["s"]["details"]["ab"]
+    assert details["pairs_judged"] == 6 and details["consistency_under_order_swap"] is not None

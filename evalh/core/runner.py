@@ -262,6 +262,18 @@ class Runner:
         """Scorers with a `finalize(suite_plan, results, services) -> dict` hook see every
         result of the suite once it is done (pairwise judging across arms, suite-level
         figures such as consistency_under_order_swap)."""
+        results = self.results[suite.name]
+        before = [_scores_json(r) for r in results]
+        try:
+            await self._finalize_each(suite)
+        finally:
+            # what finalizing wrote into the results (a pairwise judge's pairs) is journaled
+            # too: a run killed later resumes with it instead of paying for it again
+            for result, was in zip(results, before, strict=True):
+                if _scores_json(result) != was:
+                    self.journal.append(suite.name, result)
+
+    async def _finalize_each(self, suite: SuitePlan) -> None:
         for scorer in suite.scorers:
             finalize = getattr(scorer, "finalize", None)
             if finalize is not None:
@@ -397,6 +409,12 @@ class Runner:
             await _close_targets(self.plan)
             self.observer.on_finish(run)
         return run
+
+
+def _scores_json(result: CaseResult) -> bytes:
+    import orjson
+
+    return orjson.dumps([s.model_dump(mode="json") for s in result.scores])
 
 
 def _restore_env(saved: dict[str, str | None]) -> None:
