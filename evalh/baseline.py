@@ -121,12 +121,11 @@ def require_baseline(root: Path) -> str:
 def write_noise(root: Path, doc: dict[str, Any]) -> Path:
     """Write the noise-floor document beside the marker, atomically, scrubbed of secrets
     like every file evalh writes."""
-    import orjson
-
+    from evalh.jsonio import document_bytes
     from evalh.snapshot import scrub_secrets
 
     path = noise_path(root)
-    atomic_write_bytes(path, scrub_secrets(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"))
+    atomic_write_bytes(path, scrub_secrets(document_bytes(doc)))
     return path
 
 

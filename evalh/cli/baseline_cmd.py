@@ -100,12 +100,11 @@ def show(
 
         evalh show "$(evalh baseline show | head -n 1)"
     """
-    import orjson
-
     from evalh.baseline import baseline_path, noise_path, read_noise, require_baseline_ids
     from evalh.cli.project import open_project
     from evalh.console import out, warn
     from evalh.errors import RunNotFound
+    from evalh.jsonio import document_text
 
     root, store = open_project(config, runs_dir)
     ids = require_baseline_ids(root)
@@ -126,7 +125,7 @@ def show(
         doc = {"run_id": ids[0], "path": str(baseline_path(root)), "run_exists": exists[ids[0]],
                "run_ids": ids, "runs": [{"run_id": i, "run_exists": exists[i]} for i in ids],
                "noise": noise}
-        out().file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out().file.write(document_text(doc))
     else:
         out().file.write("".join(f"{i}\n" for i in ids))
 
@@ -154,14 +153,13 @@ def noise(
 
         evalh baseline noise --json | jq '.suites.panel.cases'
     """
-    import orjson
-
     from evalh.baseline import check_poolable, require_baseline_ids, write_noise
     from evalh.cli.project import open_project
     from evalh.console import err, inert, out
     from evalh.core.noise import measure_noise, noise_line
     from evalh.errors import EvalhError
     from evalh.gcpause import gc_paused
+    from evalh.jsonio import document_text
     from evalh.store import now_iso
 
     root, store = open_project(config, runs_dir)
@@ -177,7 +175,7 @@ def noise(
         doc = measure_noise(runs, measured_at=now_iso())
     path = write_noise(root, doc)
     if json_out:
-        out().file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out().file.write(document_text(doc))
     else:
         console = out()
         console.file.write(f"{len(ids)} baseline runs, {doc['pairs']} pairs\n")

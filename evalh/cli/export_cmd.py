@@ -36,10 +36,9 @@ def export_requests(
 
         evalh export-requests RUN_ID --suite panel --rubric docs/rubric.md -o requests.json
     """
-    import orjson
-
     from evalh.cli.project import open_store
     from evalh.console import err, out
+    from evalh.jsonio import document_bytes
     from evalh.labels import build_export, load_labels, save_labels, sidecar_path
     from evalh.store import atomic_write_bytes
 
@@ -51,7 +50,7 @@ def export_requests(
     document, counts = build_export(
         run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm
     )
-    data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    data = document_bytes(document)
     # The registry first: if writing the export fails, its ids are simply reused next time.
     save_labels(side, labels)
     if str(output) == "-":

@@ -9,6 +9,7 @@ import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, JsonOpt, RunsDirOpt
+from evalh.numbers import num
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -108,15 +109,11 @@ def report(
     labels = load_labels(sidecar_path(run_path, doc.run_id), doc.run_id)
     result = label_report(doc, labels, suites=suite, arm=arm, positive=positive, random_sample=random_sample)
     if json_out:
-        import orjson
+        from evalh.jsonio import document_text
 
-        out().file.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out().file.write(document_text(result))
         return
     render_label_report(result, out())
-
-
-def _num(x: float | None, spec: str = ".3f") -> str:
-    return "null" if x is None else format(x, spec)
 
 
 def render_label_report(rep: dict[str, Any], console: Console) -> None:
@@ -141,13 +138,13 @@ def render_label_report(rep: dict[str, Any], console: Console) -> None:
     for col in ("raters", "overlap", "raw agreement", "kappa", "why null"):
         t.add_column(col)
     for p in rep["inter_rater"]["pairs"]:
-        t.add_row(safe_text(" × ".join(p["raters"])), safe_text(str(p["overlap"])), safe_text(_num(p["raw_agreement"])),
-                  safe_text(_num(p["kappa"])), safe_text(p["kappa_null_reason"] or ""))
+        t.add_row(safe_text(" × ".join(p["raters"])), safe_text(str(p["overlap"])), safe_text(num(p["raw_agreement"], none="null")),
+                  safe_text(num(p["kappa"], none="null")), safe_text(p["kappa_null_reason"] or ""))
     console.print(t if rep["inter_rater"]["pairs"] else safe_text("agreement between raters: fewer than two raters"))
     for j in rep["judges"]:
         console.print(safe_text(
             f"judge {j['scorer']} vs agreed human labels: overlap {j['overlap']}, raw agreement "
-            f"{_num(j['raw_agreement'])}, kappa {_num(j['kappa'])}"
+            f"{num(j['raw_agreement'], none='null')}, kappa {num(j['kappa'], none='null')}"
             + (f" ({j['kappa_null_reason']})" if j["kappa_null_reason"] else "")
         ))
         for human, row in sorted(j["confusion"].items()):

@@ -8,6 +8,7 @@ import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
+from evalh.numbers import num
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,19 +61,15 @@ def rejudge(
                           suites=suite, concurrency=concurrency, allow_self_judge=allow_self_judge)
     result = run_rejudge(cfg, store, opts, ProgressObserver(enabled=not quiet and not json_out))
     if json_out:
-        import orjson
+        from evalh.jsonio import document_text
 
         doc = {"run_id": result.run.run_id, "path": str(result.path), "status": result.run.status,
                "derived_from": {"run_id": result.source.run_id, "how": "rejudge"}, "suites": result.suites}
-        out().file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out().file.write(document_text(doc))
         return
     if not quiet:
         render_rejudge(result, out())
         err().print(f"wrote {result.path}", markup=False, highlight=False)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def render_rejudge(result: RejudgeResult, console: Console) -> None:
@@ -107,8 +104,8 @@ def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any], 
         console.print(safe_text(f"  drift: no judgment to compare (the old ones were missing or failed{hint})",
                                 style="dim"))
         return
-    console.print(safe_text(f"  drift over {n} judgments: agreement {_fmt(d.get('agreement'))}, "
-                       f"Cohen's kappa {_fmt(d.get('kappa'))}"))
+    console.print(safe_text(f"  drift over {n} judgments: agreement {num(d.get('agreement'), none='n/a')}, "
+                       f"Cohen's kappa {num(d.get('kappa'), none='n/a')}"))
     confusion: dict[str, dict[str, int]] = d.get("confusion") or {}
     labels = sorted(set(confusion) | {new for row in confusion.values() for new in row})
     console.print(safe_text(f"  {suite} · {scorer}: old verdicts (rows) vs new (columns)"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import orjson
+from evalh.jsonio import document_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,4 +69,4 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
 
 
 def estimate_json(est: PlanEstimate) -> str:
-    return orjson.dumps(est.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
+    return document_text(est.to_dict())

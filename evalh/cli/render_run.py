@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalh.numbers import money, num, rate
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -11,21 +13,13 @@ if TYPE_CHECKING:
     from evalh.models import Aggregate, Run
 
 
-def fmt_rate(num: int, den: int, rate: float | None) -> str:
-    return "n/a (0)" if rate is None else f"{rate:.1%} ({num}/{den})"
-
-
-def fmt_num(value: float | None, spec: str = ".3f", none: str = "–") -> str:
-    return none if value is None else format(value, spec)
-
-
 def _row(name: str, regime: str, a: Aggregate) -> list[str]:
     return [
         name, regime, str(a.n), str(a.passed), str(a.failed), str(a.errored),
-        str(a.judge_error), fmt_rate(a.passed, a.pass_rate_denominator, a.pass_rate),
-        fmt_num(a.mean_score), fmt_num(a.latency_ms_p50, ".0f"), fmt_num(a.latency_ms_p95, ".0f"),
+        str(a.judge_error), rate(a.pass_rate, a.passed, a.pass_rate_denominator, none="n/a (0)"),
+        num(a.mean_score), num(a.latency_ms_p50, ".0f"), num(a.latency_ms_p95, ".0f"),
         f"{a.tokens_in + a.tokens_out}" if (a.tokens_in or a.tokens_out) else "–",
-        "–" if a.cost_usd is None else f"${a.cost_usd:.4f}" + (f" (+{a.cost_unknown} unpriced)" if a.cost_unknown else ""),
+        money(a.cost_usd, none="–") + (f" (+{a.cost_unknown} unpriced)" if a.cost_usd is not None and a.cost_unknown else ""),
     ]
 
 

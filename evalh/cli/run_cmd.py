@@ -41,8 +41,11 @@ def run(
     is over its max_error_rate (any regime; a suite where every result errored always is),
     when the run stopped before every case ran (`partial`: budget reached, interrupted)
     or, with --compare-baseline, on a regression against BASELINE; 2 on bad usage or bad
-    input (nothing is written then), or when another process is running the same run; 4
-    when a file cannot be written (disk full, read-only: the journal is kept for --resume).
+    input, or a judge refused before the first case ran (judge = subject, calibration
+    below its threshold) — nothing is written then; a calibration refused after earlier
+    suites ran keeps them in a `failed` document — or when another process is running the
+    same run; 4 when a file cannot be written (disk full, read-only: the journal is kept
+    for --resume).
 
     Examples:
 
@@ -129,7 +132,7 @@ def run(
         comparison, notes = baseline.compare(result)  # the baseline's runs pooled per case
         code = max(code, exit_code(comparison, fail_on_regression=True, fail_on_inconclusive=False))
     if json_out:
-        import orjson
+        from evalh.jsonio import document_text
 
         doc = {"run_id": result.run_id, "path": str(path), "status": result.status,
                "exit_code": code, "reasons": verdict.reasons, "summary": result.summary}
@@ -137,7 +140,7 @@ def run(
             from evalh.report.compare_notes import comparison_doc
 
             doc["comparison"] = comparison_doc(comparison, notes)
-        out().file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out().file.write(document_text(doc))
     else:
         if not quiet:
             render_run(result, out())

@@ -115,9 +115,9 @@ def sweep(
         )
     result = sweep_run(run, suite, resolve_spec(base, overrides))
     if json_out:
-        import orjson
+        from evalh.jsonio import document_text
 
-        out().file.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out().file.write(document_text(result))
         return
     render_sweep(result, out(), top=top)
 

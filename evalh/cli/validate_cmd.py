@@ -37,9 +37,9 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
             "scorers": [s.config.display_name for s in plan.scorers], "needs_env": missing,
         })
     if json_out:
-        import orjson
+        from evalh.jsonio import document_text
 
-        out().file.write(orjson.dumps({"config": str(cfg.path), "suites": rows}, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out().file.write(document_text({"config": str(cfg.path), "suites": rows}))
         return
     from rich.text import Text
 

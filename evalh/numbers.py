@@ -1,0 +1,21 @@
+"""How evalh shows a number that may be missing, in tables and text: one formatter, so the
+terminal, the report and the label and rejudge summaries write numbers the same way."""
+
+from __future__ import annotations
+
+
+def num(value: float | None, spec: str = ".3f", none: str = "–") -> str:
+    """`value` formatted with `spec`, or `none` when it is missing (never 0)."""
+    return none if value is None else format(value, spec)
+
+
+def rate(value: float | None, part: int, whole: int, none: str | None = None) -> str:
+    """`75.0% (3/4)`; `n/a (0/0)` (or `none`) when there is no rate."""
+    if value is None:
+        return f"n/a ({part}/{whole})" if none is None else none
+    return f"{value:.1%} ({part}/{whole})"
+
+
+def money(value: float | None, none: str = "unknown") -> str:
+    """US dollars to four places (`$0.0123`), or `none` when the cost is unknown."""
+    return none if value is None else f"${value:.4f}"
