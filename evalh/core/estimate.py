@@ -201,7 +201,7 @@ def _judge_requests(
     arm: str, baseline: str,
 ) -> None:
     name = scorer.config.display_name
-    estimate = getattr(scorer, "estimate", None)
+    estimate: Any = getattr(scorer, "estimate", None)
     per_arm = getattr(scorer, "estimate_arm", None)
     if callable(per_arm) or callable(estimate):
         requests = list(per_arm(case, arm, baseline) if callable(per_arm) else estimate(case))

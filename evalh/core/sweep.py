@@ -256,7 +256,7 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
     scored_obs = decided_obs + errored_obs if spec.errored == "miss" else decided_obs
     labels: dict[str, int] = {}
     for o in scored_obs:
-        labels[o.label] = labels.get(o.label, 0) + 1  # type: ignore[index]
+        labels[o.label] = labels.get(o.label, 0) + 1  # type: ignore[index, arg-type]
     observed = {
         "total": len(obs),
         "scored": len(scored_obs),
@@ -264,8 +264,8 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
         "errored": len(errored_obs),
         "unlabelled": sum(o.label is None and (o.value is not None or o.errored) for o in obs),
         "labels": {d: labels[d] for d in decisions if d in labels},
-        "min": _plain(min(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var]
-        "max": _plain(max(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var]
+        "min": _plain(min(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
+        "max": _plain(max(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
     }
     if not decided_obs:
         raise SweepError("sweep: no result has both a measure and a label: nothing to rank")

@@ -335,9 +335,9 @@ def to_junit_xml(cmp: Comparison) -> str:
             total, skipped = total + 1, skipped + 1
             continue
         props = ET.SubElement(suite_el, "properties")
-        for k, v in (("verdict", s.verdict), ("regime", s.regime or ""),
-                     ("base_run", cmp.base.run_id), ("candidate_run", cmp.candidate.run_id)):
-            ET.SubElement(props, "property", name=k, value=_x(v))
+        for key, value in (("verdict", s.verdict), ("regime", s.regime or ""),
+                           ("base_run", cmp.base.run_id), ("candidate_run", cmp.candidate.run_id)):
+            ET.SubElement(props, "property", name=key, value=_x(value))
         n, f, sk, er = _suite_cases(suite_el, s)
         suite_el.set("tests", str(n))
         suite_el.set("failures", str(f))
