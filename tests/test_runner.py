@@ -269,16 +269,20 @@ def test_budget_from_config(tmp_path: Path) -> None:
 
 
 class _RefusingScorer:
-    """A scorer whose suite-level `prepare` refuses, as a judge failing calibration does."""
+    """A scorer whose suite-level `prepare` refuses, as a judge failing calibration does
+    (or, with `bug`, fails as a bug would)."""
 
     kind: ClassVar[str] = "deterministic"
 
-    def __init__(self) -> None:
+    def __init__(self, bug: bool = False) -> None:
         from evalh.scorers.match import ExactConfig
 
         self.config = ExactConfig(type="exact", name="refuses")
+        self.bug = bug
 
     async def prepare(self, suite: Any, services: Any) -> None:
+        if self.bug:
+            raise RuntimeError("calibration failed: accuracy 0.40 below 0.80")
         raise EvalhError("calibration failed: accuracy 0.40 below 0.80")
 
     async def score(self, case: Case, output: Any, ctx: Any) -> Score:  # pragma: no cover
@@ -290,13 +294,24 @@ def test_a_run_that_stops_on_an_error_is_written_failed_never_complete(tmp_path:
     config = load_config(cfg)
     runs = tmp_path / "runs"
     prepared = prepare_run(config, RunOptions(), runs)
-    prepared.plan.suites[0].scorers.append(_RefusingScorer())
-    with pytest.raises(EvalhError, match="calibration failed"):
+    prepared.plan.suites[0].scorers.append(_RefusingScorer(bug=True))
+    with pytest.raises(RuntimeError, match="calibration failed"):
         run_plan(prepared.plan, RunStore(runs))
     doc = load(runs / f"{prepared.plan.run_id}.json")
     assert doc["status"] == "failed"
-    assert doc["status_reason"] == "EvalhError: calibration failed: accuracy 0.40 below 0.80"
+    assert doc["status_reason"] == "RuntimeError: calibration failed: accuracy 0.40 below 0.80"
     assert (runs / f"{prepared.plan.run_id}.journal.jsonl").exists()
+
+
+def test_a_refusal_before_any_case_writes_nothing(tmp_path: Path) -> None:
+    """A refusal (exit 2) before the first case ran: no `failed` document, no journal."""
+    cfg = write_project(tmp_path, cases=3)
+    runs = tmp_path / "runs"
+    prepared = prepare_run(load_config(cfg), RunOptions(), runs)
+    prepared.plan.suites[0].scorers.append(_RefusingScorer())
+    with pytest.raises(EvalhError, match="calibration failed"):
+        run_plan(prepared.plan, RunStore(runs))
+    assert sorted(p.name for p in runs.iterdir()) == []
 
 
 def test_a_run_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:

@@ -380,11 +380,20 @@ class Runner:
             "datasets": {s.name: self.dataset_sha(s) for s in self.plan.suites},
             "options": self.plan.options,
         }
+        # A judge grading its own model is known from the plan: refused before anything is
+        # written, whichever suite it is in (exit 2, nothing half-written).
+        for suite in self.plan.suites:
+            for scorer in suite.scorers:
+                guard = getattr(scorer, "guard_self_judge", None)
+                if guard is not None:
+                    guard(suite, self.plan.services)
+        journal_is_new = not self.journal.path.exists()
         self.journal.open(header)
         saved_env = {k: os.environ.get(k) for k in ("EVALH_RUN_ID", "EVALH_CASE_ID")}
         self.observer.on_start(self.plan)
         rng = random.Random(self.plan.seed)
         status, reason = "complete", None
+        refused_before_any_case = False
         try:
             for suite in self.plan.suites:
                 await self.run_suite(suite, rng)
@@ -398,12 +407,20 @@ class Runner:
         except BaseException as exc:  # a bug or a refusal mid-run: never written as complete
             err = _error(exc)
             status, reason = "failed", f"{err.type}: {err.message}"
+            # a refusal (a judge calibration below its threshold) before any case ran: nothing
+            # ran, so nothing is written — exit 2 with its one line, as bad input is
+            refused_before_any_case = (isinstance(exc, EvalhError) and exc.exit_code == 2
+                                       and not any(self.results.values()))
             raise
         finally:
             _restore_env(saved_env)  # the ids belong to this run, not to the process after it
             self.journal.close()
             run = self.build_run(status, reason)
-            self.store.write(run)
+            if refused_before_any_case:
+                if journal_is_new:  # a resumed run's journal is what it resumes from: kept
+                    self.journal.path.unlink(missing_ok=True)
+            else:
+                self.store.write(run)
             if status == "complete":
                 self.journal.path.unlink(missing_ok=True)
             await _close_targets(self.plan)
