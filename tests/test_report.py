@@ -224,7 +224,7 @@ def test_repeated_runs_get_flakiness_classes_pass_at_k_and_raw_attempts() -> Non
 def test_raw_attempts_come_before_the_aggregates_in_every_text_format() -> None:
     rep = build_report([make_run("r1", {"s": suite(_repeated(), "stochastic")})])
     md = to_markdown(rep)
-    assert md.index("raw attempts") < md.index("| suite / arm | cases |")
+    assert md.index("raw attempts") < md.index("| suite / arm | cases × attempts | passed |")
     assert "failed 0.00" in md and "stable fail" in md and "pass^k" in md
     html = to_html(rep)
     assert html.index("Raw attempts") < html.index("<caption>Flakiness") < html.index("95% CI")

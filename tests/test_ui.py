@@ -352,3 +352,33 @@ def test_matrix_has_one_cell_per_case_and_arm_sorted_by_disagreement(pair_site: 
         assert reps["flakiness"] == {"stable_pass": 4, "stable_fail": 1}
         assert client.get(f"/api/runs/{b}/matrix", params={"suite": "g", "by": "x"}).status_code == 400
         assert client.get(f"/api/runs/{b}/matrix", params={"suite": "g", "by": "attempt", "arm": "zz"}).status_code == 400
+
+
+def test_both_stylesheets_draw_the_suite_palette_and_a_suite_keeps_its_slot() -> None:
+    from importlib import resources
+
+    from evalh.report.colors import PALETTE, suite_colors
+
+    for pkg, name in (("evalh.ui", "dashboard.css"), ("evalh.report", "templates/report.css")):
+        css = resources.files(pkg).joinpath(name).read_text()
+        assert re.findall(r"--s(\d): (#[0-9a-f]{6})", css)[:len(PALETTE)] == [(str(i), c) for i, c in enumerate(PALETTE)], name
+    few = suite_colors(["gate", "live"])
+    many = suite_colors(["gate", "live · a", "live · b", "zeta", "answers"])
+    assert set(few) == {"gate", "live"} and len(set(many.values())) == len(many)  # no two suites share a colour
+    assert suite_colors(["gate"])["gate"] == few["gate"]  # the slot comes from the name, not from the page
+
+
+def test_trends_carry_denominators_per_suite_cost_and_colours(tmp_path: Path) -> None:
+    from evalh.ui.api import trends
+    from evalh.ui.index import history_row
+
+    runs = [make_run(f"2026010{k}T000000000Z-00000{k}", {
+        "a": suite([res("x", cost_usd=0.5), res("y", "failed", cost_usd=0.25)]),
+        "b": suite([res("x", arm="p"), res("x", "failed", arm="q")])}) for k in (1, 2)]
+    t = trends([history_row(r) for r in runs])
+    pr = {s["name"]: s for s in t["series"]["pass_rate"]}
+    assert pr["a"]["values"] == [0.5, 0.5] and pr["a"]["num"] == [1, 1] and pr["a"]["den"] == [2, 2]
+    assert set(pr) == {"a", "b · p", "b · q"}
+    cost = {s["name"]: s["values"] for s in t["series"]["cost_usd"]}
+    assert cost == {"a": [0.75, 0.75], "b": [None, None]}  # per suite; unknown stays unknown
+    assert set(t["colors"]) == {"a", "b"}

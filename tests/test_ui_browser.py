@@ -91,7 +91,7 @@ def page(browser: Any) -> Iterator[Page]:
 def test_dashboard_loads_clean_with_one_trend_point_per_run(page: Page, site: tuple[str, list[str]]) -> None:
     url, ids = site
     page.page.goto(url + "/")
-    points = page.page.locator("[data-testid=chart-pass_rate] circle.pt")
+    points = page.page.locator("[data-testid=chart-pass_rate] .pt")
     points.first.wait_for()
     assert points.count() == len(ids)
     assert [points.nth(i).get_attribute("data-run") for i in range(len(ids))] == ids
@@ -107,7 +107,7 @@ def test_dashboard_loads_clean_with_one_trend_point_per_run(page: Page, site: tu
 def test_clicking_a_trend_point_and_a_case_opens_its_drill_down(page: Page, site: tuple[str, list[str]]) -> None:
     url, ids = site
     page.page.goto(url + "/")
-    page.page.locator(f"[data-testid=chart-pass_rate] circle.pt[data-run='{ids[0]}']").click()
+    page.page.locator(f"[data-testid=chart-pass_rate] .pt[data-run='{ids[0]}']").click()
     page.page.locator("[data-testid=cases] tbody tr[data-case='c']").click()
     title = page.page.locator("[data-testid=case-title]")
     title.wait_for()
@@ -196,6 +196,7 @@ ANSWERS = {
     "q.hostile": ("plain text", HOSTILE_IMG + " " + HOSTILE_SCRIPT),
 }
 ARMS = ("haiku", "sonnet", "opus")
+RICH_RUNS: list[Path] = []
 
 
 def _rich_runs(runs_dir: Path) -> list[Any]:
@@ -226,6 +227,7 @@ def _rich_runs(runs_dir: Path) -> list[Any]:
 def rich(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
     root = tmp_path_factory.mktemp("rich")
     runs = _rich_runs(root / "eval_runs")
+    RICH_RUNS[:] = [root / "eval_runs"]
     server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -369,6 +371,67 @@ def test_repeats_grid_has_attempt_columns_and_flakiness(browser: Any, rich: tupl
         assert grid.locator("td.cell").count() == 5 * 3
         classes = set(grid.locator("tbody tr td:nth-child(2)").all_inner_texts())
         assert "flaky" in classes  # (i + a + j) % 3 fails one attempt in three
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()
+
+
+# --------------------------------------------------------------------------- charts that read, tables that fit
+
+FILL = "(sel) => getComputedStyle(document.querySelector(sel)).fill"
+
+
+def test_trend_charts_have_distinct_x_labels_visible_series_and_tooltips_with_denominators(
+        page: Page, site: tuple[str, list[str]]) -> None:
+    url, ids = site
+    page.page.goto(url + "/")
+    page.page.locator("[data-testid=chart-pass_rate] .pt").first.wait_for()
+    labels = page.page.locator("[data-testid=chart-pass_rate] text.xlabel")
+    texts = [labels.nth(i).text_content() for i in range(labels.count())]
+    assert len(texts) == len(ids) and len(set(texts)) == len(texts)  # one per run, none the same
+    assert all("01-01 00:00" in t for t in texts)  # with the run's date-time
+    tip = page.page.locator(f"[data-testid=chart-pass_rate] .pt[data-run='{ids[0]}'] title").text_content()
+    assert "66.7% (2/3)" in tip and ids[0] in tip
+    assert page.errors == []
+
+
+def test_overlapping_series_stay_apart_and_a_suite_has_one_colour_everywhere(
+        browser: Any, rich: tuple[str, list[str]], tmp_path: Path) -> None:
+    url, ids = rich
+    p = wide(browser)
+    try:
+        p.page.goto(url + "/")
+        p.page.locator("[data-testid=chart-pass_rate] .pt").first.wait_for()
+        boxes = p.page.evaluate("""() => [...document.querySelectorAll('[data-testid=chart-pass_rate] .pt')].map(e => {
+            const b = e.getBoundingClientRect(); return [e.dataset.series, e.dataset.run, Math.round(b.x * 10), Math.round(b.y * 10)]; })""")
+        assert len(boxes) == 2 * 4  # qa and three arms, two runs
+        assert len({(b[2], b[3]) for b in boxes}) == len(boxes)  # no marker hides another
+        # one colour per suite: the arms of `arms` share it, qa has another
+        colours = p.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-testid=chart-pass_rate] .pt')]
+            .map(e => [e.dataset.series, getComputedStyle(e).fill]))""")
+        assert colours["arms · haiku"] == colours["arms · sonnet"] == colours["arms · opus"] != colours["qa"]
+        # cost per suite, in the suite's colour
+        cost = p.page.locator("[data-testid=chart-cost] .pt[data-series=qa]").first
+        assert p.page.evaluate("(e) => getComputedStyle(e).fill", cost.element_handle()) == colours["qa"]
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+        # the HTML report of the same runs draws qa in the same colour
+        from evalh.store import RunStore
+
+        store = RunStore(RICH_RUNS[0])
+        path = tmp_path / "r.html"
+        path.write_text(to_html(build_report([store.load(i) for i in ids])), encoding="utf-8")
+        p.page.goto(path.as_uri())
+        p.page.locator("svg.trend .pt").first.wait_for()
+        html_colours = p.page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('svg.trend .pt')]
+            .map(e => [e.querySelector('title').textContent.split(' · ')[0], getComputedStyle(e).fill]))""")
+        assert html_colours["qa"] == colours["qa"]
+        assert html_colours["arms"] == colours["arms · haiku"]
+        html_labels = p.page.locator("svg.trend text.xlabel").all_text_contents()
+        assert html_labels == ["rich 002-01 00:00", "rich 102-02 00:00"]
+        tip = p.page.locator("svg.trend .pt title").first.text_content()
+        assert "(" in tip and "/" in tip  # the rate with its denominator
         assert p.page.evaluate(OVERFLOW) == []
         assert p.errors == []
     finally:

@@ -105,6 +105,14 @@ def calibration(cal: dict[str, Any]) -> str:
     return num(cal.get("accuracy"), ".1%") + " (no denominator recorded)"
 
 
+def cases_attempts(cases: int, results: int) -> str:
+    """`20 × 3` for 20 cases of 3 results (attempts) each; `20` when each ran once; the
+    mean count per case when attempts are unequal."""
+    if not cases or results == cases:
+        return str(cases)
+    return f"{cases} × {results / cases:.3g}"
+
+
 def mean_score(c: Counts) -> str:
     return "–" if c.mean_score is None else f"{c.mean_score:.3f} (n={c.mean_score_denominator})"
 
@@ -155,12 +163,12 @@ def _raw_blocks(name: str, rep: Repeats, max_raw: int | None) -> list[Block]:
 
 
 def _summary_table(suite: SuiteReport) -> Table:
-    t = Table(columns=["suite / arm", "cases", "passed", "failed", "errored", "judge err", "skipped",
+    t = Table(columns=["suite / arm", "cases × attempts", "passed", "failed", "errored", "judge err", "skipped",
                        "pass rate", "95% CI", "mean score", "p50 ms", "p95 ms", "tokens", "cost"])
     for arm in suite.arms:
         c, e = arm.counts, arm.economics
         t.rows.append([
-            _arm_name(suite, arm), str(arm.cases), str(c.passed), str(c.failed), str(c.errored),
+            _arm_name(suite, arm), cases_attempts(arm.cases, c.n), str(c.passed), str(c.failed), str(c.errored),
             str(c.judge_error), str(c.skipped), rate(c.pass_rate, c.passed, c.pass_rate_denominator),
             ci(arm.interval), mean_score(c), ms(e.latency_ms_p50), ms(e.latency_ms_p95),
             tokens(e), cost(e),
@@ -225,7 +233,7 @@ def summary_table(report: Report) -> Table:
     t = Table(columns=cols)
     for h in report.summary:
         row = [headline_name(h), h.regime, rate(h.pass_rate, h.passed, h.pass_rate_denominator),
-               f"{h.cases} × {h.results / h.cases:.3g}" if h.cases and h.results != h.cases else str(h.cases),
+               cases_attempts(h.cases, h.results),
                str(h.errored), num(h.mean_score), "; ".join(h.flags) or "–"]
         if report.baseline:
             row.insert(6, h.versus or "–")

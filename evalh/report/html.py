@@ -44,7 +44,8 @@ def environment() -> Environment:
     )
     env.filters.update(rate=blocks.rate, num=blocks.num, ms=blocks.ms, money=blocks.money,
                        ci=blocks.ci, tokens=blocks.tokens, cost=blocks.cost,
-                       mean_score=blocks.mean_score, calibration=blocks.calibration)
+                       mean_score=blocks.mean_score, calibration=blocks.calibration,
+                       cases_attempts=blocks.cases_attempts)
     return env
 
 
@@ -72,40 +73,61 @@ def _bar(arm: ArmReport, width: float = 420.0) -> list[dict[str, Any]]:
     return out
 
 
+def run_tick(run: Any) -> tuple[str, str]:
+    """A run's name under an axis: its label or short id, and its date-time (MM-DD HH:MM),
+    so two runs of one day are told apart."""
+    name = run.label or run.run_id[-6:]
+    if len(name) > 16:
+        name = name[:15] + "…"
+    return name, run.started_at[5:16].replace("T", " ")
+
+
 def _ticks(report: Report) -> list[dict[str, Any]]:
-    """Labels under the trend's x axis: every run up to 8, else the first and the last."""
+    """Labels under the trend's x axis: every run when they fit (7), else evenly spaced
+    ones, the first and the last always."""
     n = len(report.runs)
     if n < 2:
         return []
     step = (560.0 - 2 * 28.0) / (n - 1)
-    keep = range(n) if n <= 8 else (0, n - 1)
+    every = max(1, -(-(n - 1) // 6))
+    keep = [j for j in range(n) if j % every == 0 and (n - 1 - j >= every or j == 0)] + [n - 1]
     out = []
-    for j in keep:
-        run = report.runs[j]
-        text = run.label or run.started_at[:16].replace("T", " ")
-        out.append({"x": round(28.0 + j * step, 1), "text": text if len(text) <= 22 else text[:21] + "…",
+    for j in dict.fromkeys(keep):
+        name, when = run_tick(report.runs[j])
+        out.append({"x": round(28.0 + j * step, 1), "name": name, "when": when, "run": report.runs[j].run_id,
                     "anchor": "start" if j == 0 else ("end" if j == n - 1 else "middle")})
     return out
 
 
 def _trend(report: Report) -> list[dict[str, Any]]:
     """Pass rate per (suite, arm) across the runs of the report, in the order given; one
-    series per suite and arm, a gap where a run has no decisive result."""
+    series per suite and arm, a gap where a run has no decisive result. A suite has its
+    colour (`evalh.report.colors`, as on the dashboard); the arms of one suite share it and
+    differ by marker; series are offset by a pixel or two so equal values stay visible."""
+    from evalh.report.colors import suite_colors, suite_of
+
     if len(report.runs) < 2:
         return []
     ids = [r.run_id for r in report.runs]
-    series: dict[str, list[float | None]] = {}
+    series: dict[str, list[Any]] = {}
     for s in report.suites:
         for arm in s.arms:
             key = s.suite if arm.arm == "default" else f"{s.suite} · {arm.arm}"
-            series.setdefault(key, [None] * len(ids))[ids.index(s.run_id)] = arm.counts.pass_rate
+            c = arm.counts
+            series.setdefault(key, [None] * len(ids))[ids.index(s.run_id)] = (
+                None if c.pass_rate is None else (c.pass_rate, c.passed, c.pass_rate_denominator))
+    colors = suite_colors(series)
     w, h, pad = 560.0, 160.0, 28.0
     step = (w - 2 * pad) / max(1, len(ids) - 1)
     out = []
+    markers: dict[str, int] = {}
     for i, (name, values) in enumerate(series.items()):
-        pts = [{"x": round(pad + j * step, 1), "y": round(h - pad - v * (h - 2 * pad), 1),
-                "value": v, "run": ids[j]} for j, v in enumerate(values) if v is not None]
-        out.append({"name": name, "points": pts, "cls": f"s{i % 6}"})
+        dx = (i - (len(series) - 1) / 2) * min(3.0, 12.0 / len(series))
+        suite = suite_of(name)
+        markers[suite] = markers.get(suite, -1) + 1
+        pts = [{"x": round(pad + j * step + dx, 1), "y": round(h - pad - v[0] * (h - 2 * pad), 1),
+                "text": f"{v[0]:.1%} ({v[1]}/{v[2]})", "run": ids[j]} for j, v in enumerate(values) if v is not None]
+        out.append({"name": name, "points": pts, "cls": f"s{colors[suite]}", "square": markers[suite] % 2 == 1})
     return out
 
 

@@ -56,22 +56,37 @@ def _int(params: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
 
 def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """Series of the headline numbers across runs, oldest first, one slot per run (null
-    where a run has no value). Pass rate, mean score and latency are per suite (and per
-    arm when a suite has several): never blended across suites."""
+    where a run has no value). Pass rate, mean score, latency and cost are per suite (and
+    per arm when a suite has several): never blended across suites. Beside each series'
+    `values`, `num` and `den` give the figure's numerator and denominator where it has
+    them (passed of decisive results; scores behind a mean), for the tooltips; `colors`
+    maps each suite to its palette slot (`evalh.report.colors`)."""
+    from evalh.report.colors import suite_colors
+
     ids = [s["run_id"] for s in summaries]
-    metrics = ("pass_rate", "mean_score", "latency_ms_p50", "latency_ms_p95")
-    series: dict[str, dict[str, list[Any]]] = {m: {} for m in metrics}
+    metrics = ("pass_rate", "mean_score", "latency_ms_p50", "latency_ms_p95", "cost_usd")
+    fractions = {"pass_rate": ("passed", "pass_rate_denominator"), "mean_score": (None, "mean_score_denominator")}
+    series: dict[str, dict[str, dict[str, list[Any]]]] = {m: {} for m in metrics}
     for j, s in enumerate(summaries):
         for suite, info in s["suites"].items():
             parts = {suite: info["aggregate"]} if not info["arms"] else {
                 f"{suite} · {arm}": agg for arm, agg in info["arms"].items()}
-            for name, agg in parts.items():
-                for m in metrics:
-                    series[m].setdefault(name, [None] * len(ids))[j] = agg.get(m)
-    out = {m: [{"name": n, "values": v} for n, v in series[m].items()] for m in metrics}
-    out["cost_usd"] = [{"name": "cost per run", "values": [s["cost_usd"] for s in summaries]}]
+            whole = {suite: info["aggregate"]}  # cost is the suite's, whatever its arms
+            for m in metrics:
+                for name, agg in (whole if m == "cost_usd" else parts).items():
+                    slot = series[m].setdefault(name, {"values": [None] * len(ids), "num": [None] * len(ids),
+                                                       "den": [None] * len(ids)})
+                    slot["values"][j] = agg.get(m)
+                    if m in fractions:
+                        num, den = fractions[m]
+                        slot["num"][j] = agg.get(num) if num else None
+                        slot["den"][j] = agg.get(den)
+    out = {m: [{"name": n, **v} for n, v in series[m].items()] for m in metrics}
+    out["cost_per_run"] = [{"name": "cost per run", "values": [s["cost_usd"] for s in summaries],
+                            "num": [None] * len(ids), "den": [s.get("cost_suites") for s in summaries]}]
+    names = [n for m in metrics for n in series[m]]
     return {"runs": [{"run_id": s["run_id"], "label": s["label"], "started_at": s["started_at"]}
-                     for s in summaries], "series": out}
+                     for s in summaries], "series": out, "colors": suite_colors(names)}
 
 
 class DashboardApi:

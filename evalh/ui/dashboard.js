@@ -47,6 +47,11 @@
     if (typeof v === "string") return v;
     return JSON.stringify(v, null, 2);
   }
+  function casesAttempts(cases, results) {
+    // as evalh.report.blocks.cases_attempts: "20 × 3" for 20 cases of 3 attempts each
+    if (!cases || results === cases) return String(cases);
+    return cases + " × " + Number((results / cases).toPrecision(3));
+  }
   function badge(text, cls) { return el("span", { "class": "badge " + (cls || "") }, text); }
 
   // ------------------------------------------------------------------ data
@@ -93,8 +98,28 @@
 
   // ------------------------------------------------------------------ charts
 
+  var MARKERS = ["circle", "square", "triangle", "diamond", "down", "cross"];
+
+  function marker(shape, cx, cy, r, a) {
+    var d;
+    if (shape === "circle") return svg("circle", Object.assign({ cx: cx.toFixed(1), cy: cy.toFixed(1), r: r }, a));
+    if (shape === "square") d = "M" + (cx - r) + "," + (cy - r) + "h" + 2 * r + "v" + 2 * r + "h" + -2 * r + "z";
+    else if (shape === "triangle") d = "M" + cx + "," + (cy - r * 1.2) + "L" + (cx + r * 1.1) + "," + (cy + r * 0.9) + "L" + (cx - r * 1.1) + "," + (cy + r * 0.9) + "z";
+    else if (shape === "down") d = "M" + cx + "," + (cy + r * 1.2) + "L" + (cx + r * 1.1) + "," + (cy - r * 0.9) + "L" + (cx - r * 1.1) + "," + (cy - r * 0.9) + "z";
+    else if (shape === "diamond") d = "M" + cx + "," + (cy - r * 1.3) + "L" + (cx + r * 1.3) + "," + cy + "L" + cx + "," + (cy + r * 1.3) + "L" + (cx - r * 1.3) + "," + cy + "z";
+    else d = "M" + (cx - r) + "," + (cy - r) + "L" + (cx + r) + "," + (cy + r) + "M" + (cx + r) + "," + (cy - r) + "L" + (cx - r) + "," + (cy + r);
+    return svg("path", Object.assign({ d: d }, a));
+  }
+
+  function runTick(run) {
+    // a run's name on an axis: its label or short id, and its date-time (distinct per run)
+    var name = run.label || String(run.run_id).slice(-6);
+    if (name.length > 16) name = name.slice(0, 15) + "…";
+    return [name, when(run.started_at).slice(5, 16)];
+  }
+
   function chart(id, title, runs, series, opts) {
-    var W = 560, H = 210, L = 52, R = 14, T = 12, B = 26;
+    var W = 560, H = 236, L = 52, R = 16, T = 14, B = 48;
     var n = runs.length;
     var values = [];
     series.forEach(function (s) { s.values.forEach(function (v) { if (v !== null) values.push(v); }); });
@@ -109,14 +134,23 @@
       add(box, svg("line", { "class": "grid", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
       add(box, svg("text", { "class": "tick", x: 4, y: y(v) + 3 }, opts.fmt(v)));
     });
-    if (n) {
-      add(box, svg("text", { "class": "tick", x: L, y: H - 6 }, when(runs[0].started_at).slice(0, 10)));
-      add(box, svg("text", { "class": "tick", x: W - R, y: H - 6, "text-anchor": "end" },
-                   when(runs[n - 1].started_at).slice(0, 10)));
+    // x labels: every run when they fit, else evenly spaced ones (first and last always)
+    var room = Math.max(1, Math.floor((W - L - R) / 72));
+    var step = Math.max(1, Math.ceil((n - 1) / Math.max(1, room - 1)));
+    for (var j = 0; j < n; j++) {
+      if (j % step !== 0 && j !== n - 1) continue;
+      if (j !== n - 1 && n - 1 - j < step && j !== 0) continue; // keep the last label clear of its neighbour
+      var t = runTick(runs[j]);
+      var anchor = n === 1 ? "middle" : j === 0 ? "start" : j === n - 1 ? "end" : "middle";
+      add(box, svg("text", { "class": "tick xlabel", x: x(j).toFixed(1), y: H - B + 16, "text-anchor": anchor, "data-run": runs[j].run_id },
+        [svg("tspan", { x: x(j).toFixed(1) }, t[0]), svg("tspan", { x: x(j).toFixed(1), dy: 12 }, t[1])]));
     }
     var legend = el("div", { "class": "legend" });
+    var S = series.length;
     series.forEach(function (s, i) {
-      var color = "s" + ((s.color === undefined ? i : s.color) % 6);
+      var color = "s" + (s.color || 0);
+      var shape = MARKERS[(s.marker === undefined ? i : s.marker) % MARKERS.length];
+      var dx = S > 1 ? (i - (S - 1) / 2) * Math.min(3, 12 / S) : 0; // a small offset keeps equal values apart
       var seg = [];
       var flush = function () {
         if (seg.length > 1) add(box, svg("polyline", { "class": color + (s.dash ? " dash" : ""), points: seg.join(" ") }));
@@ -124,19 +158,21 @@
       };
       s.values.forEach(function (v, j) {
         if (v === null) { flush(); return; }
-        seg.push(x(j).toFixed(1) + "," + y(v).toFixed(1));
+        seg.push((x(j) + dx).toFixed(1) + "," + y(v).toFixed(1));
       });
       flush();
       s.values.forEach(function (v, j) {
         if (v === null) return;
         var run = runs[j];
-        var dot = svg("circle", { "class": "pt " + color, cx: x(j).toFixed(1), cy: y(v).toFixed(1), r: 3.2,
-                                  "data-run": run.run_id, "data-series": s.name,
-                                  onclick: function () { location.hash = runHref(run.run_id); } },
-                      svg("title", null, s.name + " · " + (run.label || run.run_id) + " · " + opts.fmt(v)));
-        add(box, dot);
+        var tip = s.name + " · " + (run.label ? run.label + " (" + run.run_id + ")" : run.run_id) + " · " + when(run.started_at) + "\n" +
+          opts.tip(v, s.num ? s.num[j] : null, s.den ? s.den[j] : null);
+        add(box, marker(shape, x(j) + dx, y(v), 3.4, { "class": "pt " + color + (shape === "cross" ? " cross" : ""),
+          "data-run": run.run_id, "data-series": s.name, onclick: function () { location.hash = runHref(run.run_id); } }))
+          .lastChild.appendChild(svg("title", null, tip));
       });
-      add(legend, el("span", null, [el("i", { "class": "sw" + ((s.color === undefined ? i : s.color) % 6) }), s.name]));
+      var sw = svg("svg", { "class": "sw", viewBox: "0 0 16 10", width: 16, height: 10, "aria-hidden": "true" },
+        [svg("line", { "class": color + (s.dash ? " dash" : ""), x1: 0, x2: 16, y1: 5, y2: 5 }), marker(shape, 8, 5, 3, { "class": color + (shape === "cross" ? " cross" : "") })]);
+      add(legend, el("span", { "data-series": s.name }, [sw, " ", s.name]));
     });
     if (!values.length) add(box, svg("text", { "class": "tick", x: W / 2, y: H / 2, "text-anchor": "middle" }, "no data"));
     return el("div", { "class": "card" }, [el("h2", null, title), box, legend]);
@@ -157,14 +193,27 @@
         return;
       }
       var S = tr.series;
-      var latency = [];
-      S.latency_ms_p50.forEach(function (s, i) { latency.push({ name: s.name + " p50", values: s.values, color: i }); });
-      S.latency_ms_p95.forEach(function (s, i) { latency.push({ name: s.name + " p95 (dashed)", values: s.values, color: i, dash: true }); });
+      var colorOf = function (name) { return tr.colors[name.split(" · ")[0]] || 0; };
+      var withColor = function (list) {
+        // one colour per suite; the arms of a suite share it and differ by marker
+        var seen = {};
+        return list.map(function (s) {
+          var suite = s.name.split(" · ")[0];
+          seen[suite] = (seen[suite] || 0) + 1;
+          return Object.assign({}, s, { color: colorOf(s.name), marker: seen[suite] - 1 });
+        });
+      };
+      var latency = withColor(S.latency_ms_p50).map(function (s) { return Object.assign(s, { name: s.name + " p50" }); }).concat(
+        withColor(S.latency_ms_p95).map(function (s) { return Object.assign(s, { name: s.name + " p95", dash: true }); }));
+      var frac = function (fmt) {
+        return function (v, a, b) { return fmt(v) + (b === null || b === undefined ? "" : a === null || a === undefined ? " (n=" + b + ")" : " (" + a + "/" + b + ")"); };
+      };
+      var costTip = function (v) { return "$" + num(v, 4); };
       add(app, el("div", { "class": "charts" }, [
-        chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", tr.runs, S.pass_rate, { max: 1, fmt: pct }),
-        chart("mean_score", "Mean score per suite", tr.runs, S.mean_score, { max: 1, fmt: function (v) { return num(v, 2); } }),
-        chart("cost", "Cost per run (USD, known costs only)", tr.runs, S.cost_usd, { fmt: function (v) { return "$" + num(v, 3); } }),
-        chart("latency", "Latency p50 / p95 per suite (ms)", tr.runs, latency, { fmt: function (v) { return Math.round(v) + ""; } })
+        chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", tr.runs, withColor(S.pass_rate), { max: 1, fmt: pct, tip: frac(pct) }),
+        chart("mean_score", "Mean score per suite", tr.runs, withColor(S.mean_score), { max: 1, fmt: function (v) { return num(v, 2); }, tip: frac(function (v) { return num(v, 3); }) }),
+        chart("cost", "Cost per suite per run (USD, known costs only)", tr.runs, withColor(S.cost_usd), { fmt: function (v) { return "$" + num(v, 3); }, tip: costTip }),
+        chart("latency", "Latency p50 (solid) / p95 (dashed) per suite (ms)", tr.runs, latency, { fmt: function (v) { return Math.round(v) + ""; }, tip: function (v) { return Math.round(v) + " ms"; } })
       ]));
       add(app, historyTable(data));
     }).catch(fail);
@@ -182,7 +231,7 @@
       var prev = all[k + 1];
       var isBase = r.run_id === data.baseline;
       var cells = [
-        el("td", { "class": "id" }, [el("a", { href: runHref(r.run_id) }, r.run_id), isBase ? [" ", badge("BASELINE", "base")] : null]),
+        el("td", { "class": "id nowrap" }, [el("a", { href: runHref(r.run_id) }, r.run_id), isBase ? [" ", badge("BASELINE", "base")] : null]),
         el("td", null, r.label || ""),
         el("td", { "class": "mono" }, when(r.started_at)),
         el("td", { "class": "mono" }, short(r.git && r.git.sha) + (r.git && r.git.dirty ? "*" : "")),
@@ -207,7 +256,7 @@
   // ------------------------------------------------------------------ one run
 
   function summaryTable(report) {
-    var head = el("tr", null, ["suite / arm", "cases", "passed", "failed", "errored", "judge err", "skipped",
+    var head = el("tr", null, ["suite / arm", "cases × attempts", "passed", "failed", "errored", "judge err", "skipped",
       "pass rate", "95% CI", "mean score", "p50", "p95", "tokens", "cost"].map(function (c, i) {
       return el("th", { "class": i ? "n" : "" }, c);
     }));
@@ -220,7 +269,7 @@
         var iv = a.interval;
         add(body, el("tr", null, [
           el("td", null, [name, " ", el("span", { "class": "dim" }, "(" + s.regime + ")"), a.baseline ? [" ", badge("baseline arm")] : null]),
-          el("td", { "class": "n" }, a.cases), el("td", { "class": "n o-passed" }, c.passed),
+          el("td", { "class": "n", title: a.cases + " cases, " + c.n + " results (attempts)" }, casesAttempts(a.cases, c.n)), el("td", { "class": "n o-passed" }, c.passed),
           el("td", { "class": "n o-failed" }, c.failed), el("td", { "class": "n o-errored" }, c.errored),
           el("td", { "class": "n o-judge_error" }, c.judge_error), el("td", { "class": "n" }, c.skipped),
           el("td", { "class": "n" }, rate(c.pass_rate, c.passed, c.pass_rate_denominator)),
