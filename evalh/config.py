@@ -180,8 +180,6 @@ class Config(BaseModel):
     settings: Settings = Field(default_factory=Settings)
     prices: dict[str, Price] = Field(default_factory=dict)
     suites: dict[str, SuiteConfig] = Field(default_factory=dict)
-    extra: dict[str, Any] = Field(default_factory=dict)
-    """Top-level tables other modules own (for example `[judges]`), validated there."""
 
     @field_validator("suites")
     @classmethod
@@ -323,9 +321,8 @@ def load_config(path: Path | str | None = None, *, check_datasets: bool = True) 
 
     raw = read_toml(cfg_path)  # one line naming the line or the key, whatever is wrong
     known = {"evalh", "prices", "suites"}
-    extra = {k: v for k, v in raw.items() if k not in known}
-    for key in extra:
-        if key not in registry.TOP_LEVEL_TABLES:
+    for key in raw:
+        if key not in known:
             raise ConfigError(f"{cfg_path}: {key}: unknown top-level table")
     suites_raw = raw.get("suites", {})
     if not isinstance(suites_raw, dict):
@@ -349,7 +346,6 @@ def load_config(path: Path | str | None = None, *, check_datasets: bool = True) 
         settings=settings,
         prices=prices,
         suites=suites,
-        extra=extra,
     )
     if check_datasets:
         for suite in suites.values():

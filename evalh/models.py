@@ -100,12 +100,6 @@ class ErrorInfo(_Model):
     message: str
 
 
-class Usage(_Model):
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost_usd: float | None = None
-
-
 class CaseResult(_Model):
     """One (case, arm, attempt) outcome. The uniform row every suite reduces to."""
 

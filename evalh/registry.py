@@ -34,18 +34,6 @@ SCORER_TYPES: dict[str, str] = {
     "classification": "evalh.core.classify",
 }
 
-TOP_LEVEL_TABLES: set[str] = set()
-"""Top-level tables of evalh.toml owned by optional modules (validated by them)."""
-
-
-def register_target(kind: str, module: str) -> None:
-    TARGET_KINDS[kind] = module
-
-
-def register_scorer(type_: str, module: str) -> None:
-    SCORER_TYPES[type_] = module
-
-
 def target_module(kind: str) -> ModuleType:
     """The module of a target kind (`evalh.imports.ImportFailure` when it cannot be imported)."""
     from evalh.imports import import_user_module

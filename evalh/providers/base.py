@@ -135,6 +135,3 @@ class ProviderError(Exception):
         self.attempts = attempts
         self.retryable = retryable
         """False when the failure was final at once (bad request, bad key), not exhausted retries."""
-
-
-ProviderKind = Literal["anthropic", "openai"]
