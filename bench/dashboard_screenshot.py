@@ -9,6 +9,8 @@ BASELINE, serves them with the dashboard, and saves with headless Chromium (Debi
 
 - docs/dashboard.png: trends and history
 - docs/dashboard-run.png: one run (suites table and case list)
+- docs/dashboard-figures.png: the figures a suite holds (per-lens classification with the
+  dead lens as worst, judging counts, pairwise consistency under order swap)
 - docs/dashboard-case.png: the drill-down of one case
 - docs/dashboard-compare.png: two runs compared, a regressed case side by side with its diff
 - docs/dashboard-matrix.png: the cases x arms grid
@@ -78,7 +80,31 @@ def answers_suite(k: int, repeats: int):  # type: ignore[no-untyped-def]
 
     suite.arms = {a: aggregate([r for r in out if r.arm == a]) for a in ARMS}
     suite.baseline_arm = "haiku"
+    suite.details = figures_details(rng) if k else {}
     return suite
+
+
+def figures_details(rng: random.Random) -> dict:  # type: ignore[type-arg]
+    """What the classification scorer, a double judge and a pairwise judge leave in a
+    suite's details (a refuter panel whose provenance lens errored on every call)."""
+    from evalh.core.classify import confusion_report
+    from evalh.models import Score
+    from evalh.scorers.judge_base import judge_counts
+
+    obs = []
+    for i in range(40):
+        positive = i < 16
+        for lens in ("dates", "figures", "quotes", "scope"):
+            hit = rng.random() < (0.9 if lens != "quotes" else 0.7)
+            obs.append((lens, ("tp" if hit else "fn") if positive else ("tn" if rng.random() < 0.95 else "fp"), positive))
+        obs.append(("provenance", "errored", positive))
+    scores = [Score(scorer="facts", value=1.0, passed=True, verdict="supported", details={"low_confidence": i % 7 == 0})
+              for i in range(45)]
+    pair = {"baseline_arm": "haiku", "pairs_judged": 30, "consistent": 21, "inconsistent": 9, "judge_error": 0,
+            "consistency_under_order_swap": 0.7, "position_bias_flag": True, "min_consistency": 0.8,
+            "arms": {"sonnet": {"win": 6, "loss": 4, "tie": 2, "inconsistent": 3, "judge_error": 0, "decided": 12},
+                     "opus": {"win": 4, "loss": 3, "tie": 2, "inconsistent": 6, "judge_error": 0, "decided": 9}}}
+    return {"refuters": confusion_report(obs), "facts": judge_counts(scores), "preference": pair}
 
 
 def seed_all(root: Path) -> list:  # type: ignore[type-arg]
@@ -144,6 +170,9 @@ def main() -> int:
             page.locator("[data-testid=suites]").wait_for()
             page.locator("[data-testid=grid-card] h2").wait_for()
             shot(page, "dashboard-run.png", full=False)
+            page.locator("[data-testid=figure]").first.wait_for()
+            page.evaluate("window.scrollTo(0, document.querySelector('[data-testid=figure]').getBoundingClientRect().top + window.scrollY - 90)")
+            shot(page, "dashboard-figures.png", full=False)
             page.goto(f"{url}/#/run/{runs[-1].run_id}?suite=live&q=live.q15")
             page.locator("[data-testid=suites]").wait_for()
             page.locator("[data-testid=cases] tbody tr[data-case='live.q15']").first.click()

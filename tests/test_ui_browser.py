@@ -436,3 +436,33 @@ def test_overlapping_series_stay_apart_and_a_suite_has_one_colour_everywhere(
         assert p.errors == []
     finally:
         p.close()
+
+
+def test_run_page_names_the_dead_lens_worst_and_shows_every_figure(browser: Any, tmp_path: Path) -> None:
+    from tests.test_report_figures import run_with_figures
+
+    root = tmp_path
+    from tests.report_factory import write_runs
+
+    run = run_with_figures().model_copy(update={"run_id": "20260301T000000000Z-00000f"})
+    write_runs(root / "eval_runs", [run])
+    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    p = wide(browser)
+    try:
+        p.page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/run/{run.run_id}")
+        figs = p.page.locator("[data-testid=figure]")
+        figs.first.wait_for()
+        assert sorted(figs.nth(i).get_attribute("data-kind") for i in range(figs.count())) == ["classification", "judge", "pairwise"]
+        lens = p.page.locator("[data-testid=figure][data-kind=classification]").inner_text()
+        assert "worst lens: provenance" in lens and "n/a (0/0)" in lens and "0.0% (0/5)" in lens
+        flags = p.page.locator("[data-testid=figure-flag]").all_inner_texts()
+        assert any("position bias" in f for f in flags) and any("low-confidence" in f for f in flags)
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -284,6 +284,9 @@ def layout(report: Report, *, max_raw: int | None = None, raw: bool = True) -> l
                 out.append(Note(f"judge calibration {cal['name']}: accuracy {calibration(cal)}"))
             for note in suite.notes:
                 out.append(Note(note))
+            for fig in suite.figures:
+                out.append(Table(columns=fig.columns, rows=fig.rows, title=f"{suite.suite}: {fig.title}"))
+                out += [Note(n) for n in fig.notes] + [Note(f, warn=True) for f in fig.flags]
             for arm in suite.arms:
                 out.extend(_arm_detail(suite, arm))
     return out

@@ -74,6 +74,8 @@ def headlines(report: Report) -> list[Headline]:
                 flags.append("no decisive result")
             if e.cost_unknown:
                 flags.append(f"{e.cost_unknown} unpriced")
+            if arm is s.arms[0]:  # suite-level figures: flagged once per suite
+                flags += [f for fig in s.figures for f in fig.flags]
             out.append(Headline(
                 run_id=s.run_id, suite=s.suite, arm=arm.arm, baseline_arm=arm.baseline, regime=s.regime,
                 cases=arm.cases, results=c.n, passed=c.passed, pass_rate=c.pass_rate,
@@ -106,6 +108,9 @@ def suite_report(
         out.arms.append(arm_report(arm, rs, suite.regime, by, baseline=arm == baseline, worst=worst))
     if not suite.cases:
         out.notes.append("no results in this suite")
+    from evalh.report.figures import suite_figures
+
+    out.figures = suite_figures(suite.details)
     return out
 
 

@@ -195,6 +195,23 @@ class ArmReport(_Out):
     repeats: Repeats | None = None
 
 
+class Figure(_Out):
+    """A suite-level figure from the suite's details (`evalh.report.figures`), laid out
+    once as a table of strings that every surface draws as it is."""
+
+    kind: str
+    """`classification`, `judge` or `pairwise`."""
+    scorer: str
+    title: str
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[str]] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+    """What a reader must not miss (also shown in the summary)."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The numbers behind the table (for JSON readers)."""
+
+
 class SuiteReport(_Out):
     run_id: str
     suite: str
@@ -204,6 +221,8 @@ class SuiteReport(_Out):
     calibration: list[dict[str, Any]] = Field(default_factory=list)
     """Judge calibration facts from the suite's details (accuracy with its denominator)."""
     notes: list[str] = Field(default_factory=list)
+    figures: list[Figure] = Field(default_factory=list)
+    """Per-lens classification, judging counts, pairwise consistency: see `figures`."""
 
 
 class Headline(_Out):

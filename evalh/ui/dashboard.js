@@ -294,8 +294,22 @@
           (c.n === null ? pct(c.accuracy) : rate(c.accuracy, c.correct, c.n))));
       });
     });
+    var figures = [];
+    report.suites.forEach(function (s) { (s.figures || []).forEach(function (f) { figures.push(figureBox(s.suite, f)); }); });
     return el("div", { "class": "card", "data-testid": "suites-card" }, [el("h2", null, "Suites"),
-      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "suites" }, [el("thead", null, head), body])), notes]);
+      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "suites" }, [el("thead", null, head), body])), notes,
+      figures.length ? [el("h3", null, "Figures the suites hold")].concat(figures) : null]);
+  }
+
+  function figureBox(suite, f) {
+    // a suite-level figure as evalh.report.figures laid it out: the same table on every surface
+    return el("div", { "class": "figure", "data-testid": "figure", "data-kind": f.kind, "data-suite": suite }, [
+      el("div", { "class": "dim" }, suite + ": " + f.title),
+      el("div", { "class": "scroll" }, el("table", { "class": "data" }, [
+        el("thead", null, el("tr", null, f.columns.map(function (c, i) { return el("th", { "class": i ? "n" : "" }, c); }))),
+        el("tbody", null, f.rows.map(function (r) { return el("tr", null, r.map(function (c, i) { return el("td", { "class": i ? "n" : "" }, c); })); }))])),
+      f.notes.length ? el("ul", { "class": "notes" }, f.notes.map(function (n) { return el("li", null, n); })) : null,
+      f.flags.map(function (x) { return el("div", { "class": "warnbox", "data-testid": "figure-flag" }, x); })]);
   }
 
   function runView(gen, runId, params) {

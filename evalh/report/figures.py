@@ -1,0 +1,138 @@
+"""The suite-level figures a run holds in `suites.<S>.details`, laid out once as tables.
+
+Scorers leave facts about a whole suite in its details: the `classification` scorer its
+per-lens confusion report, the judges their counts (low-confidence splits among them), the
+pairwise judge its consistency under order swap. `suite_figures` turns each into a
+`Figure` — a titled table of strings with notes and flags — and every surface draws those
+tables as they are (terminal and markdown through `blocks`, the HTML report with one
+macro, the dashboard with one function), so a figure is laid out in one place only.
+
+Rates are `rate(value, numerator, denominator)` — `n/a (0/0)` over zero — as everywhere in
+the report. The worst lens of a classification is the one of lowest *effective* recall
+(an error on a known positive counts as a miss), so a lens that errors on every call is
+the worst lens, never left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalh.report.blocks import num, rate
+from evalh.report.models import Figure
+
+
+def _int(v: Any) -> int:
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0
+
+
+def _f(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _lens_rate(lens: Mapping[str, Any], name: str, num_key: str) -> str:
+    den = _int(lens.get(f"{name}_denominator"))
+    return rate(_f(lens.get(name)) if den else None, _int(lens.get(num_key)), den)
+
+
+def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
+    lenses: Mapping[str, Any] = fact.get("lenses") or {}
+    fig = Figure(kind="classification", scorer=scorer, title=f"{scorer}: per lens",
+                 columns=["lens", "n", "tp", "fp", "tn", "fn", "errored", "precision", "recall",
+                          "effective recall", "fp rate"])
+    effective: dict[str, float] = {}
+    for name in sorted(lenses):
+        lens = lenses[name]
+        if not isinstance(lens, Mapping):
+            continue
+        fig.rows.append([name, str(_int(lens.get("n"))), *(str(_int(lens.get(k))) for k in ("tp", "fp", "tn", "fn", "errored")),
+                         _lens_rate(lens, "precision", "tp"), _lens_rate(lens, "recall", "tp"),
+                         _lens_rate(lens, "effective_recall", "tp"), _lens_rate(lens, "fp_rate", "fp")])
+        er = _f(lens.get("effective_recall"))
+        if er is not None and _int(lens.get("effective_recall_denominator")):
+            effective[name] = er
+        if _int(lens.get("n")) and _int(lens.get("errored")) == _int(lens.get("n")):
+            fig.flags.append(f"{scorer}: lens {name} errored on every call ({_int(lens.get('n'))})")
+    macro = fact.get("macro") or {}
+    if macro:
+        def m(key: str) -> str:
+            entry = macro.get(key) or {}
+            v = _f(entry.get("value"))
+            return ("n/a" if v is None else f"{v:.1%}") + f" ({_int(entry.get('lenses'))} lenses)"
+        fig.rows.append(["macro", "", "", "", "", "", "", m("precision"), m("recall"), m("effective_recall"), m("fp_rate")])
+    worst = None
+    if effective:
+        low = min(effective.values())
+        tied = sorted(k for k, v in effective.items() if v == low)
+        worst = tied[0]
+        lens = lenses[worst]
+        fig.notes.append(f"worst lens: {', '.join(tied)} (effective recall "
+                         f"{_lens_rate(lens, 'effective_recall', 'tp')}, an error on a known positive counted as a miss)")
+    no_recall = [k for k in (fact.get("no_recall") or []) if k not in effective]
+    if no_recall:
+        fig.notes.append(f"no known positive, no recall: {', '.join(map(str, no_recall))}")
+    theirs = (fact.get("worst") or {}).get("lens") if isinstance(fact.get("worst"), Mapping) else None
+    if worst is not None and theirs is not None and theirs != worst:
+        fig.notes.append(f"by recall alone (errors left out) the worst lens would be {theirs}")
+    fig.data = {"worst": worst, "effective_recall": effective, "no_recall": no_recall}
+    return fig
+
+
+def judge(scorer: str, fact: Mapping[str, Any]) -> Figure:
+    keys = [("scored", "scored"), ("judged", "judged"), ("abstained", "abstained"), ("judge_error", "judge error"),
+            ("no_majority", "no majority"), ("truncated", "truncated"), ("low_confidence", "low confidence")]
+    fig = Figure(kind="judge", scorer=scorer, title=f"{scorer}: judging", columns=[label for _, label in keys])
+    scored = _int(fact.get("scored"))
+    fig.rows.append([str(_int(fact.get(k))) if k == "scored" else rate(_int(fact.get(k)) / scored if scored else None,
+                                                                       _int(fact.get(k)), scored) for k, _ in keys])
+    low = _int(fact.get("low_confidence"))
+    if low:
+        fig.flags.append(f"{scorer}: {low} of {scored} verdicts low-confidence (the judges' repeats split)")
+    verdicts = fact.get("verdicts")
+    if isinstance(verdicts, Mapping) and verdicts:
+        total = sum(_int(v) for v in verdicts.values())
+        fig.notes.append("verdicts: " + ", ".join(f"{k} {rate(_int(v) / total if total else None, _int(v), total)}"
+                                                  for k, v in sorted(verdicts.items(), key=lambda kv: -_int(kv[1]))))
+    fig.data = {k: _int(fact.get(k)) for k, _ in keys}
+    return fig
+
+
+def pairwise(scorer: str, fact: Mapping[str, Any]) -> Figure:
+    fig = Figure(kind="pairwise", scorer=scorer, title=f"{scorer}: pairwise against {fact.get('baseline_arm') or 'the baseline arm'}",
+                 columns=["arm", "win", "loss", "tie", "inconsistent", "judge error", "win rate"])
+    arms = fact.get("arms") or {}
+    for arm in sorted(arms):
+        a = arms[arm] if isinstance(arms[arm], Mapping) else {}
+        decided = _int(a.get("decided")) or (_int(a.get("win")) + _int(a.get("loss")) + _int(a.get("tie")))
+        fig.rows.append([arm, *(str(_int(a.get(k))) for k in ("win", "loss", "tie", "inconsistent", "judge_error")),
+                         rate(_int(a.get("win")) / decided if decided else None, _int(a.get("win")), decided)])
+    judged = _int(fact.get("pairs_judged"))
+    consistent = _int(fact.get("consistent"))
+    fig.notes.append(f"consistency under order swap: {rate(consistent / judged if judged else None, consistent, judged)}"
+                     f" (flagged below {num(_f(fact.get('min_consistency')), '.0%')})")
+    if fact.get("position_bias_flag"):
+        fig.flags.append(f"{scorer}: position bias — consistency under order swap "
+                         f"{rate(consistent / judged if judged else None, consistent, judged)} is below "
+                         f"{num(_f(fact.get('min_consistency')), '.0%')}")
+    if fact.get("stopped"):
+        fig.flags.append(f"{scorer}: stopped: {fact['stopped']}")
+    fig.data = {"pairs_judged": judged, "consistent": consistent,
+                "consistency_under_order_swap": _f(fact.get("consistency_under_order_swap")),
+                "position_bias_flag": bool(fact.get("position_bias_flag"))}
+    return fig
+
+
+def suite_figures(details: Mapping[str, Any]) -> list[Figure]:
+    """Every figure found in a suite's details, by scorer name."""
+    out = []
+    for key in sorted(details):
+        fact = details[key]
+        if not isinstance(fact, Mapping):
+            continue
+        if isinstance(fact.get("lenses"), Mapping) and "macro" in fact:
+            out.append(classification(key, fact))
+        elif "consistency_under_order_swap" in fact:
+            out.append(pairwise(key, fact))
+        elif "scored" in fact and "low_confidence" in fact:
+            out.append(judge(key, fact))
+    return out

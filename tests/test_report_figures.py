@@ -1,0 +1,86 @@
+"""Suite-level figures (`evalh.report.figures`) on every text surface: per-lens
+classification with the dead lens as worst, judging counts with low-confidence splits,
+pairwise consistency under order swap and its flag."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from evalh.core.classify import confusion_report
+from evalh.models import Score
+from evalh.report import build_report, to_html, to_json, to_markdown
+from evalh.report.render import render_terminal
+from evalh.scorers.judge_base import judge_counts
+from tests.report_factory import HOSTILE_IMG, make_run, res, suite
+
+
+def lens_details() -> dict:
+    obs = []
+    for i in range(10):  # four healthy lenses
+        for lens in ("dates", "money", "quotes", "scope"):
+            positive = i < 5
+            obs.append((lens, ("tp" if i != 0 or lens != "money" else "fn") if positive else "tn", positive))
+    obs += [("provenance", "errored", i < 5) for i in range(10)]  # a lens whose every call errored
+    return confusion_report(obs)
+
+
+def pairwise_details(consistent: int, judged: int) -> dict:
+    return {"baseline_arm": "a", "pairs_judged": judged, "consistent": consistent, "inconsistent": judged - consistent,
+            "judge_error": 0, "consistency_under_order_swap": consistent / judged, "position_bias_flag": consistent / judged < 0.8,
+            "min_consistency": 0.8, "arms": {"b": {"win": 5, "loss": 3, "tie": 1, "inconsistent": judged - consistent,
+                                                    "judge_error": 0, "win_rate": 5 / 9, "decided": 9}}}
+
+
+def run_with_figures():  # type: ignore[no-untyped-def]
+    scores = [Score(scorer="judge", value=1.0, passed=True, verdict="good", details={"low_confidence": i < 3})
+              for i in range(8)]
+    details = {"refuters": lens_details(), "judge": judge_counts(scores), "pair": pairwise_details(10, 16)}
+    return make_run("r1", {"s": suite([res("a"), res("b")], details=details)})
+
+
+def test_the_dead_lens_is_the_worst_lens_not_hidden_under_no_recall() -> None:
+    details = lens_details()
+    assert details["worst"]["lens"] == "money" and "provenance" in details["no_recall"]  # the scorer's own view
+    [fig] = [f for f in build_report([run_with_figures()]).suites[0].figures if f.kind == "classification"]
+    assert fig.kind == "classification" and fig.data["worst"] == "provenance"
+    rows = {r[0]: r for r in fig.rows}
+    assert rows["provenance"][6] == "10" and rows["provenance"][8] == "n/a (0/0)"  # no recall over zero
+    assert rows["provenance"][9] == "0.0% (0/5)"  # effective recall: its errors on positives are misses
+    assert rows["money"][8] == "80.0% (4/5)"
+    assert fig.notes[0].startswith("worst lens: provenance (effective recall 0.0% (0/5)")
+    assert "by recall alone (errors left out) the worst lens would be money" in fig.notes
+    assert any("lens provenance errored on every call (10)" in f for f in fig.flags)
+    assert "macro" in rows
+
+
+def test_every_text_surface_shows_every_figure() -> None:
+    rep = build_report([run_with_figures()])
+    md = to_markdown(rep)
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    render_terminal(rep, Console(file=buf, width=200, no_color=True))
+    term = buf.getvalue()
+    html = to_html(rep)
+    html = html[:html.index('<script type="application/json"')]  # the drawn page, not its embedded data
+    doc = json.loads(to_json(rep))
+    for text in (md, term, html):
+        assert len(re.findall("recall", text, re.IGNORECASE)) >= 3
+        assert "worst lens: provenance" in text
+        assert "consistency under order swap: 62.5% (10/16)" in text
+        assert "position bias" in text
+        assert "3 of 8 verdicts low-confidence" in text
+    figs = doc["suites"][0]["figures"]
+    assert [(f["kind"], f["scorer"]) for f in figs] == [("judge", "judge"), ("pairwise", "pair"), ("classification", "refuters")]
+    # the flags reach the summary that opens the report
+    assert any("position bias" in f for f in doc["summary"][0]["flags"])
+    assert md.index("position bias") < md.index("## suite s")
+
+
+def test_a_hostile_lens_name_is_escaped() -> None:
+    obs = [(HOSTILE_IMG, "tp", True)]
+    rep = build_report([make_run("r", {"s": suite([res("a")], details={"c": confusion_report(obs)})})])
+    assert HOSTILE_IMG not in to_html(rep) and HOSTILE_IMG not in to_markdown(rep)
