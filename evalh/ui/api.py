@@ -310,8 +310,8 @@ class DashboardApi:
             if q and q not in p["_text"]:
                 continue
             tags = set(p["tags"])
-            for f in PAIR_FILTERS:
-                if PAIR_FILTERS[f] is None or tags & PAIR_FILTERS[f]:
+            for f, wanted in PAIR_FILTERS.items():
+                if wanted is None or tags & wanted:
                     counts[f] += 1
             want = PAIR_FILTERS[which]
             if want is None or tags & want:
