@@ -466,3 +466,57 @@ def test_run_page_names_the_dead_lens_worst_and_shows_every_figure(browser: Any,
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def test_history_filters_by_label_branch_sha_status_and_date(browser: Any, tmp_path: Path) -> None:
+    from evalh.models import GitInfo
+    from tests.report_factory import write_runs
+
+    specs = [("nightly", "main", "aaaa1111", "complete", "2026-03-01"), ("nightly", "main", "bbbb2222", "partial", "2026-03-02"),
+             ("prompt v2", "feature/x", "cccc3333", "complete", "2026-03-03"), (None, "feature/x", "aaaa4444", "complete", "2026-03-04"),
+             ("nightly", "release", "dddd5555", "failed", "2026-03-05")]
+    runs = []
+    for k, (label, branch, sha, status, day) in enumerate(specs):
+        r = make_run(f"{day.replace('-', '')}T000000000Z-00000{k}", {"s": suite([res("a"), res("b", "failed" if k % 2 else "passed")])},
+                     label=label, status=status, started_at=f"{day}T08:00:00.000Z")
+        runs.append(r.model_copy(update={"git": GitInfo(sha=sha, dirty=False, branch=branch)}))
+    write_runs(tmp_path / "eval_runs", runs)
+    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    p = wide(browser)
+
+    def shown() -> list[str | None]:
+        rows = p.page.locator("[data-testid=history] tbody tr")
+        return [rows.nth(i).get_attribute("data-run")[-1:] for i in range(rows.count())]  # type: ignore[index]
+
+    try:
+        p.page.goto(url + "/")
+        p.page.locator("[data-testid=history] tbody tr").first.wait_for()
+        assert shown() == ["4", "3", "2", "1", "0"]
+        p.page.locator("input[data-filter=label]").fill("NIGHT")
+        p.page.wait_for_function("() => document.querySelectorAll('[data-testid=history] tbody tr').length === 3")
+        assert shown() == ["4", "1", "0"]
+        assert p.page.locator("[data-testid=chart-pass_rate] .pt").count() == 3  # the charts follow the filters
+        assert "3 of 5 runs" in p.page.locator("[data-testid=history-title]").inner_text()
+        p.page.locator("select[data-filter=status]").select_option("complete")
+        p.page.wait_for_function("() => document.querySelectorAll('[data-testid=history] tbody tr').length === 1")
+        assert shown() == ["0"]
+        assert "label=NIGHT" in p.page.url and "status=complete" in p.page.url
+        p.page.goto(url + "/#/?branch=feature%2Fx")
+        p.page.wait_for_function("() => document.querySelectorAll('[data-testid=history] tbody tr').length === 2")
+        assert shown() == ["3", "2"]
+        p.page.goto(url + "/#/?sha=AAAA")
+        p.page.wait_for_function("() => document.querySelectorAll('[data-testid=history] tbody tr').length === 2")
+        assert shown() == ["3", "0"]
+        p.page.goto(url + "/#/?from=2026-03-02&to=2026-03-04")
+        p.page.wait_for_function("() => document.querySelectorAll('[data-testid=history] tbody tr').length === 3")
+        assert shown() == ["3", "2", "1"]
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -180,7 +180,32 @@
 
   // ------------------------------------------------------------------ home: trends + history
 
-  function home(gen) {
+  var HISTORY_PAGE = 100;
+  var FILTER_KEYS = ["label", "branch", "sha", "status", "from", "to"];
+
+  function matches(r, f) {
+    // a run passes the history filters (label and sha: substring / prefix, case-insensitive; dates inclusive)
+    var g = r.git || {};
+    if (f.label && String(r.label || "").toLowerCase().indexOf(f.label.toLowerCase()) < 0) return false;
+    if (f.branch && (g.branch || "") !== f.branch) return false;
+    if (f.sha && String(g.sha || "").toLowerCase().indexOf(f.sha.toLowerCase()) !== 0) return false;
+    if (f.status && r.status !== f.status) return false;
+    var day = String(r.started_at || "").slice(0, 10);
+    if (f.from && day < f.from) return false;
+    if (f.to && day > f.to) return false;
+    return true;
+  }
+
+  function pickSeries(list, keep) {
+    return list.map(function (s) {
+      var out = { name: s.name, values: keep.map(function (j) { return s.values[j]; }) };
+      if (s.num) out.num = keep.map(function (j) { return s.num[j]; });
+      if (s.den) out.den = keep.map(function (j) { return s.den[j]; });
+      return out;
+    }).filter(function (s) { return s.values.some(function (v) { return v !== null; }); });
+  }
+
+  function home(gen, params) {
     setNav("home");
     getJSON("/api/runs").then(function (data) {
       if (gen !== generation) return;
@@ -192,49 +217,95 @@
         add(app, el("p", { "class": "dim" }, "No runs yet in " + data.runs_dir + ". Run `evalh run` first."));
         return;
       }
-      var S = tr.series;
-      var colorOf = function (name) { return tr.colors[name.split(" · ")[0]] || 0; };
-      var withColor = function (list) {
-        // one colour per suite; the arms of a suite share it and differ by marker
-        var seen = {};
-        return list.map(function (s) {
-          var suite = s.name.split(" · ")[0];
-          seen[suite] = (seen[suite] || 0) + 1;
-          return Object.assign({}, s, { color: colorOf(s.name), marker: seen[suite] - 1 });
+      var f = {};
+      FILTER_KEYS.forEach(function (k) { f[k] = params[k] || ""; });
+      var page = parseInt(params.page || "0", 10) || 0;
+      var bar = el("div", { "class": "card filters", "data-testid": "history-filters" });
+      var charts = el("div");
+      var table = el("div");
+      add(app, [bar, charts, table]);
+      var timer = null;
+      var branches = {}, statuses = {};
+      data.runs.forEach(function (r) { if (r.git && r.git.branch) branches[r.git.branch] = 1; statuses[r.status] = 1; });
+      var input = function (k, placeholder, type) {
+        var i = el("input", { type: type || "search", placeholder: placeholder, value: f[k], "aria-label": placeholder, "data-filter": k });
+        i.addEventListener(type === "date" ? "change" : "input", function () {
+          clearTimeout(timer);
+          timer = setTimeout(function () { f[k] = i.value; page = 0; draw(); }, type === "date" ? 0 : 150);
         });
+        return i;
       };
-      var latency = withColor(S.latency_ms_p50).map(function (s) { return Object.assign(s, { name: s.name + " p50" }); }).concat(
-        withColor(S.latency_ms_p95).map(function (s) { return Object.assign(s, { name: s.name + " p95", dash: true }); }));
-      var frac = function (fmt) {
-        return function (v, a, b) { return fmt(v) + (b === null || b === undefined ? "" : a === null || a === undefined ? " (n=" + b + ")" : " (" + a + "/" + b + ")"); };
+      var select = function (k, label, values) {
+        var sel = el("select", { "aria-label": label, "data-filter": k, onchange: function () { f[k] = sel.value; page = 0; draw(); } },
+          [el("option", { value: "" }, "any " + label)].concat(values.map(function (v) {
+            return el("option", { value: v, selected: v === f[k] ? "selected" : null }, v); })));
+        return sel;
       };
-      var costTip = function (v) { return "$" + num(v, 4); };
-      add(app, el("div", { "class": "charts" }, [
-        chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", tr.runs, withColor(S.pass_rate), { max: 1, fmt: pct, tip: frac(pct) }),
-        chart("mean_score", "Mean score per suite", tr.runs, withColor(S.mean_score), { max: 1, fmt: function (v) { return num(v, 2); }, tip: frac(function (v) { return num(v, 3); }) }),
-        chart("cost", "Cost per suite per run (USD, known costs only)", tr.runs, withColor(S.cost_usd), { fmt: function (v) { return "$" + num(v, 3); }, tip: costTip }),
-        chart("latency", "Latency p50 (solid) / p95 (dashed) per suite (ms)", tr.runs, latency, { fmt: function (v) { return Math.round(v) + ""; }, tip: function (v) { return Math.round(v) + " ms"; } })
-      ]));
-      add(app, historyTable(data));
+      add(bar, ["Filter runs:", input("label", "label contains…"), select("branch", "branch", Object.keys(branches).sort()),
+        input("sha", "git sha starts with…"), select("status", "status", Object.keys(statuses).sort()),
+        "from", input("from", "from date", "date"), "to", input("to", "to date", "date"),
+        el("button", { onclick: function () { location.hash = "#/"; } }, "clear")]);
+
+      function draw() {
+        history.replaceState(null, "", "#/" + qs(Object.assign({}, f, { page: page || "" })));
+        var keep = [];
+        data.runs.forEach(function (r, j) { if (matches(r, f)) keep.push(j); });
+        clear(charts); clear(table);
+        var runs = keep.map(function (j) { return tr.runs[j]; });
+        var S = {};
+        Object.keys(tr.series).forEach(function (k) { S[k] = pickSeries(tr.series[k], keep); });
+        drawCharts(charts, tr, runs, S);
+        add(table, historyTable(data, keep, page, function (p) { page = p; draw(); }));
+      }
+      draw();
     }).catch(fail);
   }
 
-  function historyTable(data) {
+  function drawCharts(holder, tr, runs, S) {
+    var colorOf = function (name) { return tr.colors[name.split(" · ")[0]] || 0; };
+    var withColor = function (list) {
+      // one colour per suite; the arms of a suite share it and differ by marker
+      var seen = {};
+      return list.map(function (s) {
+        var suite = s.name.split(" · ")[0];
+        seen[suite] = (seen[suite] || 0) + 1;
+        return Object.assign({}, s, { color: colorOf(s.name), marker: seen[suite] - 1 });
+      });
+    };
+    var latency = withColor(S.latency_ms_p50).map(function (s) { return Object.assign(s, { name: s.name + " p50" }); }).concat(
+      withColor(S.latency_ms_p95).map(function (s) { return Object.assign(s, { name: s.name + " p95", dash: true }); }));
+    var frac = function (fmt) {
+      return function (v, a, b) { return fmt(v) + (b === null || b === undefined ? "" : a === null || a === undefined ? " (n=" + b + ")" : " (" + a + "/" + b + ")"); };
+    };
+    var costTip = function (v) { return "$" + num(v, 4); };
+    add(holder, el("div", { "class": "charts" }, [
+      chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", runs, withColor(S.pass_rate), { max: 1, fmt: pct, tip: frac(pct) }),
+      chart("mean_score", "Mean score per suite", runs, withColor(S.mean_score), { max: 1, fmt: function (v) { return num(v, 2); }, tip: frac(function (v) { return num(v, 3); }) }),
+      chart("cost", "Cost per suite per run (USD, known costs only)", runs, withColor(S.cost_usd), { fmt: function (v) { return "$" + num(v, 3); }, tip: costTip }),
+      chart("latency", "Latency p50 (solid) / p95 (dashed) per suite (ms)", runs, latency, { fmt: function (v) { return Math.round(v) + ""; }, tip: function (v) { return Math.round(v) + " ms"; } })
+    ]));
+  }
+
+  function historyTable(data, keep, page, go) {
     var suites = [];
-    data.runs.forEach(function (r) { Object.keys(r.suites).forEach(function (s) { if (suites.indexOf(s) < 0) suites.push(s); }); });
+    keep.forEach(function (j) { Object.keys(data.runs[j].suites).forEach(function (s) { if (suites.indexOf(s) < 0) suites.push(s); }); });
     var head = el("tr", null, [el("th", null, "run"), el("th", null, "label"), el("th", null, "started"),
       el("th", null, "git"), el("th", null, "status")].concat(
       suites.map(function (s) { return el("th", { "class": "n" }, s); }),
       [el("th", { "class": "n" }, "cost"), el("th", null, "")]));
     var body = el("tbody");
-    data.runs.slice().reverse().forEach(function (r, k, all) {
-      var prev = all[k + 1];
+    var newest = keep.slice().reverse();
+    var pages = Math.max(1, Math.ceil(newest.length / HISTORY_PAGE));
+    page = Math.min(page, pages - 1);
+    newest.slice(page * HISTORY_PAGE, (page + 1) * HISTORY_PAGE).forEach(function (j) {
+      var r = data.runs[j];
+      var prev = j > 0 ? data.runs[j - 1] : null; // the previous run of the whole history, filtered or not
       var isBase = r.run_id === data.baseline;
       var cells = [
         el("td", { "class": "id nowrap" }, [el("a", { href: runHref(r.run_id) }, r.run_id), isBase ? [" ", badge("BASELINE", "base")] : null]),
         el("td", null, r.label || ""),
-        el("td", { "class": "mono" }, when(r.started_at)),
-        el("td", { "class": "mono" }, short(r.git && r.git.sha) + (r.git && r.git.dirty ? "*" : "")),
+        el("td", { "class": "mono nowrap" }, when(r.started_at)),
+        el("td", { "class": "mono nowrap", title: r.git && r.git.branch ? "branch " + r.git.branch : "" }, short(r.git && r.git.sha) + (r.git && r.git.dirty ? "*" : "")),
         el("td", null, badge(r.status, "st-" + r.status))
       ];
       suites.forEach(function (s) {
@@ -243,13 +314,19 @@
       });
       cells.push(el("td", { "class": "n" }, money(r.cost_usd)));
       var base = data.baseline && data.baseline !== r.run_id ? data.baseline : (prev ? prev.run_id : null);
-      cells.push(el("td", null, base ? el("a", { href: "#/compare" + qs({ base: base, candidate: r.run_id }) },
+      cells.push(el("td", { "class": "nowrap" }, base ? el("a", { href: "#/compare" + qs({ base: base, candidate: r.run_id }) },
         data.baseline && data.baseline !== r.run_id ? "vs baseline" : "vs previous") : ""));
       add(body, el("tr", { "data-run": r.run_id }, cells));
     });
+    var shown = keep.length === data.runs.length ? data.runs.length + " runs" : keep.length + " of " + data.runs.length + " runs";
     return el("div", { "class": "card" }, [
-      el("h2", null, "History (" + data.runs.length + " runs, newest first)"),
-      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "history" }, [el("thead", null, head), body]))
+      el("h2", { "data-testid": "history-title" }, "History (" + shown + ", newest first)"),
+      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "history" }, [el("thead", null, head), body])),
+      pages > 1 ? el("div", { "class": "pager" }, [
+        el("button", { disabled: page <= 0 ? "disabled" : null, onclick: function () { go(page - 1); } }, "‹ newer"),
+        el("span", { "data-testid": "history-pager" }, "page " + (page + 1) + " of " + pages),
+        el("button", { disabled: page >= pages - 1 ? "disabled" : null, onclick: function () { go(page + 1); } }, "older ›")]) : null,
+      !keep.length ? el("p", { "class": "dim" }, "No run matches the filters.") : null
     ]);
   }
 
@@ -903,7 +980,7 @@
     var r = route();
     if (r.parts[0] === "run" && r.parts[1]) runView(gen, r.parts[1], r.params);
     else if (r.parts[0] === "compare") compareView(gen, r.params);
-    else home(gen);
+    else home(gen, r.params);
   }
 
   window.addEventListener("hashchange", render);
