@@ -24,8 +24,8 @@ from evalh.store import atomic_write_bytes, validate_run_id
 
 if TYPE_CHECKING:
     from evalh.core.compare_models import ComparePolicy, Comparison
+    from evalh.core.compare_notes import CompareNotes
     from evalh.models import Run
-    from evalh.report.compare_notes import CompareNotes
     from evalh.store import RunStore
 
 BASELINE_FILE = "BASELINE"
@@ -180,8 +180,8 @@ class LoadedBaseline:
 
     def notes(self, candidate: Run) -> CompareNotes:
         """What a comparison against this baseline adds to its output."""
+        from evalh.core.compare_notes import CompareNotes
         from evalh.core.noise import noise_line
-        from evalh.report.compare_notes import CompareNotes
 
         n = len(self.ids)
         notes = CompareNotes(extra={"baseline_runs": list(self.ids), "baseline_noise": None})

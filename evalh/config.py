@@ -21,10 +21,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalh import registry
-from evalh.core.sweep_spec import SweepConfig
 from evalh.errors import ConfigError
 from evalh.scorers.base import ScorerConfig
 from evalh.services import Price
+from evalh.sweep_spec import SweepConfig
 from evalh.targets.base import TargetConfig
 
 CONFIG_FILENAME = "evalh.toml"

@@ -125,7 +125,7 @@ def test_label_sidecar_is_scrubbed_of_secrets(tmp_path: Path, monkeypatch: pytes
 
 def test_sweep_score_measure_of_a_judge_error_is_undecided_not_the_other_scorers_mean() -> None:
     from evalh.core.sweep import measure_of
-    from evalh.core.sweep_spec import SweepConfig
+    from evalh.sweep_spec import SweepConfig
 
     spec = SweepConfig(positive="bad", measure="score")
     # the exact-match scorer passed, the judge failed: the stored score is the exact match's

@@ -14,7 +14,7 @@ from evalh.cli.project import open_project
 
 if TYPE_CHECKING:
     from evalh.core.compare_models import Comparison
-    from evalh.report.compare_notes import CompareNotes
+    from evalh.core.compare_notes import CompareNotes
     from evalh.store import RunStore
 
 

@@ -137,7 +137,7 @@ def run(
         doc = {"run_id": result.run_id, "path": str(path), "status": result.status,
                "exit_code": code, "reasons": verdict.reasons, "summary": result.summary}
         if comparison is not None:
-            from evalh.report.compare_notes import comparison_doc
+            from evalh.core.compare_notes import comparison_doc
 
             doc["comparison"] = comparison_doc(comparison, notes)
         out().file.write(document_text(doc))

@@ -5,7 +5,7 @@ a `RunPlan` and hands it to the one runner core.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,7 +78,6 @@ class RunPlan:
     options: dict[str, Any] = field(default_factory=dict)
     """The run options as given (suites, repeats, timeout, budgets, …), recorded in the
     journal header so `evalh run --resume` can rebuild the same plan."""
-    before_suite: Callable[[SuitePlan], Awaitable[None]] | None = None
 
     @property
     def total(self) -> int:

@@ -288,8 +288,6 @@ class Runner:
                     return
 
     async def run_suite(self, suite: SuitePlan, rng: random.Random) -> None:
-        if self.plan.before_suite is not None:
-            await self.plan.before_suite(suite)
         await self._prepare_scorers(suite)
         if self.stop_reason:
             return

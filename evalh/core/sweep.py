@@ -37,19 +37,19 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from evalh.core.sweep_spec import (
+from evalh.fields import MISSING, pick
+from evalh.models import CaseResult, Run
+from evalh.sweep_spec import (
     MAX_CANDIDATES,
     SweepConfig,
     SweepError,
-    _name,
-    _plain,
     grid_values,
     parse_current_option,
     parse_grid_option,
+    plain_number,
     resolve_spec,
+    value_name,
 )
-from evalh.fields import MISSING, pick
-from evalh.models import CaseResult, Run
 
 __all__ = [
     "SWEEP_SCHEMA", "Observation", "SweepConfig", "SweepError", "candidates", "decide",
@@ -112,8 +112,8 @@ def measure_of(spec: SweepConfig, result: CaseResult) -> float | str | None:
         # a lens that did not answer might have refuted: the count is not known
         return ERRORED_MEASURE
     # compared as text, so `--count-value true` counts JSON `true` verdicts
-    want = _name(spec.count_value)
-    return float(sum(_name(v) == want for v in verdicts))
+    want = value_name(spec.count_value)
+    return float(sum(value_name(v) == want for v in verdicts))
 
 
 def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> list[Observation]:
@@ -125,14 +125,14 @@ def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> lis
         label: str | None = None
         if raw is not MISSING and raw is not None:
             if spec.tiers:
-                label = _name(raw)
+                label = value_name(raw)
                 if label not in decisions:
                     raise SweepError(
                         f"{where}: case {r.case_id}: label {label!r} at expected"
                         f"{'.' + spec.label if spec.label else ''} is not one of {', '.join(decisions)}"
                     )
             else:
-                label = decisions[0] if _name(raw) == _name(spec.positive) else decisions[1]
+                label = decisions[0] if value_name(raw) == value_name(spec.positive) else decisions[1]
         value = measure_of(spec, r)
         if value == ERRORED_MEASURE:
             out.append(Observation(r.case_id, r.attempt, None, label, errored=True))
@@ -193,7 +193,7 @@ def evaluate(
 
 
 def _params_dict(names: Sequence[str], params: Params) -> dict[str, float | int]:
-    return {n: _plain(v) for n, v in zip(names, params, strict=True)}
+    return {n: plain_number(v) for n, v in zip(names, params, strict=True)}
 
 
 def candidates(spec: SweepConfig, max_observed: float) -> tuple[list[Params], dict[str, Any]]:
@@ -208,7 +208,7 @@ def candidates(spec: SweepConfig, max_observed: float) -> tuple[list[Params], di
         if name in spec.grid:
             axes.append(grid_values(name, spec.grid[name]))
         elif name in spec.current:
-            axes.append([_plain(spec.current[name])])
+            axes.append([plain_number(spec.current[name])])
         else:
             raise SweepError(f"sweep: no grid for parameter {name!r} (give --grid {name}=… or a current value)")
     total = 1
@@ -226,7 +226,7 @@ def candidates(spec: SweepConfig, max_observed: float) -> tuple[list[Params], di
         else:
             kept.append(params)
     return kept, {"grid": total, "not_decreasing": unordered, "above_observed": unreachable,
-                  "max_observed": _plain(max_observed)}
+                  "max_observed": plain_number(max_observed)}
 
 
 # --------------------------------------------------------------------------- ranking
@@ -264,8 +264,8 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
         "errored": len(errored_obs),
         "unlabelled": sum(o.label is None and (o.value is not None or o.errored) for o in obs),
         "labels": {d: labels[d] for d in decisions if d in labels},
-        "min": _plain(min(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
-        "max": _plain(max(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
+        "min": plain_number(min(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
+        "max": plain_number(max(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
     }
     if not decided_obs:
         raise SweepError("sweep: no result has both a measure and a label: nothing to rank")
@@ -339,9 +339,9 @@ def _pinning(names: Sequence[str], top: Sequence[dict[str, Any]]) -> dict[str, A
     for i, name in enumerate(names):
         values = sorted({r["params"][i] for r in top})
         if len(values) == 1:
-            pinned[name] = _plain(values[0])
+            pinned[name] = plain_number(values[0])
         else:
-            open_[name] = [_plain(v) for v in values]
+            open_[name] = [plain_number(v) for v in values]
     return {"pinned": pinned, "undetermined": open_}
 
 

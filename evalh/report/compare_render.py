@@ -19,7 +19,7 @@ from evalh.report.render import md_escape
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from evalh.report.compare_notes import CompareNotes
+    from evalh.core.compare_notes import CompareNotes
 
 MAX_NAMED = 20
 """Named cases shown per list in the terminal and markdown (JSON keeps them all)."""
@@ -36,7 +36,7 @@ _LISTS = (
 def to_json(cmp: Comparison, notes: CompareNotes | None = None) -> str:
     """The `evalh.compare/1` document, indented, keys in their stable model order (the
     notes' keys, `baseline_runs` and `baseline_noise`, last)."""
-    from evalh.report.compare_notes import comparison_doc
+    from evalh.core.compare_notes import comparison_doc
 
     return orjson.dumps(comparison_doc(cmp, notes), option=orjson.OPT_INDENT_2).decode() + "\n"
 

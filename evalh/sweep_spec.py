@@ -93,7 +93,7 @@ class SweepConfig(BaseModel):
         """Every decision, most severe first."""
         if self.tiers:
             return [*self.tiers, str(self.otherwise)]
-        return [_name(self.positive), f"not {_name(self.positive)}"]
+        return [value_name(self.positive), f"not {value_name(self.positive)}"]
 
 
 def resolve_spec(base: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> SweepConfig:
@@ -115,7 +115,8 @@ def resolve_spec(base: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -
 # --------------------------------------------------------------------------- grids
 
 
-def _name(value: Any) -> str:
+def value_name(value: Any) -> str:
+    """A label or parameter value as shown and keyed (`true`/`false` for booleans)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -131,7 +132,8 @@ def _number(text: str, where: str) -> Decimal:
     return value
 
 
-def _plain(value: Decimal | float) -> float | int:
+def plain_number(value: Decimal | float) -> float | int:
+    """A grid value as JSON shows it: an int when it is whole (`0.5`, `3`)."""
     f = float(value)
     return int(f) if f.is_integer() else f
 
@@ -144,9 +146,9 @@ def grid_values(name: str, spec: GridSpec) -> list[float | int]:
     if isinstance(spec, bool):
         raise SweepError(f"grid {name}: expected numbers, got {spec!r}")
     if isinstance(spec, int | float):
-        return [_plain(Decimal(str(spec)))]
+        return [plain_number(Decimal(str(spec)))]
     if isinstance(spec, list):
-        return sorted({_plain(_number(str(v), name)) for v in spec})
+        return sorted({plain_number(_number(str(v), name)) for v in spec})
     if ":" in spec:
         parts = spec.split(":")
         if len(parts) not in (2, 3):
@@ -158,8 +160,8 @@ def grid_values(name: str, spec: GridSpec) -> list[float | int]:
         count = int((stop - start) / step) + 1
         if count > MAX_CANDIDATES:
             raise SweepError(f"grid {name}: {spec!r} has {count} values (at most {MAX_CANDIDATES})")
-        return [_plain(start + i * step) for i in range(count)]
-    return sorted({_plain(_number(v, name)) for v in spec.split(",") if v.strip()})
+        return [plain_number(start + i * step) for i in range(count)]
+    return sorted({plain_number(_number(v, name)) for v in spec.split(",") if v.strip()})
 
 
 def parse_grid_option(text: str) -> tuple[str, str]:
@@ -178,5 +180,5 @@ def parse_current_option(texts: Sequence[str]) -> dict[str, float]:
             name, sep, value = part.partition("=")
             if not sep:
                 raise SweepError(f"--current {text!r}: use NAME=VALUE[,NAME=VALUE…]")
-            out[name.strip()] = _plain(_number(value, f"--current {name.strip()}"))
+            out[name.strip()] = plain_number(_number(value, f"--current {name.strip()}"))
     return out
