@@ -520,3 +520,36 @@ def test_history_filters_by_label_branch_sha_status_and_date(browser: Any, tmp_p
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def test_a_chart_of_many_runs_names_the_run_under_the_pointer(browser: Any, tmp_path: Path) -> None:
+    from tests.report_factory import write_runs
+
+    runs = [make_run(f"202603{1 + k // 24:02d}T{k % 24:02d}0000000Z-{k:06x}", {"s": suite([res("a"), res("b", "failed" if k % 3 else "passed")])},
+                     started_at=f"2026-03-{1 + k // 24:02d}T{k % 24:02d}:00:00.000Z") for k in range(160)]
+    write_runs(tmp_path / "eval_runs", runs)
+    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    p = wide(browser)
+    try:
+        p.page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
+        overlay = p.page.locator("[data-testid=chart-overlay-pass_rate]")
+        overlay.wait_for()
+        assert p.page.locator("[data-testid=chart-pass_rate] .pt").count() == 0  # lines only
+        labels = p.page.locator("[data-testid=chart-pass_rate] text.xlabel").all_text_contents()
+        assert len(labels) > 3 and len(set(labels)) == len(labels)
+        box = overlay.bounding_box()
+        assert box is not None
+        p.page.mouse.move(box["x"] + box["width"] - 1, box["y"] + box["height"] / 2)  # the newest run
+        tip = p.page.locator("[data-testid=chart-tip-pass_rate]")
+        tip.wait_for()
+        assert runs[-1].run_id in tip.inner_text() and "s: 100.0% (2/2)" in tip.inner_text()  # 159 % 3 == 0: both passed
+        p.page.mouse.click(box["x"] + 1, box["y"] + box["height"] / 2)  # the oldest
+        p.page.wait_for_function(f"() => location.hash.indexOf('{runs[0].run_id}') >= 0")
+        assert p.errors == []
+    finally:
+        p.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

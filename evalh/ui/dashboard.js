@@ -98,6 +98,7 @@
 
   // ------------------------------------------------------------------ charts
 
+  var DENSE = 150;
   var MARKERS = ["circle", "square", "triangle", "diamond", "down", "cross"];
 
   function marker(shape, cx, cy, r, a) {
@@ -147,6 +148,7 @@
     }
     var legend = el("div", { "class": "legend" });
     var S = series.length;
+    var dense = n > DENSE; // many runs: lines only, and one overlay names the run under the pointer
     series.forEach(function (s, i) {
       var color = "s" + (s.color || 0);
       var shape = MARKERS[(s.marker === undefined ? i : s.marker) % MARKERS.length];
@@ -162,7 +164,7 @@
       });
       flush();
       s.values.forEach(function (v, j) {
-        if (v === null) return;
+        if (v === null || dense) return;
         var run = runs[j];
         var tip = s.name + " · " + (run.label ? run.label + " (" + run.run_id + ")" : run.run_id) + " · " + when(run.started_at) + "\n" +
           opts.tip(v, s.num ? s.num[j] : null, s.den ? s.den[j] : null);
@@ -175,7 +177,38 @@
       add(legend, el("span", { "data-series": s.name }, [sw, " ", s.name]));
     });
     if (!values.length) add(box, svg("text", { "class": "tick", x: W / 2, y: H / 2, "text-anchor": "middle" }, "no data"));
-    return el("div", { "class": "card" }, [el("h2", null, title), box, legend]);
+    var card = el("div", { "class": "card chartcard" }, [el("h2", null, title), box, legend]);
+    if (dense && n) {
+      var guide = svg("line", { "class": "guide", x1: 0, x2: 0, y1: T, y2: H - B, visibility: "hidden" });
+      var tipBox = el("div", { "class": "tip", hidden: "hidden", "data-testid": "chart-tip-" + id });
+      var at = function (ev) {
+        var r = box.getBoundingClientRect();
+        var sx = (ev.clientX - r.left) * W / r.width;
+        return Math.max(0, Math.min(n - 1, Math.round((sx - L) / (W - L - R) * (n - 1))));
+      };
+      var overlay = svg("rect", { "class": "overlay", x: L, y: T, width: W - L - R, height: H - T - B, "data-testid": "chart-overlay-" + id,
+        onmousemove: function (ev) {
+          var j = at(ev), run = runs[j];
+          guide.setAttribute("x1", x(j)); guide.setAttribute("x2", x(j)); guide.setAttribute("visibility", "visible");
+          clear(tipBox);
+          add(tipBox, el("div", { "class": "mono" }, (run.label ? run.label + " · " : "") + run.run_id + " · " + when(run.started_at)));
+          series.forEach(function (s) {
+            var v = s.values[j];
+            if (v === null || v === undefined) return;
+            add(tipBox, el("div", null, [el("i", { "class": "sw" + (s.color || 0) }), s.name + ": " + opts.tip(v, s.num ? s.num[j] : null, s.den ? s.den[j] : null)]));
+          });
+          tipBox.removeAttribute("hidden");
+          var r = box.getBoundingClientRect(), c = card.getBoundingClientRect();
+          tipBox.style.left = Math.min(ev.clientX - c.left + 12, c.width - 240) + "px";
+          tipBox.style.top = (ev.clientY - c.top + 12) + "px";
+          void r;
+        },
+        onmouseleave: function () { tipBox.setAttribute("hidden", "hidden"); guide.setAttribute("visibility", "hidden"); },
+        onclick: function (ev) { location.hash = runHref(runs[at(ev)].run_id); } });
+      add(box, [guide, overlay]);
+      add(card, tipBox);
+    }
+    return card;
   }
 
   // ------------------------------------------------------------------ home: trends + history
