@@ -41,3 +41,19 @@ def test_a_deterministic_suite_nobody_could_judge_is_not_flat() -> None:
     d = cmp.suites["d"]
     assert d.verdict != "flat", d.reasons
     assert cmp.fails_gate, d.reasons
+
+
+def test_a_deterministic_suite_whose_candidate_errored_on_every_case_fails_the_gate() -> None:
+    # The stochastic regime blocks this ("the candidate produced no scorable result"); the
+    # deterministic one calls it `flat` because the cases failed before.
+    base = {f"x{i}": "failed" for i in range(10)}
+    cand = {f"x{i}": "errored" for i in range(10)}
+    cmp = compare_runs(make_run("b", {"d": det_suite(base)}), make_run("c", {"d": det_suite(cand)}))
+    assert cmp.fails_gate, (cmp.suites["d"].verdict, cmp.suites["d"].reasons)
+
+
+def test_a_stochastic_candidate_that_errored_everywhere_fails_even_when_the_base_did_too() -> None:
+    broken = [result(f"c{i}", "errored") for i in range(20)]
+    cmp = compare_runs(make_run("b", {"s": suite(broken, "stochastic")}),
+                       make_run("c", {"s": suite(broken, "stochastic")}))
+    assert cmp.fails_gate, (cmp.suites["s"].verdict, cmp.suites["s"].reasons)
