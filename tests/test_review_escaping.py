@@ -123,8 +123,8 @@ def test_label_sidecar_is_scrubbed_of_secrets(tmp_path: Path, monkeypatch: pytes
     assert secret not in path.read_text() and "[REDACTED]" in path.read_text()
 
 
-def test_sweep_score_measure_of_a_judge_error_is_undecided_not_the_other_scorers_mean() -> None:
-    from evalh.core.sweep import measure_of
+def test_sweep_score_measure_of_a_judge_error_is_errored_not_the_other_scorers_mean() -> None:
+    from evalh.core.sweep import ERRORED_MEASURE, measure_of
     from evalh.sweep_spec import SweepConfig
 
     spec = SweepConfig(positive="bad", measure="score")
@@ -133,5 +133,6 @@ def test_sweep_score_measure_of_a_judge_error_is_undecided_not_the_other_scorers
     r = rf.res("c", "judge_error", score=1.0, scores=[
         Score(scorer="exact", value=1.0, passed=True),
         Score(scorer="judge", value=None, passed=None, error="unparseable")])
-    assert measure_of(spec, r) is None
+    # a failed call: errored (excluded, or a miss, by the sweep's rule), never a number
+    assert measure_of(spec, r) == ERRORED_MEASURE
     assert measure_of(SweepConfig(positive="bad", measure="scorer:exact"), r) == 1.0
