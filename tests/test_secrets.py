@@ -275,3 +275,30 @@ def test_credentials_in_a_model_base_url_are_refused_when_the_config_loads(
         assert len(lines) == 1 and f"evalh.toml: {field}: " in lines[0], lines
         assert "api_key_env" in lines[0] and URL_PASSWORD not in result.output
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+@pytest.mark.parametrize("where", ["target", "judge"])
+def test_credentials_in_a_base_url_variable_are_refused_before_any_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, where: str
+) -> None:
+    """`ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` stand in for an unset `base_url`: the same
+    refusal, naming the variable, instead of an error on every case."""
+    variable = "ANTHROPIC_BASE_URL" if kind == "anthropic" else "OPENAI_BASE_URL"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    monkeypatch.setenv(variable, f"http://{URL_USER}:{URL_PASSWORD}@127.0.0.1:9/v1")
+    model = f'kind = "{kind}", model = "m", prompt = "{{{{ input.q }}}}"'
+    if where == "target":
+        target, scorers = f"{{ {model} }}", '{ type = "contains" }'
+    else:
+        target = f'{{ {model}, base_url = "mock:none.json" }}'
+        scorers = f'{{ type = "judge", provider = "{kind}", model = "j", rubric = "r" }}'
+    write(tmp_path, f'[suites.s]\ndataset = "d.jsonl"\ntarget = {target}\nscorers = [{scorers}]\n', CASES)
+    for command in (["validate"], ["run", "--runs-dir", str(tmp_path / "runs")]):
+        result = invoke(*command, "--config", str(tmp_path / "evalh.toml"))
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"{variable}: credentials in the URL" in lines[0], lines
+        assert "suites.s" in lines[0] and URL_PASSWORD not in result.output
+    assert not (tmp_path / "runs").exists()

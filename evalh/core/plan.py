@@ -143,9 +143,14 @@ def build_suite_plan(
     with_targets: bool = True,
 ) -> SuitePlan:
     """Load the suite's dataset and build its targets and scorers (user code imported here)."""
+    from evalh.providers.base import base_url_variable_problems
     from evalh.scorers import build_scorer
     from evalh.targets import build_target
 
+    tree = suite.model_dump(mode="json", serialize_as_any=True)  # the targets' own fields
+    problems = base_url_variable_problems(tree, f"{config.path}: suites.{suite.name}")
+    if problems:  # before any case: not one error per case
+        raise ConfigError(problems[0])
     dataset, shown, cases = load_suite_dataset(config, suite)
     arms: list[ArmPlan] = []
     for i, (arm_name, tcfg) in enumerate(suite.arm_targets()):

@@ -8,11 +8,50 @@ charging) wraps them once. SDKs are imported inside the factories, never at modu
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+BASE_URL_VARIABLES = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+"""The variable each provider reads when a config names no `base_url`."""
+
+
+def url_credentials_problem(url: str | None) -> str | None:
+    """Why a provider URL cannot be used, or None. The key goes in its own header
+    (x-api-key / Authorization: Bearer), so a user:password@ would have to be a second
+    Authorization header: aiohttp refuses to build the request and the SDK reports a bare
+    "Connection error." on every case."""
+    if url and not url.startswith("mock:") and "@" in urlsplit(url).netloc:
+        return ("credentials in the URL (user:password@) cannot be sent with the API key: "
+                "remove them, and put the key in the variable `api_key_env` names")
+    return None
+
+
+def base_url_variable_problems(tree: Any, where: str) -> list[str]:
+    """For every provider in a config tree (a suite's `model_dump()`) that names no
+    `base_url`, the problem with the variable it falls back to, as `where: VARIABLE: …`."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            provider = node.get("provider") or node.get("kind")
+            variable = BASE_URL_VARIABLES.get(provider) if isinstance(provider, str) else None
+            if variable and "model" in node and not node.get("base_url"):
+                problem = url_credentials_problem(os.environ.get(variable))
+                line = f"{where}: {variable}: {problem}"
+                if problem and line not in found:
+                    found.append(line)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(tree)
+    return found
 
 
 class ProviderConfig(BaseModel):
@@ -60,14 +99,9 @@ class ProviderConfig(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _no_credentials_in_url(cls, url: str | None) -> str | None:
-        # The key goes in its own header (x-api-key / Authorization: Bearer), so a
-        # user:password@ would have to be a second Authorization header: aiohttp refuses to
-        # build the request and the SDK reports a bare "Connection error." on every case.
-        if url and not url.startswith("mock:") and "@" in urlsplit(url).netloc:
-            raise ValueError(
-                "credentials in the URL (user:password@) cannot be sent with the API key: "
-                "remove them, and put the key in the variable `api_key_env` names"
-            )
+        problem = url_credentials_problem(url)
+        if problem:
+            raise ValueError(problem)
         return url
 
     def key_env(self) -> str:
