@@ -211,7 +211,11 @@ class DashboardApi:
         with self._lock:
             hit = self._compares.get(key)
         if hit is None:
-            hit = compare_runs(b.run(), c.run(), ComparePolicy()).to_dict()
+            from evalh.gcpause import gc_paused
+
+            base, cand = b.run(), c.run()
+            with gc_paused():  # as `evalh compare`: two large runs are millions of acyclic objects
+                hit = compare_runs(base, cand, ComparePolicy()).to_dict()
             with self._lock:
                 self._compares[key] = hit
                 while len(self._compares) > 8:
@@ -229,6 +233,17 @@ class DashboardApi:
         if paired is not None:
             return paired
         cmp = self._compare(b, c)
+        from evalh.gcpause import gc_paused
+
+        with gc_paused():  # tens of thousands of small dicts beside two whole runs: no collection passes
+            out = self._pair_rows(b, c, suite, cmp)
+        with self._lock:
+            self._paired[key] = out
+            while len(self._paired) > 8:
+                self._paired.popitem(last=False)
+        return out
+
+    def _pair_rows(self, b: LoadedRun, c: LoadedRun, suite: str, cmp: dict[str, Any]) -> list[dict[str, Any]]:
         named = (cmp["suites"].get(suite) or {}).get("cases") or {}
         tagged: dict[tuple[str, str], list[str]] = {}
         for tag, lists in (("regressed", ("regressed",)), ("improved", ("improved",)),
@@ -282,10 +297,6 @@ class DashboardApi:
             info["tags"] = tags
             info["_text"] = "\n".join(texts)
             out.append(info)
-        with self._lock:
-            self._paired[key] = out
-            while len(self._paired) > 8:
-                self._paired.popitem(last=False)
         return out
 
     def compare_cases(self, params: Mapping[str, str]) -> dict[str, Any]:
@@ -354,8 +365,6 @@ class DashboardApi:
         attempt of one arm (`by=attempt`, with each case's flakiness class). Each cell is
         one result: status, score, tokens, latency and the start of its output. Sorted by
         disagreement between the columns (`sort=disagreement`, the default) or by case."""
-        from evalh.report.repeats import flakiness_of
-
         loaded = self.index.load(run_id)
         suite = params.get("suite") or next(iter(loaded.rows), "")
         if suite not in loaded.rows:
@@ -380,6 +389,16 @@ class DashboardApi:
         q = (params.get("q") or "").lower()
         offset = _int(params, "offset", 0, 0, 10**9)
         limit = _int(params, "limit", 100, 1, MAX_PAGE)
+        from evalh.gcpause import gc_paused
+
+        with gc_paused():
+            return self._matrix(loaded, suite, by, sort, arm, arms, base_arm, q, offset, limit)
+
+    def _matrix(self, loaded: LoadedRun, suite: str, by: str, sort: str, arm: str, arms: list[str],
+                base_arm: str | None, q: str, offset: int, limit: int) -> dict[str, Any]:
+        from evalh.report.repeats import flakiness_of
+
+        rows = loaded.rows[suite]
         outs = loaded.outputs(suite)
         grid: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for r in rows:

@@ -142,10 +142,11 @@ class LoadedRun:
         if hit is None:
             raw = self.raw_cases.get(suite)  # read before `_run`, as in `case`
             run = self._run
-            if run is not None:
-                hit = [as_text(c.output) for c in run.suites[suite].cases]
-            else:
-                hit = [as_text(c.get("output")) if isinstance(c, dict) else "" for c in raw or []]
+            with gc_paused():
+                if run is not None:
+                    hit = [as_text(c.output) for c in run.suites[suite].cases]
+                else:
+                    hit = [as_text(c.get("output")) if isinstance(c, dict) else "" for c in raw or []]
             cache[suite] = hit
         return hit
 
