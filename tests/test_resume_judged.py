@@ -214,7 +214,8 @@ def _wait_for_journal(runs: Path, proc: Any, at_least: int, also: Callable[[], b
     return None
 
 
-@pytest.mark.parametrize("kind", ["judge", "calibrated", "pairwise", "pairwise-after-the-suite", "citations"])
+# ("pairwise" suites are also scored by a plain judge: the pointwise judge is covered there)
+@pytest.mark.parametrize("kind", ["calibrated", "pairwise", "pairwise-after-the-suite", "citations"])
 def test_killed_judged_run_resumes_paying_nothing_twice(
     tmp_path: Path, mock: MockProvider, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
