@@ -39,8 +39,8 @@ def test_a_candidate_whose_judge_failed_everywhere_fails_the_gate() -> None:
     cand = [result(f"c{i}", "judge_error") for i in range(40)]
     cmp = compare_runs(*_stoch_runs(base, cand))
     s = cmp.suites["s"]
-    assert s.blocking == ["the candidate produced no scorable result: 40 of 40 results "
-                          "errored or could not be judged"]
+    assert s.blocking == ["the candidate produced no scorable result: of 40 results, "
+                          "0 errored, 40 could not be judged, 0 skipped"]
     assert cmp.fails_gate and s.verdict == "regressed"  # the error-rate row, judge errors counted
 
 
@@ -218,5 +218,5 @@ def test_compare_of_a_run_whose_judge_truncates_every_reply_fails_the_gate(tmp_p
     result = _cli(cfg, "compare", good, broken, "--fail-on-regression", "--format", "markdown")
     assert result.exit_code == 1, result.output
     assert "**gate: FAIL**" in result.stdout
-    assert ("cannot pass: the candidate produced no scorable result: 12 of 12 "
-            "results errored or could not be judged") in result.stdout
+    assert ("cannot pass: the candidate produced no scorable result: of 12 results, "
+            "0 errored, 12 could not be judged, 0 skipped") in result.stdout

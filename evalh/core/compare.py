@@ -183,9 +183,12 @@ def _one_sided(
     else:
         reason = f"suite {name} is only in the base ({n} case(s))"
         counts = SuiteCounts(base_cases=n, removed=n)
+    # A suite the candidate meant to run and did not reach measured nothing: it cannot pass.
+    # Only a suite absent by design (a complete run without it) is merely named.
+    blocking = [reason] if verdict == "removed" and partial else []
     return SuiteComparison(
         suite=name, regime=sr.regime, verdict=verdict, reasons=[reason], partial=partial,
-        thresholds=th.model_dump(), thresholds_source=source, counts=counts,
+        thresholds=th.model_dump(), thresholds_source=source, counts=counts, blocking=blocking,
     )
 
 
@@ -240,6 +243,32 @@ def _compare_suite(
     if arms != ["default"]:
         out.arms = arm_verdicts
     out._arm_verdicts = arm_verdicts
+    out.blocking.extend(_nothing_measured(gb, gc, arms_b))
+    return out
+
+
+def _nothing_measured(
+    gb: dict[Key, CaseFacts], gc: dict[Key, CaseFacts], arms_b: set[str]
+) -> list[str]:
+    """Fail closed: per arm of the base, a candidate with no pass/fail result at all (every
+    case errored, unjudged, skipped, or absent) measured nothing, whatever the base did."""
+    out = []
+    for arm in sorted(arms_b):
+        facts = [f for k, f in gc.items() if k[1] == arm]
+        if any(f.valid for f in facts):
+            continue
+        where = f" [{arm}]" if arm != "default" else ""
+        if not facts:
+            out.append(f"the candidate{where} has no result in this suite")
+            continue
+        errored = sum(f.errored for f in facts)
+        judge = sum(f.judge_error for f in facts)
+        skipped = sum(f.skipped for f in facts)
+        total = errored + judge + skipped
+        out.append(
+            f"the candidate{where} produced no scorable result: of {total} results, "
+            f"{errored} errored, {judge} could not be judged, {skipped} skipped"
+        )
     return out
 
 
@@ -290,7 +319,8 @@ def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pa
             f"{unverified} case(s){where} passed in the base and could not be judged now "
             "(judge_error): zero tolerance cannot vouch for them"
         )
-    if not compared:
+    judged = [p for p in compared if "judge_error" not in (p[0].outcome, p[1].outcome)]
+    if not judged:  # judge_error cases are not compared: none left means nothing was
         return "incomparable"
     return "regressed" if regressed else ("improved" if improved else "flat")
 
@@ -326,13 +356,6 @@ def _stochastic_arm(
     rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores)
     out.metrics.extend(rows)
     where = f" [{arm}]" if arm != "default" else ""
-    if pairs and not any(c.valid for _, c in pairs) and any(b.valid for b, _ in pairs):
-        tried = sum(c.tried for _, c in pairs)
-        bad = sum(c.errored + c.judge_error for _, c in pairs)
-        out.blocking.append(
-            f"the candidate{where} produced no scorable result: {bad} of {tried} results "
-            "errored or could not be judged"
-        )
     for r in rows:
         if r.name == "score" and r.n == 0 and any(b.scorer_mean(r.scorer or "") is not None
                                                  for b, _ in pairs):
