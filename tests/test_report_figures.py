@@ -84,3 +84,25 @@ def test_a_hostile_lens_name_is_escaped() -> None:
     obs = [(HOSTILE_IMG, "tp", True)]
     rep = build_report([make_run("r", {"s": suite([res("a")], details={"c": confusion_report(obs)})})])
     assert HOSTILE_IMG not in to_html(rep) and HOSTILE_IMG not in to_markdown(rep)
+
+
+def test_verdict_distributions_are_figures_drawn_on_every_surface() -> None:
+    def judged(cid: str, verdict: str, arm: str) -> object:
+        return res(cid, "passed" if verdict == "supported" else "failed", arm=arm,
+                   scores=[Score(scorer="cite", value=1.0, passed=verdict == "supported", verdict=verdict)])
+
+    rs = [judged("a", "supported", "x"), judged("b", "supported", "x"), judged("c", "unsupported", "x"),
+          judged("a", "unsupported", "y")]
+    rep = build_report([make_run("r", {"s": suite(rs, baseline_arm="x")})])  # type: ignore[arg-type]
+    figs = [f for f in rep.suites[0].figures if f.kind == "verdicts"]
+    assert [(f.arm, f.title) for f in figs] == [("x", "x · cite verdicts"), ("y", "y · cite verdicts")]
+    assert figs[0].rows == [["supported", "2", "66.7% (2/3)"], ["unsupported", "1", "33.3% (1/3)"]]
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    render_terminal(rep, Console(file=buf, width=200, no_color=True))
+    html = to_html(rep)
+    for text in (to_markdown(rep), buf.getvalue(), html[:html.index('<script type="application/json"')]):
+        assert "x · cite verdicts" in text and "66.7% (2/3)" in text

@@ -178,12 +178,7 @@ def _summary_table(suite: SuiteReport) -> Table:
 
 def _arm_detail(suite: SuiteReport, arm: ArmReport) -> list[Block]:
     name = _arm_name(suite, arm)
-    out: list[Block] = []
-    for vd in arm.verdicts:
-        t = Table(columns=["verdict", "count", "share"],
-                  title=f"{name}: {vd.scorer} verdicts" + (" per paragraph" if vd.level == "paragraph" else ""))
-        t.rows = [[v.verdict, str(v.count), share(v.share, v.count, v.denominator)] for v in vd.verdicts]
-        out.append(t)
+    out: list[Block] = []  # verdict distributions are figures (evalh.report.figures), drawn with the suite
     if arm.worst:
         t = Table(columns=["case", "attempts", "failed", "errored", "judge err", "bad paragraphs", "why"],
                   title=f"{name}: worst cases")

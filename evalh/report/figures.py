@@ -8,7 +8,7 @@ tables as they are (terminal and markdown through `blocks`, the HTML report with
 macro, the dashboard with one function), so a figure is laid out in one place only.
 
 Rates are `rate(value, numerator, denominator)` — `n/a (0/0)` over zero — as everywhere in
-the report. The worst lens of a classification is the one of lowest *effective* recall
+the report. Each arm's verdict distributions are figures too. The worst lens of a classification is the one of lowest *effective* recall
 (an error on a known positive counts as a miss), so a lens that errors on every call is
 the worst lens, never left out.
 """
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalh.report.blocks import num, rate
-from evalh.report.models import Figure
+from evalh.report.models import ArmReport, Figure
 
 
 def _int(v: Any) -> int:
@@ -122,9 +122,25 @@ def pairwise(scorer: str, fact: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def suite_figures(details: Mapping[str, Any]) -> list[Figure]:
-    """Every figure found in a suite's details, by scorer name."""
+def verdict_figures(arms: list[ArmReport]) -> list[Figure]:
+    """Each arm's verdict distributions (per result, then per paragraph), one table each."""
     out = []
+    for arm in arms:
+        for vd in arm.verdicts:
+            where = f"{arm.arm} · " if len(arms) > 1 or arm.arm != "default" else ""
+            out.append(Figure(
+                kind="verdicts", scorer=vd.scorer, arm=arm.arm,
+                title=f"{where}{vd.scorer} verdicts" + (" per paragraph" if vd.level == "paragraph" else ""),
+                columns=["verdict", "count", "share"],
+                rows=[[v.verdict, str(v.count), rate(v.share, v.count, v.denominator)] for v in vd.verdicts],
+                data={"level": vd.level, "total": vd.total}))
+    return out
+
+
+def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = None) -> list[Figure]:
+    """Every figure of a suite: its arms' verdict distributions, then what its scorers
+    left in its details, by scorer name."""
+    out = verdict_figures(arms or [])
     for key in sorted(details):
         fact = details[key]
         if not isinstance(fact, Mapping):

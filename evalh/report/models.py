@@ -200,8 +200,10 @@ class Figure(_Out):
     once as a table of strings that every surface draws as it is."""
 
     kind: str
-    """`classification`, `judge` or `pairwise`."""
+    """`verdicts`, `classification`, `judge` or `pairwise`."""
     scorer: str
+    arm: str | None = None
+    """The arm a figure is about (verdict distributions of a suite with several arms)."""
     title: str
     columns: list[str] = Field(default_factory=list)
     rows: list[list[str]] = Field(default_factory=list)
