@@ -1,5 +1,6 @@
-"""The JSON evalh writes, in one place: a document (indented, closed by a newline) for
-`--json` output and files, and a JSONL line (compact, closed by a newline) for journals."""
+"""The JSON documents evalh writes, in one place: indented and closed by a newline, for
+`--json` output and the files beside the runs (baseline, labels, exported requests). The
+one JSONL writer is the run journal's (`store.Journal`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,3 @@ def document_bytes(value: Any) -> bytes:
 def document_text(value: Any) -> str:
     """`document_bytes` as text (what `--json` prints)."""
     return document_bytes(value).decode()
-
-
-def jsonl_line(value: Any) -> bytes:
-    """`value` as one line of JSONL: compact JSON and a newline."""
-    return orjson.dumps(value) + b"\n"

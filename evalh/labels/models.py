@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.errors import EvalhError, first_validation_error
+from evalh.jsonio import document_bytes
 from evalh.snapshot import scrub_secrets
 from evalh.store import atomic_write_bytes, validate_run_id
 
@@ -116,8 +117,8 @@ def load_labels(path: Path, run_id: str) -> LabelStore:
 def save_labels(path: Path, store: LabelStore) -> None:
     """Write the sidecar atomically (temporary file, fsync, rename), scrubbed of secrets
     like a run document (a rater's note or a source path may quote one)."""
-    data = orjson.dumps(store.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2)
-    atomic_write_bytes(path, scrub_secrets(data) + b"\n")
+    data = document_bytes(store.model_dump(mode="json", by_alias=True))
+    atomic_write_bytes(path, scrub_secrets(data))
 
 
 def label_key(value: Label) -> str | None:
