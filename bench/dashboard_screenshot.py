@@ -16,6 +16,7 @@ BASELINE, serves them with the dashboard, and saves with headless Chromium (Debi
 - docs/dashboard-matrix.png: the cases x arms grid
 - docs/dashboard-repeats.png: the cases x attempts grid with flakiness classes
 - docs/report-html.png: the first screen of the HTML report of the two newest runs
+- docs/report-html-pairs.png: that report's cases side by side, a regressed one opened
 """
 
 from __future__ import annotations
@@ -144,10 +145,11 @@ def main() -> int:
     os.chdir(WORK)  # the page shows the runs directory as given: keep this machine's paths out
     report = WORK / "report.html"
     from evalh.report.build import versus_baseline
+    from evalh.report.pairs import case_pairs
     from evalh.store import RunStore
 
-    report.write_text(to_html(build_report(runs[-2:], baseline=versus_baseline(runs[-2:], Path("."), RunStore(Path("eval_runs"))))),
-                      encoding="utf-8")
+    report.write_text(to_html(build_report(runs[-2:], baseline=versus_baseline(runs[-2:], Path("."), RunStore(Path("eval_runs")))),
+                              pairs=case_pairs(runs[-2], runs[-1])), encoding="utf-8")
     server = make_server(Path("eval_runs"), Path("."), "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -194,6 +196,10 @@ def main() -> int:
             page.goto(report.resolve().as_uri())
             page.locator("h1").wait_for()
             shot(page, "report-html.png", full=False)
+            page.locator("#pairs button[data-view=regressed]").click()
+            page.locator("#pairs details.pair").first.locator("summary").click()
+            page.evaluate("window.scrollTo(0, document.getElementById('pairs').offsetTop - 10)")
+            shot(page, "report-html-pairs.png", full=False)
             browser.close()
     finally:
         server.shutdown()

@@ -487,3 +487,17 @@ def test_html_report_opens_with_the_summary(tmp_path: Path) -> None:
     summary = html[html.index('id="summary"'):html.index("</section>", html.index('id="summary"'))]
     assert summary.count("<tr>") == 1 + 4  # header, 2 runs × 2 suites
     assert "75.0% (90/120)" in summary and "60 × 2" in summary
+
+
+def test_cli_html_of_two_runs_lays_their_changed_cases_side_by_side(tmp_path: Path) -> None:
+    runs_dir = _runs(tmp_path)
+    two, one = tmp_path / "two.html", tmp_path / "one.html"
+    ok = runner.invoke(app, ["report", "20260101T000000000Z-aaaaaa", "20260102T000000000Z-bbbbbb",
+                             "--runs-dir", str(runs_dir), "-f", "html", "-o", str(two)])
+    assert ok.exit_code == 0, ok.output
+    page = two.read_text()
+    assert 'id="pairs"' in page and 'data-case="b"' in page and 'data-case="a"' not in page  # only b changed
+    pair = page[page.index('data-case="b"'):page.index("</details>", page.index('data-case="b"'))]
+    assert "failed → errored" in pair and "errored new" in pair and "TargetError: b fell over" in pair
+    runner.invoke(app, ["report", "20260101T000000000Z-aaaaaa", "--runs-dir", str(runs_dir), "-f", "html", "-o", str(one)])
+    assert 'id="pairs"' not in one.read_text()

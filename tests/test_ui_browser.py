@@ -553,3 +553,45 @@ def test_a_chart_of_many_runs_names_the_run_under_the_pointer(browser: Any, tmp_
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def test_html_report_of_two_runs_lays_each_changed_case_side_by_side(
+        browser: Any, rich: tuple[str, list[str]], tmp_path: Path) -> None:
+    from evalh.report.pairs import case_pairs
+    from evalh.store import RunStore
+
+    _, ids = rich
+    store = RunStore(RICH_RUNS[0])
+    base, cand = store.load(ids[0]), store.load(ids[1])
+    path = tmp_path / "two.html"
+    path.write_text(to_html(build_report([base, cand]), pairs=case_pairs(base, cand)), encoding="utf-8")
+    p = wide(browser)
+    try:
+        p.page.goto(path.as_uri())
+        pairs = p.page.locator("#pairs details.pair")
+        pairs.first.wait_for()
+
+        def visible() -> list[str | None]:
+            return [pairs.nth(i).get_attribute("data-case") for i in range(pairs.count()) if pairs.nth(i).is_visible()]
+
+        assert "q.rome" not in visible() and "q.paris" in visible()  # the default view: what changed
+        p.page.locator("#pairs button[data-view=regressed]").click()
+        assert visible()[0] == "q.paris" and "q.tokyo" not in visible()
+        paris = p.page.locator("#pairs details.pair[data-case='q.paris']")
+        paris.locator("summary").click()
+        assert paris.locator("pre[data-side=base] del").all_inner_texts() == ["Paris"]
+        assert "Lyon" in "".join(paris.locator("pre[data-side=candidate] ins").all_inner_texts())
+        assert "does not match (run 1)" in paris.inner_text() and "matches (run 0)" in paris.inner_text()
+        p.page.locator("#pairs button[data-view=all]").click()
+        p.page.locator("#pairs input.pairsearch").fill("kyoto")
+        assert visible() == ["q.tokyo"]
+        p.page.locator("#pairs input.pairsearch").fill("")
+        hostile = p.page.locator("#pairs details.pair[data-case='q.hostile']")
+        hostile.locator("summary").click()
+        assert hostile.locator("pre[data-side=candidate]").inner_text() == HOSTILE_IMG + " " + HOSTILE_SCRIPT
+        assert p.page.locator("img").count() == 0 and p.page.evaluate(PWNED) == [None, None]
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.requests == [path.as_uri()]
+        assert p.errors == []
+    finally:
+        p.close()

@@ -107,7 +107,9 @@ def report(
     elif fmt is ReportFormat.json:
         text = to_json(rep)
     else:
-        text = to_html(rep)
+        from evalh.report.pairs import case_pairs
+
+        text = to_html(rep, pairs=case_pairs(runs[0], runs[1]) if len(runs) == 2 else None)
     if output is None:
         typer.echo(text, nl=False)
         return

@@ -135,8 +135,11 @@ def _suite_view(idx: int, s: SuiteReport) -> dict[str, Any]:
     return {"idx": idx, "suite": s, "bars": [(arm, _bar(arm)) for arm in s.arms]}
 
 
-def to_html(report: Report, *, title: str | None = None) -> str:
-    """The report as one self-contained HTML document (works offline, from file://)."""
+def to_html(report: Report, *, title: str | None = None, pairs: dict[str, Any] | None = None) -> str:
+    """The report as one self-contained HTML document (works offline, from file://).
+    `pairs`: two runs case by case (`evalh.report.pairs.case_pairs`), drawn side by side."""
+    from evalh.report.pairs import VIEWS, view_tags
+
     script = _asset("report.js")
     page = environment().get_template("report.html.j2").render(
         report=report,
@@ -150,5 +153,6 @@ def to_html(report: Report, *, title: str | None = None) -> str:
         csp=f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {csp_hash(script)}",
         data=json_for_script(report.to_dict()),
         outcomes=OUTCOMES,
+        pairs=pairs, pair_views=list(VIEWS), view_tags=view_tags,
     )
     return page

@@ -44,6 +44,29 @@
     });
   });
 
+  // Two runs case by case: one view (regressed, improved, changed, …) and a search at a time.
+  var pairs = document.getElementById("pairs");
+  if (pairs) {
+    var view = "changed";
+    var search = pairs.querySelector("input.pairsearch");
+    var apply = function () {
+      var q = (search && search.value || "").trim().toLowerCase();
+      pairs.querySelectorAll("details.pair").forEach(function (d) {
+        var inView = (" " + d.getAttribute("data-views") + " ").indexOf(" " + view + " ") >= 0;
+        d.hidden = !inView || (q !== "" && d.textContent.toLowerCase().indexOf(q) < 0);
+      });
+    };
+    pairs.querySelectorAll("button[data-view]").forEach(function (b) {
+      b.addEventListener("click", function () {
+        view = b.getAttribute("data-view");
+        pairs.querySelectorAll("button[data-view]").forEach(function (x) { x.className = x === b ? "on" : ""; });
+        apply();
+      });
+    });
+    if (search) search.addEventListener("input", apply);
+    apply();
+  }
+
   // The embedded data, parsed once, for anyone scripting against the page.
   var data = document.getElementById("evalh-report-data");
   if (data) {
