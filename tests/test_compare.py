@@ -369,7 +369,7 @@ def test_json_keys_are_the_documented_contract() -> None:
         "family", "inconclusive_worse",
     }
     assert set(doc["family"]) == {"size", "alpha", "method"}
-    assert doc["schema"] == "evalh.compare/1"
+    assert doc["schema"] == "evalh.compare/2"
     assert set(doc["base"]) == {"run_id", "label", "status", "started_at", "git_sha", "git_dirty"}
     s = doc["suites"]["s"]
     assert set(s) == {

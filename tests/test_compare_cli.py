@@ -131,7 +131,7 @@ def test_json_format_is_the_stable_document(runs: Path) -> None:
     result = invoke(runs, "compare", BASE, WORSE, "--format", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "evalh.compare/1" and doc["regressed"] is True
+    assert doc["schema"] == "evalh.compare/2" and doc["regressed"] is True
     assert doc["base"]["run_id"] == BASE and doc["candidate"]["label"] == "pr <42>"
     assert [c["case_id"] for c in doc["suites"]["gate"]["cases"]["regressed"]] == ["b"]
     assert "evalh compare: regressed" in result.stderr  # talk on stderr, data on stdout

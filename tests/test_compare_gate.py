@@ -112,18 +112,18 @@ def test_the_cluster_field_comes_from_the_config_and_case_turns_it_off() -> None
     def runs(cluster: str | None) -> tuple:
         b, c = [], []
         for i in range(60):
-            meta = {"group": f"g{i % 6}", "doc": f"d{i % 3}"}
+            meta = {"group": f"g{i % 12}", "doc": f"d{i % 10}"}
             b.append(CaseResult(case_id=f"c{i}", case_digest="x", status="passed", score=0.7,
                                 metadata=meta))
             c.append(CaseResult(case_id=f"c{i}", case_digest="x", status="passed",
-                                score=0.7 - 0.01 * (i % 6), metadata=meta))
+                                score=0.7 - 0.01 * (i % 12), metadata=meta))
         return _stoch_runs(b, c, {"cluster": cluster} if cluster else None)
 
     def row(cluster: str | None):
         return next(m for m in compare_runs(*runs(cluster)).suites["s"].metrics if m.name == "mean_score")
 
-    assert (row(None).cluster_by, row(None).clusters) == ("group", 6)
-    assert (row("doc").cluster_by, row("doc").clusters) == ("doc", 3)
+    assert (row(None).cluster_by, row(None).clusters) == ("group", 12)
+    assert (row("doc").cluster_by, row("doc").clusters) == ("doc", 10)
     assert (row("case").cluster_by, row("case").clusters) == (None, 60)
 
 

@@ -76,24 +76,38 @@ def test_mcnemar_edge_cases_and_large_counts() -> None:
     assert stats.mcnemar(5000, 5000).p_exact == 1.0
 
 
-def test_clustered_mean_matches_statsmodels_cluster_robust_ols() -> None:
+def test_clustered_mean_with_equal_clusters_matches_statsmodels_cluster_robust_ols() -> None:
     sm = pytest.importorskip("statsmodels.api")
     rng = random.Random(3)
-    values = [rng.gauss(0.1, 1.0) for _ in range(57)]
-    groups = [i % 9 for i in range(57)]
+    values = [rng.gauss(0.1, 1.0) for _ in range(54)]
+    groups = [i % 9 for i in range(54)]  # nine clusters of six: the jackknife equals CR1
     est = stats.clustered_mean(values, groups)
     assert est is not None
-    fit = sm.OLS(values, [[1.0]] * 57).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    fit = sm.OLS(values, [[1.0]] * 54).fit(cov_type="cluster", cov_kwds={"groups": groups})
     assert est.value == pytest.approx(float(fit.params[0]))
     assert est.se == pytest.approx(float(fit.bse[0]), rel=1e-9)
     assert est.df == 8 and est.clusters == 9
     # Without clusters it is the paired t interval.
     plain = stats.clustered_mean(values)
-    assert plain is not None and plain.df == 56
+    assert plain is not None and plain.df == 53
     sd = stats.sample_variance(values) ** 0.5  # type: ignore[operator]
-    assert plain.se == pytest.approx(sd / 57**0.5)
+    assert plain.se == pytest.approx(sd / 54**0.5)
     lo, hi = plain.interval(0.95)
-    assert (hi - lo) / 2 == pytest.approx(stats.t_quantile(0.975, 56) * plain.se)
+    assert (hi - lo) / 2 == pytest.approx(stats.t_quantile(0.975, 53) * plain.se)
+
+
+def test_clustered_mean_with_unequal_clusters_is_the_cluster_jackknife() -> None:
+    rng = random.Random(4)
+    sizes = [40, 1, 1, 1, 2, 5]
+    values = [rng.gauss(0.0, 1.0) for _ in range(sum(sizes))]
+    groups = [g for g, m in enumerate(sizes) for _ in range(m)]
+    est = stats.clustered_mean(values, groups)
+    assert est is not None
+    loo = [stats.mean([v for v, g in zip(values, groups, strict=True) if g != k]) for k in range(6)]
+    centre = sum(loo) / 6  # type: ignore[arg-type]
+    assert est.se == pytest.approx((5 / 6 * sum((x - centre) ** 2 for x in loo)) ** 0.5)  # type: ignore[operator]
+    # One cluster holds 40 of 50 cases: about 1.5 equal clusters' worth, so 1 df, not 5.
+    assert est.df == 1.0
 
 
 def test_clustered_estimates_need_two_clusters() -> None:

@@ -96,7 +96,8 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         gate_reasons=gate,
         family=Family(size=tested, alpha=alpha),
         inconclusive=any(
-            s.verdict == "inconclusive" or any(m.verdict == "inconclusive" for m in s.metrics)
+            s.verdict == "inconclusive"
+            or any(m.gating and m.verdict == "inconclusive" for m in s.metrics)
             for s in suites.values()
         ),
         inconclusive_worse=any(
@@ -406,8 +407,8 @@ def _finish(out: SuiteComparison) -> None:
         r.append(f"{len(named.regressed)} case(s) passed in the base and fail or error now")
     if named.improved and out.regime == "deterministic":
         r.append(f"{len(named.improved)} case(s) failed in the base and pass now")
-    for m in out.metrics:
-        if m.verdict in ("regressed", "improved", "inconclusive") and out.regime == "stochastic":
+    for m in out.metrics:  # a non-gating row is in the table, not among the reasons
+        if m.gating and m.verdict in ("regressed", "improved", "inconclusive") and out.regime == "stochastic":
             r.append(_row_reason(m))
     if c.changed:
         r.append(f"{c.changed} case(s) changed content (digest differs): not compared")
@@ -424,7 +425,7 @@ def _finish(out: SuiteComparison) -> None:
         )
     if out.partial:
         r.append("partial: a run is not complete; the verdict covers the cases both finished")
-    needed = [m.cases_needed for m in out.metrics if m.cases_needed is not None]
+    needed = [m.cases_needed for m in out.metrics if m.gating and m.cases_needed is not None]
     out.cases_needed = max(needed) if needed else None
 
 

@@ -24,6 +24,12 @@ Key = tuple[str, str]
 
 _EPS = 1e-12
 
+MIN_UNITS = 8
+"""Fewest independent units (cases, or clusters) a row needs for an interval. Below it
+the intervals' error rates are not what they say: two equal score drops give a t
+interval of zero width, and Newcombe's interval calls two flips a regression that
+McNemar's exact test puts at p = 0.25. Such a row is `inconclusive`."""
+
 
 @dataclass(slots=True)
 class CaseFacts:
@@ -61,6 +67,8 @@ class CaseFacts:
             self.skipped += 1
             return
         score = r.score
+        if score is not None and not math.isfinite(score):
+            score = None  # a scorer's NaN is no figure (the stored document writes null)
         answered = status == "passed" or status == "failed"
         if score is not None and answered:
             self.scores = [*self.scores, score]
@@ -69,12 +77,16 @@ class CaseFacts:
         if scorers and answered:
             found = self.by_scorer if self.by_scorer is not None else {}
             for s in r.scores:
-                if s.scorer in scorers and s.value is not None:
+                if s.scorer in scorers and s.value is not None and math.isfinite(s.value):
                     found.setdefault(s.scorer, []).append(s.value)
             self.by_scorer = found
-        if r.latency_ms is not None and not r.cached:
+        # A cached reply has neither the target's latency nor its cost (it is recorded as
+        # 0): counted, it would make a warm cache look like a cheaper product.
+        if r.cached:
+            return
+        if r.latency_ms is not None and math.isfinite(r.latency_ms):
             self.latencies = [*self.latencies, r.latency_ms]
-        if r.cost_usd is not None:
+        if r.cost_usd is not None and math.isfinite(r.cost_usd):
             self.costs = [*self.costs, r.cost_usd]
 
     @property
@@ -284,8 +296,8 @@ def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
     """For an inconclusive row: the paired cases (and, where repeats can do it, the repeats)
     at which a change twice the allowance on the worse side would be `regressed` with the
     policy's power at the family's Bonferroni level, which also gives an unchanged product
-    `flat` with at least that power. With a zero allowance the change planned for is the
-    estimate itself, when it is on the worse side.
+    `flat` with at least that power. Nothing is planned with a zero allowance (no change is
+    acceptable, so an unchanged product is never shown `flat`).
 
     The standard error is scaled as 1/√n from the current one, with Student quantiles at
     the current degrees of freedom (the standard error is an estimate)."""
@@ -297,12 +309,10 @@ def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
         return
     sign = -1.0 if row.better == "higher" else 1.0  # the worse direction, in change units
     a = row.allowance
-    if a > 0:
-        target = sign * 2 * a
-    elif _direction(row.change, row.better) == "worse":
-        target = row.change
-    else:
+    if a <= 0:  # no change size is acceptable, so none to plan for; and nothing is ever flat
+        row.note = _join(row.note, "a zero allowance: no number of cases settles it as flat")
         return
+    target = sign * 2 * a
     distance = abs(ev.to_test(target) - ev.to_test(sign * a))
     if distance <= 0:
         return
@@ -315,6 +325,9 @@ def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
     needed = math.ceil(row.n * (se0 / se_target) ** 2)
     row.cases_needed = max(needed, row.n + 1)
     row.cases_needed_for = target
+    if row.cluster_by is not None:
+        row.note = _join(row.note, f"counted in new {row.cluster_by} clusters of the current "
+                                   "size: more cases in the same clusters do not help")
     if needed <= row.n:
         row.note = _join(
             row.note,
@@ -357,6 +370,9 @@ def _row(
 ) -> MetricRow:
     if delta is None and base is not None and cand is not None:
         delta = cand - base
+    if evidence is not None and _units(evidence, n) < MIN_UNITS:
+        evidence = None
+        note = _join(note, f"fewer than {MIN_UNITS} independent units: no interval")
     interval = evidence.interval(policy.confidence) if evidence is not None else None
     row = MetricRow(
         arm=arm, name=name, better=better, base=base, candidate=cand, delta=delta,
@@ -374,6 +390,10 @@ def _row(
     return row
 
 
+def _units(ev: Evidence, n: int) -> int:
+    return ev.estimate.clusters if ev.estimate is not None else n
+
+
 @dataclass
 class Columns:
     """Paired per-case values of one figure, with their clusters and within-case noise."""
@@ -388,7 +408,8 @@ class Columns:
     def add(self, x: float, y: float, b: CaseFacts, c: CaseFacts, i: int) -> None:
         self.xs.append(x)
         self.ys.append(y)
-        self.clusters.append(b.cluster if b.cluster is not None else ("case", i))
+        cluster = b.cluster if b.cluster is not None else c.cluster
+        self.clusters.append(cluster if cluster is not None else ("case", i))
 
     @property
     def clustered(self) -> bool:

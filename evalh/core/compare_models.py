@@ -1,7 +1,7 @@
 """The models of a comparison: the policy that drives it and the result it returns.
 
 ``Comparison.model_dump(mode="json", by_alias=True)`` is the ``evalh compare --format json``
-document (schema ``evalh.compare/1``). Its keys are a stable contract, documented in
+document (schema ``evalh.compare/2``). Its keys are a stable contract, documented in
 ``docs/methodology.md``: add keys with defaults, never rename or repurpose one.
 """
 
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from evalh.config import Thresholds
 from evalh.models import Regime
 
-COMPARE_SCHEMA = "evalh.compare/1"
+COMPARE_SCHEMA = "evalh.compare/2"
 
 Verdict = Literal[
     "regressed", "improved", "flat", "added", "removed", "incomparable", "inconclusive"

@@ -1,7 +1,7 @@
 """What a comparison's renderers add when its base is the BASELINE marker: how many
 baseline runs were pooled, and the measured noise floor per suite.
 
-`Comparison` (schema `evalh.compare/1`) is the statistics' own model; these notes travel
+`Comparison` (schema `evalh.compare/2`) is the statistics' own model; these notes travel
 beside it, built by `evalh.baseline.LoadedBaseline.notes`, and every renderer in
 `evalh.report.compare_render` takes them as an optional argument.
 """

@@ -8,8 +8,8 @@ from fewer units than the method needs) the function returns ``None`` instead of
 Sources (see ``docs/methodology.md``): Wilson (1927) for the binomial score interval;
 Newcombe (1998, method 10) for the interval of a paired difference of proportions;
 McNemar (1947) for the paired pass/fail test, with the mid-p variant (Fagerland, Lydersen
-& Laake 2013); Liang & Zeger (1986) and Cameron & Miller (2015) for cluster-robust
-standard errors with G − 1 degrees of freedom; the delta method for a ratio of means
+& Laake 2013); Bell & McCaffrey (2002) and Cameron & Miller (2015) for the cluster
+jackknife standard error and its degrees of freedom; the delta method for a ratio of means
 (Cochran 1977, §6); Holm (1979) for the family-wise adjustment; Cohen (1960) for kappa;
 Chen et al. (2021) for pass@k.
 """
@@ -263,44 +263,64 @@ def _cluster_sums(
     return list(sums.values()), list(sizes.values())
 
 
+def _effective_df(sizes: Sequence[int]) -> float:
+    """G − 1, lowered to G* − 1 when the clusters are unequal, where G* = N² / Σ nᵍ² is
+    the number of equal clusters that would carry the same information (one cluster
+    holding most cases leaves about one: the data cannot say how much clusters vary)."""
+    n = sum(sizes)
+    g_star = n * n / sum(m * m for m in sizes)
+    return max(1.0, min(len(sizes) - 1.0, g_star - 1.0))
+
+
 def clustered_mean(
     values: Sequence[float], clusters: Sequence[Hashable] | None = None
 ) -> Estimate | None:
-    """Mean of per-case values with a cluster-robust standard error (Liang & Zeger 1986,
-    with the G/(G − 1) small-sample factor) and G − 1 degrees of freedom (Cameron & Miller
-    2015, §VI). Each case is its own cluster when ``clusters`` is None: this is then the
-    paired t interval. None with fewer than two clusters."""
+    """Mean of per-case values with a cluster jackknife standard error (leave one cluster
+    out; the CR3 estimator of Bell & McCaffrey 2002, which keeps its coverage when one
+    cluster is much larger than the rest, where the CR1 sandwich collapses) and Student's t
+    with G − 1 degrees of freedom, fewer for unequal clusters (`_effective_df`). With equal
+    clusters it equals the CR1 sandwich (Liang & Zeger 1986) with the G/(G − 1) factor;
+    with each case its own cluster (``clusters`` None) it is the paired t interval. None
+    with fewer than two clusters."""
     n = len(values)
     sums, sizes = _cluster_sums(values, clusters)
     g = len(sums)
     if n == 0 or g < 2:
         return None
-    est = math.fsum(values) / n
-    resid = math.fsum((s - est * m) ** 2 for s, m in zip(sums, sizes, strict=True))
-    se = math.sqrt(g / (g - 1) * resid) / n
-    return Estimate(est, se, float(g - 1), "abs", g)
+    total = math.fsum(values)
+    est = total / n
+    loo = [(total - s) / (n - m) for s, m in zip(sums, sizes, strict=True)]
+    mean_loo = math.fsum(loo) / g
+    se = math.sqrt((g - 1) / g * math.fsum((x - mean_loo) ** 2 for x in loo))
+    return Estimate(est, se, _effective_df(sizes), "abs", g)
 
 
 def clustered_log_ratio(
     base: Sequence[float], cand: Sequence[float], clusters: Sequence[Hashable] | None = None
 ) -> Estimate | None:
-    """``log(mean(cand)/mean(base))`` of paired positive values, with a cluster-robust
-    delta-method standard error and G − 1 degrees of freedom. The log scale keeps the
+    """``log(mean(cand)/mean(base))`` of paired positive values, with a cluster jackknife
+    standard error and the degrees of freedom of `clustered_mean`. The log scale keeps the
     interval of a ratio from under-covering on the side of large rises (the ratio's
-    sampling distribution is skewed). None when a mean is not positive or with fewer than
-    two clusters."""
+    sampling distribution is skewed). None when a mean is not positive, with fewer than two
+    clusters, or when leaving a cluster out leaves no cost."""
     n = len(base)
     if n != len(cand):
         raise ValueError("paired samples must have the same length")
-    bx, _ = _cluster_sums(base, clusters)
+    bx, sizes = _cluster_sums(base, clusters)
     cy, _ = _cluster_sums(cand, clusters)
     g = len(bx)
     sx, sy = math.fsum(base), math.fsum(cand)
     if n == 0 or g < 2 or sx <= 0 or sy <= 0:
         return None
-    infl = [y / sy - x / sx for x, y in zip(bx, cy, strict=True)]
-    se = math.sqrt(g / (g - 1) * math.fsum(z * z for z in infl))
-    return Estimate(math.log(sy / sx), se, float(g - 1), "log", g)
+    est = math.log(sy / sx)
+    loo = []
+    for x, y in zip(bx, cy, strict=True):
+        if sx - x <= 0 or sy - y <= 0:
+            return None
+        loo.append(math.log((sy - y) / (sx - x)))
+    mean_loo = math.fsum(loo) / g
+    se = math.sqrt((g - 1) / g * math.fsum((v - mean_loo) ** 2 for v in loo))
+    return Estimate(est, se, _effective_df(sizes), "log", g)
 
 
 def newcombe_p_below(

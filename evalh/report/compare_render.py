@@ -34,7 +34,7 @@ _LISTS = (
 
 
 def to_json(cmp: Comparison, notes: CompareNotes | None = None) -> str:
-    """The `evalh.compare/1` document, indented, keys in their stable model order (the
+    """The `evalh.compare/2` document, indented, keys in their stable model order (the
     notes' keys, `baseline_runs` and `baseline_noise`, last)."""
     from evalh.core.compare_notes import comparison_doc
 
@@ -366,7 +366,10 @@ def _suite_cases(el: ET.Element, s: SuiteComparison) -> tuple[int, int, int, int
             n += 1
             text = (f"{m.name}: base {value(m, m.base)}, candidate {value(m, m.candidate)}, "
                     f"change {delta(m)}, allowance {allowance(m)}, interval {interval(m)}; {detail(m)}")
-            if m.verdict == "regressed":
+            if not m.gating:  # shown for information: neither a failure nor a pass
+                ET.SubElement(tc, "skipped", message=_x(f"not gating ({m.verdict}): {text}"))
+                sk += 1
+            elif m.verdict == "regressed":
                 ET.SubElement(tc, "failure", message=_x(f"{metric_label(m)} regressed"), type="regression").text = _x(text)
                 f += 1
             elif m.verdict == "inconclusive":
