@@ -106,3 +106,19 @@ def test_verdict_distributions_are_figures_drawn_on_every_surface() -> None:
     html = to_html(rep)
     for text in (to_markdown(rep), buf.getvalue(), html[:html.index('<script type="application/json"')]):
         assert "x · cite verdicts" in text and "66.7% (2/3)" in text
+
+
+def test_evalh_show_prints_the_figures_under_its_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+    from tests.report_factory import write_runs
+
+    run = run_with_figures().model_copy(update={"run_id": "20260301T000000000Z-00000f"})
+    write_runs(tmp_path / "runs", [run])
+    result = CliRunner().invoke(app, ["show", run.run_id, "--runs-dir", str(tmp_path / "runs")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "worst lens: provenance" in out and "effective recall" in out and "n/a (0/0)" in out
+    assert "consistency under order swap: 62.5% (10/16)" in out and "position bias" in out
+    assert "3 of 8 verdicts low-confidence" in out

@@ -166,7 +166,9 @@ def show(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print one run: its results table and the cases that did not pass (--json: the whole document).
+    """Print one run: its results table, the cases that did not pass, and the figures its
+    suites hold (verdicts, per-lens classification, judging, pairwise consistency) (--json:
+    the whole document).
 
     Exit 0; 2 when the run is missing or its document unreadable.
 
@@ -189,3 +191,7 @@ def show(
     # the run id is the table's title: this line stays within 80 columns
     out().print(safe_text(f"{run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
     render_run(run, out(), max_failures=1000)
+    from evalh.report import build_report
+    from evalh.report.render import render_figures
+
+    render_figures(build_report([run]), out())  # per-lens, judging, pairwise, verdicts: as evalh report

@@ -279,9 +279,24 @@ def layout(report: Report, *, max_raw: int | None = None, raw: bool = True) -> l
                 out.append(Note(f"judge calibration {cal['name']}: accuracy {calibration(cal)}"))
             for note in suite.notes:
                 out.append(Note(note))
-            for fig in suite.figures:
-                out.append(Table(columns=fig.columns, rows=fig.rows, title=f"{suite.suite}: {fig.title}"))
-                out += [Note(n) for n in fig.notes] + [Note(f, warn=True) for f in fig.flags]
+            out += suite_figure_blocks(suite)
             for arm in suite.arms:
                 out.extend(_arm_detail(suite, arm))
+    return out
+
+
+def suite_figure_blocks(suite: SuiteReport) -> list[Block]:
+    """A suite's figures as tables, each with its notes and (warning) flags."""
+    out: list[Block] = []
+    for fig in suite.figures:
+        out.append(Table(columns=fig.columns, rows=fig.rows, title=f"{suite.suite}: {fig.title}"))
+        out += [Note(n) for n in fig.notes] + [Note(f, warn=True) for f in fig.flags]
+    return out
+
+
+def figure_blocks(report: Report) -> list[Block]:
+    """Every suite's figures, suite by suite (what `evalh show` prints under its table)."""
+    out: list[Block] = []
+    for suite in report.suites:
+        out += suite_figure_blocks(suite)
     return out

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from evalh.report.blocks import TERMINAL_RAW_ROWS, Heading, Note, Table, layout
+from evalh.report.blocks import TERMINAL_RAW_ROWS, Heading, Note, Table, figure_blocks, layout
 from evalh.report.models import Report
 
 if TYPE_CHECKING:
@@ -67,6 +67,17 @@ def render_terminal(
     """Draw the report on a rich console, every string as `Text` (no markup): the summary
     first, then each suite's raw attempts (folded to one line with `raw=False`) and its
     aggregates."""
+    draw_blocks(layout(report, max_raw=max_raw, raw=raw), console)
+
+
+def render_figures(report: Report, console: Console) -> None:
+    """Only the figures the suites hold (verdicts, per-lens classification, judging,
+    pairwise consistency) with their notes and flags: what `evalh show` adds under its
+    results table, drawn as `evalh report` draws them."""
+    draw_blocks(figure_blocks(report), console)
+
+
+def draw_blocks(blocks: list[Heading | Note | Table], console: Console) -> None:
     from rich.table import Table as RichTable
     from rich.text import Text as RichText
 
@@ -75,7 +86,7 @@ def render_terminal(
     def Text(text: str, style: str = "") -> RichText:  # noqa: N802 - untrusted: no markup, no escapes
         return RichText(inert(text), style=style)
 
-    for block in layout(report, max_raw=max_raw, raw=raw):
+    for block in blocks:
         if isinstance(block, Heading):
             console.print(Text(block.text, style="bold" if block.level > 1 else "bold underline"))
         elif isinstance(block, Note):
