@@ -90,7 +90,7 @@ def test_each_suite_and_arm_is_reported_on_its_own_with_no_blended_headline() ->
     assert [s["suite"] for s in doc["suites"]] == ["big", "small"]
     small = [(a["arm"], a["baseline"], a["counts"]["pass_rate"]) for a in doc["suites"][1]["arms"]]
     assert small == [("A", True, 0.0), ("B", False, 1.0)]
-    assert set(doc) == {"schema", "by", "runs", "suites", "summary", "baseline"}  # no run-wide pass rate
+    assert set(doc) == {"schema", "by", "runs", "suites", "summary", "baseline", "figures"}  # no run-wide pass rate
     assert [(h["suite"], h["arm"], h["pass_rate"]) for h in doc["summary"]] == [
         ("big", "default", 1.0), ("small", "A", 0.0), ("small", "B", 1.0)]  # the summary: one line per arm
 
@@ -329,7 +329,7 @@ def test_json_for_script_cannot_close_the_script_element() -> None:
 
 def test_json_keys_are_stable() -> None:
     doc = orjson.loads(to_json(build_report([make_run("r", {"s": suite([res("a")])})], ["split"])))
-    assert list(doc) == ["schema", "by", "runs", "suites", "summary", "baseline"] and doc["schema"] == "evalh.report/1"
+    assert list(doc) == ["schema", "by", "runs", "suites", "summary", "baseline", "figures"] and doc["schema"] == "evalh.report/1"
     arm = doc["suites"][0]["arms"][0]
     assert list(arm) == ["arm", "baseline", "cases", "counts", "interval", "economics", "verdicts",
                          "worst", "breakdowns", "tools", "repeats"]

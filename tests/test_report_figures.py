@@ -122,3 +122,21 @@ def test_evalh_show_prints_the_figures_under_its_table(tmp_path) -> None:  # typ
     assert "worst lens: provenance" in out and "effective recall" in out and "n/a (0/0)" in out
     assert "consistency under order swap: 62.5% (10/16)" in out and "position bias" in out
     assert "3 of 8 verdicts low-confidence" in out
+
+
+def test_verdict_distributions_across_runs_side_by_side_on_every_surface() -> None:
+    def run(k: int, verdicts: list[str]):  # type: ignore[no-untyped-def]
+        rs = [res(f"c{i}", "passed" if v == "good" else "failed",
+                  scores=[Score(scorer="j", value=1.0, passed=v == "good", verdict=v)]) for i, v in enumerate(verdicts)]
+        return make_run(f"2026010{k}T000000000Z-00000{k}", {"s": suite(rs)}, label=f"v{k}")
+
+    rep = build_report([run(1, ["good", "good", "bad"]), run(2, ["good", "bad", "bad", "ugly"])])
+    [fig] = rep.figures
+    assert fig.title == "s: j verdicts across runs" and fig.columns == ["verdict", "v1", "v2"]
+    assert fig.rows == [["good", "66.7% (2/3)", "25.0% (1/4)"], ["bad", "33.3% (1/3)", "50.0% (2/4)"], ["ugly", "0.0% (0/3)", "25.0% (1/4)"]]
+    html = to_html(rep)
+    for text in (to_markdown(rep), html[:html.index('<script type="application/json"')]):
+        assert "j verdicts across runs" in text and "25.0% (1/4)" in text
+    md = to_markdown(rep)
+    assert md.index("across runs") < md.index("# run ")  # with the summary, before the runs
+    assert build_report([run(1, ["good"])]).figures == []

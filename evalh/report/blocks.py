@@ -250,6 +250,8 @@ def summary_blocks(report: Report) -> list[Block]:
             continue
         gate = "gate FAIL: " + "; ".join(b.gate_reasons) if b.fails_gate else "gate passes"
         out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.verdict}; {gate}", warn=b.fails_gate))
+    for fig in report.figures:
+        out.append(Table(columns=fig.columns, rows=fig.rows, title=fig.title))
     return out
 
 

@@ -37,6 +37,9 @@ def build_report(
         for name, suite in run.suites.items():
             report.suites.append(suite_report(run.run_id, name, suite, by, worst=worst))
     report.summary = headlines(report)
+    from evalh.report.figures import across_runs
+
+    report.figures = across_runs(report)
     return report
 
 

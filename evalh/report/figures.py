@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalh.report.blocks import num, rate
-from evalh.report.models import ArmReport, Figure
+from evalh.report.models import ArmReport, Figure, Report
 
 
 def _int(v: Any) -> int:
@@ -151,4 +151,33 @@ def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = Non
             out.append(pairwise(key, fact))
         elif "scored" in fact and "low_confidence" in fact:
             out.append(judge(key, fact))
+    return out
+
+
+def across_runs(report: Report) -> list[Figure]:
+    """With several runs: each suite's verdict distributions side by side, one column per
+    run (share with its denominator: `0.0% (0/n)` where the run's scorer never gave that
+    verdict, `–` where the run has no such scorer or suite)."""
+    if len(report.runs) < 2:
+        return []
+    names = {r.run_id: (r.label or r.run_id) for r in report.runs}
+    order = [r.run_id for r in report.runs]
+    table: dict[tuple[str, str | None, str], dict[str, Figure]] = {}
+    for s in report.suites:
+        for fig in s.figures:
+            if fig.kind == "verdicts":
+                key = (s.suite, fig.arm if len(s.arms) > 1 else None, fig.title.split(" · ")[-1])
+                table.setdefault(key, {})[s.run_id] = fig
+    out = []
+    for (suite, arm, title), per_run in table.items():
+        if len(per_run) < 2:
+            continue
+        verdicts = list(dict.fromkeys(row[0] for f in per_run.values() for row in f.rows))
+        cells = {rid: {row[0]: row[2] for row in f.rows} for rid, f in per_run.items()}
+        out.append(Figure(
+            kind="verdicts_across_runs", scorer=next(iter(per_run.values())).scorer, arm=arm,
+            title=f"{suite}{' · ' + arm if arm else ''}: {title} across runs",
+            columns=["verdict", *(names[r] for r in order)],
+            rows=[[v, *(cells[r].get(v, rate(0.0, 0, int(per_run[r].data.get("total") or 0))) if r in cells else "–"
+                        for r in order)] for v in verdicts]))
     return out

@@ -289,6 +289,8 @@ class Report(_Out):
     """One line per suite and arm of every run, in report order: what a reader sees first."""
     baseline: list[BaselineVerdict] = Field(default_factory=list)
     """Each reported run against the BASELINE, when one is set (given to `build_report`)."""
+    figures: list[Figure] = Field(default_factory=list)
+    """Figures across the reported runs (verdict distributions per suite, run by run)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
