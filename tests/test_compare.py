@@ -190,15 +190,20 @@ def _with_thresholds(run, table: dict) -> None:
     run.config = {"suites": {"s": {"thresholds": table}}}
 
 
-def test_thresholds_come_from_candidate_then_base_then_defaults_then_flags() -> None:
+def test_thresholds_are_the_stricter_of_both_configs_then_defaults_then_flags() -> None:
+    """A pull request cannot loosen its own gate: with a table on both sides each allowance
+    is the smaller one (this test changes with that rule; it was candidate-first)."""
     b, c = binary_runs(200, 0.8, 0.8, seed=1)
     assert compare_runs(b, c).suites["s"].thresholds["pass_rate_drop"] == 0.05
     _with_thresholds(b, {"pass_rate_drop": 0.1})
     s = compare_runs(b, c).suites["s"]
     assert s.thresholds["pass_rate_drop"] == 0.1 and s.thresholds_source == "base config"
-    _with_thresholds(c, {"pass_rate_drop": 0.2})
+    _with_thresholds(c, {"pass_rate_drop": 0.5})  # the candidate loosens it: not honoured
     s = compare_runs(b, c).suites["s"]
-    assert s.thresholds["pass_rate_drop"] == 0.2 and s.thresholds_source == "candidate config"
+    assert s.thresholds["pass_rate_drop"] == 0.1
+    assert s.thresholds_source == "base and candidate config (the stricter of each)"
+    _with_thresholds(c, {"pass_rate_drop": 0.02})  # the candidate tightens it: honoured
+    assert compare_runs(b, c).suites["s"].thresholds["pass_rate_drop"] == 0.02
     s = compare_runs(b, c, ComparePolicy(pass_rate_drop=0.3)).suites["s"]
     assert s.thresholds["pass_rate_drop"] == 0.3 and "command-line" in s.thresholds_source
     assert s.metrics[0].allowance == 0.3

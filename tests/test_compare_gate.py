@@ -220,3 +220,13 @@ def test_compare_of_a_run_whose_judge_truncates_every_reply_fails_the_gate(tmp_p
     assert "**gate: FAIL**" in result.stdout
     assert ("cannot pass: the candidate produced no scorable result: of 12 results, "
             "0 errored, 12 could not be judged, 0 skipped") in result.stdout
+
+
+def test_a_candidate_cannot_loosen_its_own_gate_through_cluster_or_gate_scores() -> None:
+    base = [_scored(f"c{i}", 0.6 + (i % 5) * 0.05, 0.5) for i in range(200)]
+    cand = [_scored(f"c{i}", 0.5 + (i % 5) * 0.05, 0.6) for i in range(200)]
+    b, c = _stoch_runs(base, cand, {"gate_scores": ["rubric"], "cluster": "group"})
+    c.config = {"suites": {"s": {"gate_scores": [], "cluster": "case"}}}  # the change's own
+    cmp = compare_runs(b, c)
+    rows = {(m.name, m.scorer) for m in cmp.suites["s"].metrics}
+    assert ("score", "rubric") in rows and cmp.fails_gate

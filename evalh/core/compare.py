@@ -274,16 +274,22 @@ def _nothing_measured(
 
 
 def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[str]]:
-    """The suite's cluster field and gated scorers, from the candidate's config snapshot
-    (else the base's); clustering on `group` by default, `"case"` turns it off."""
-    for run in (cand, base):
-        snap = (run.config.get("suites") or {}).get(name)
-        if isinstance(snap, dict):
-            cluster = snap.get("cluster", "group")
-            scores = snap.get("gate_scores") or []
-            cluster_by = None if cluster in (None, "case") else str(cluster)
-            return cluster_by, [str(x) for x in scores] if isinstance(scores, list) else []
-    return "group", []
+    """The suite's cluster field and gated scorers. As with the allowances, a change cannot
+    loosen its own gate: the cluster field is the base's (the candidate's when the base
+    has no snapshot of the suite), and the gated scorers are those of either run."""
+    snaps = [snap for run in (base, cand)
+             if isinstance(snap := (run.config.get("suites") or {}).get(name), dict)]
+    if not snaps:
+        return "group", []
+    cluster = snaps[0].get("cluster", "group")
+    cluster_by = None if cluster in (None, "case") else str(cluster)
+    gated: list[str] = []
+    for snap in snaps:
+        scores = snap.get("gate_scores") or []
+        for x in scores if isinstance(scores, list) else []:
+            if str(x) not in gated:
+                gated.append(str(x))
+    return cluster_by, gated
 
 
 def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pair]]) -> Verdict:

@@ -15,22 +15,30 @@ from evalh.models import Run, SuiteResult
 def thresholds_for(
     name: str, base: Run, cand: Run, policy: ComparePolicy
 ) -> tuple[Thresholds, str, str | None]:
-    """Allowances for one suite: the candidate's snapshot, else the base's, else defaults;
-    then the policy's overrides. An unreadable table is skipped with a warning."""
+    """Allowances for one suite: with a table in both runs' snapshots, the stricter
+    (smaller) value of each, so that a change cannot loosen its own gate; else the one
+    table there is; else the defaults; then the policy's overrides (a command-line flag is
+    the operator's, not the change's). An unreadable table is skipped with a warning."""
     warn = None
-    source = "defaults"
-    raw: dict[str, Any] | None = None
-    for side, run in (("candidate", cand), ("base", base)):
+    tables: dict[str, dict[str, Any]] = {}
+    for side, run in (("base", base), ("candidate", cand)):
         table = ((run.config.get("suites") or {}).get(name) or {}).get("thresholds")
         if isinstance(table, dict):
             known = {k: v for k, v in table.items() if k in Thresholds.model_fields}
             try:
-                Thresholds.model_validate(known)
+                tables[side] = Thresholds.model_validate(known).model_dump()
             except ValidationError:
                 warn = f"suite {name}: the {side} run's thresholds are invalid; ignored"
-                continue
-            raw, source = known, f"{side} config"
-            break
+    raw: dict[str, Any] | None = None
+    source = "defaults"
+    if len(tables) == 2:
+        raw = {k: min(tables["base"][k], tables["candidate"][k]) for k in tables["base"]}
+        source = "base and candidate config (the stricter of each)"
+        if tables["base"] == tables["candidate"]:
+            source = "base and candidate config"
+    elif tables:
+        (side, raw), = tables.items()
+        source = f"{side} config"
     th = policy.resolve(raw)
     if policy.overrides():
         source += " with command-line overrides (" + ", ".join(sorted(policy.overrides())) + ")"
