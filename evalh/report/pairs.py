@@ -39,7 +39,7 @@ def _side(rs: list[CaseResult]) -> dict[str, Any]:
 
 def case_pairs(base: Run, candidate: Run, *, limit: int = MAX_PAIRS) -> dict[str, Any]:
     """`{"base", "candidate", "pairs", "total", "counts"}`: the differing pairs of two runs."""
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for suite in dict.fromkeys([*base.suites, *candidate.suites]):
         sides: dict[tuple[str, str], dict[str, list[CaseResult]]] = {}
         for key, run in (("base", base), ("candidate", candidate)):
@@ -87,8 +87,9 @@ def case_pairs(base: Run, candidate: Run, *, limit: int = MAX_PAIRS) -> dict[str
     pairs.sort(key=lambda p: min((SEVERITY.get(t, 9) for t in p["tags"]), default=9))
     counts: dict[str, int] = {}
     for p in pairs:
+        tagged: set[str] = set(p["tags"])
         for view, wanted in VIEWS.items():
-            if wanted is None or set(p["tags"]) & wanted:
+            if wanted is None or tagged & wanted:
                 counts[view] = counts.get(view, 0) + 1
     return {"base": base.run_id, "candidate": candidate.run_id, "total": len(pairs),
             "counts": counts, "pairs": pairs[:limit]}
