@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -151,12 +152,19 @@ scorers = [{{ type = "exact", field = "verdict" }}]
     return path
 
 
+def default_sigint() -> None:
+    """For a child the tests interrupt: SIGINT back to its default disposition. A shell
+    running the suite in the background (`.ci/run &`) starts it with SIGINT ignored, a
+    disposition children inherit, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def evalh_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """`python -m evalh.cli.main ARGS` in `cwd`, stdout and stderr captured."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "evalh.cli.main", *args], cwd=cwd, env=full_env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )
 
 

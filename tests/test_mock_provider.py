@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from runner_project import default_sigint
 
 from evalh.errors import ConfigError
 from evalh.testing import MockProvider, Script
@@ -495,6 +496,7 @@ def test_module_entry_point(tmp_path: Path) -> None:
         ],
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,  # interrupted below, however the suite was started
     )
     try:
         assert proc.stderr is not None
