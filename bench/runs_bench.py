@@ -1,8 +1,8 @@
 """`evalh runs` over 10, 100 and 500 large run documents: wall time and peak memory.
 
-    git worktree add --detach /tmp/evalh-old 4ed7862~1      # the code before the header reader
-    python bench/runs_bench.py --old /tmp/evalh-old         # writes bench/runs_results.md
-    python bench/runs_bench.py --old /tmp/evalh-old --counts 10 100 --repeats 1
+    git worktree add --detach bench/.work/evalh-old 4ed7862~1      # the code before the header reader
+    python bench/runs_bench.py --old bench/.work/evalh-old         # writes bench/runs_results.md
+    python bench/runs_bench.py --old bench/.work/evalh-old --counts 10 100 --repeats 1
     python bench/runs_bench.py --render                     # the page again from runs_results.json
 
 Run documents (about 1 MiB each: two suites of 500 cases with input, output, scores and
@@ -148,8 +148,8 @@ def render(meta: dict, rows: list[list]) -> str:
         "Reproduce (the generated documents go to `bench/.work/runs/`, ignored by git):",
         "",
         "```bash",
-        "git worktree add --detach /tmp/evalh-old 4ed7862~1   # the code before the header reader",
-        f"python bench/runs_bench.py --old /tmp/evalh-old --repeats {meta['repeats']}",
+        "git worktree add --detach bench/.work/evalh-old 4ed7862~1   # the code before the header reader",
+        f"python bench/runs_bench.py --old bench/.work/evalh-old --repeats {meta['repeats']}",
         "```",
         "",
         "Raw numbers: `runs_results.json` (`--render` rewrites this page from it).",

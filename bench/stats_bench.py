@@ -6,9 +6,10 @@ of it (the simulation module is loaded from this repository by path, and uses on
 run models, which have not changed).
 
     python bench/stats_bench.py --out bench/stats_after.json
-    git worktree add /tmp/evalh-before 35ed637~1
-    python bench/stats_bench.py --evalh /tmp/evalh-before --reps 0.3 --out bench/stats_before.json
-    python bench/stats_bench.py --table bench/stats_before.json bench/stats_after.json > bench/stats_results.md
+    mkdir -p bench/.work/evalh-before && git archive 35ed637~1 evalh | tar -x -C bench/.work/evalh-before
+    python bench/stats_bench.py --evalh bench/.work/evalh-before --reps 0.3 \
+        --policy '{"bootstrap_resamples": 500}' --out bench/stats_before.json
+    python bench/stats_bench.py --table bench/stats_before.json bench/stats_after.json
 
 ``--reps`` scales every cell's replications (1.0 = the committed table). The Monte Carlo
 standard error of a share p over R replications is sqrt(p(1 − p)/R); the table prints it.
