@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evalh.errors import EvalhError, RunNotFound
+from evalh.report.pairs import SEVERITY, VIEWS
 from evalh.ui.index import LoadedRun, RunIndex
 
 MAX_PAGE = 500
@@ -21,20 +22,9 @@ PREVIEW = 240
 """Characters of output shown in a grid cell before it is expanded."""
 STATUSES = ("passed", "failed", "errored", "judge_error", "skipped")
 
-PAIR_FILTERS: dict[str, set[str] | None] = {
-    "regressed": {"regressed", "errored_new"},
-    "improved": {"improved", "errored_fixed"},
-    "changed": {"regressed", "improved", "errored_new", "errored_fixed", "content_changed",
-                "outcome_changed", "output_changed", "added", "removed"},
-    "errored": {"errored_base", "errored_candidate"},
-    "flaky": {"flaky_base", "flaky_candidate"},
-    "all": None,
-}
-"""The views of two runs case by case: the tags a pair must carry one of (None: any)."""
-
-SEVERITY = {"regressed": 0, "errored_new": 1, "improved": 2, "errored_fixed": 3, "content_changed": 4,
-            "outcome_changed": 5, "output_changed": 6, "added": 7, "removed": 7}
-"""Order of the case-by-case list: regressions first."""
+PAIR_FILTERS = VIEWS
+"""The views of two runs case by case: the tags a pair must carry one of (None: any); the
+same views as the HTML report's filter buttons."""
 
 
 class BadRequest(EvalhError):
