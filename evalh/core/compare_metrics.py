@@ -213,16 +213,6 @@ class Evidence:
 # --------------------------------------------------------------------------- decisions
 
 
-def orient(row: MetricRow) -> tuple[float, float, float] | None:
-    """(gain, low, high) of a row with a figure and an interval, oriented so that a gain is
-    positive; None otherwise."""
-    if row.change is None or row.interval is None:
-        return None
-    if row.better == "higher":
-        return row.change, row.interval[0], row.interval[1]
-    return -row.change, -row.interval[1], -row.interval[0]
-
-
 def decide(
     change: float | None, interval: tuple[float, float] | None, allowance: float, better: str
 ) -> RowVerdict:
@@ -534,13 +524,16 @@ def _blended_row(
                      note=note)
 
 
-def _paired_means(pairs: Sequence[Pair], attr: str) -> Columns:
-    """Per case present on both sides with values of `attr`: its mean on each side."""
+def _paired_means(pairs: Sequence[Pair], attr: str, *, positive: bool = False) -> Columns:
+    """Per case present on both sides with values of `attr`: its mean on each side (only
+    cases whose means are both above zero, with `positive`)."""
     cols = Columns()
     for i, (b, c) in enumerate(pairs):
         bv, cv = getattr(b, attr), getattr(c, attr)
         if bv and cv:
-            cols.add(math.fsum(bv) / len(bv), math.fsum(cv) / len(cv), b, c, i)
+            x, y = math.fsum(bv) / len(bv), math.fsum(cv) / len(cv)
+            if not positive or (x > 0 and y > 0):
+                cols.add(x, y, b, c, i)
     return cols
 
 
@@ -561,24 +554,21 @@ def _cost_row(
     return _row(policy, arm=arm, name="cost_usd", better="lower", unit="pct", base=base,
                 cand=cand, change=change, evidence=Evidence(estimate=est) if est else None,
                 allowance=th.cost_increase_pct, n=n, cluster_by=cluster_by, note=note,
-                method="ratio of mean cost per case, log scale (cluster-robust delta method, t)")
+                method="ratio of mean cost per case, log scale (cluster jackknife, t)")
 
 
 def _latency_row(
     policy: ComparePolicy, arm: str, pairs: Sequence[Pair], th: Thresholds, cluster_by: str | None
 ) -> MetricRow | None:
-    cols = _paired_means(pairs, "latencies")
-    keep = [i for i, (x, y) in enumerate(zip(cols.xs, cols.ys, strict=True)) if x > 0 and y > 0]
-    if not keep:
+    cols = _paired_means(pairs, "latencies", positive=True)
+    xs, ys = cols.xs, cols.ys
+    if not xs:
         return None
-    xs, ys = [cols.xs[i] for i in keep], [cols.ys[i] for i in keep]
-    ids = [cols.clusters[i] for i in keep]
-    clustered = any(not isinstance(g, tuple) for g in ids)
     # Geometric means: their ratio is the mean of the paired log ratios the interval is of.
     base = math.exp(math.fsum(math.log(x) for x in xs) / len(xs))
     cand = math.exp(math.fsum(math.log(y) for y in ys) / len(ys))
     logs = [math.log(y / x) for x, y in zip(xs, ys, strict=True)]
-    est = stats.clustered_mean(logs, ids if clustered else None)
+    est = stats.clustered_mean(logs, cols.cluster_ids())
     if est is not None:
         est = replace(est, scale="log")
     allowance, note = th.latency_p50_increase_pct, None

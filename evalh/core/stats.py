@@ -9,8 +9,8 @@ Sources (see ``docs/methodology.md``): Wilson (1927) for the binomial score inte
 Newcombe (1998, method 10) for the interval of a paired difference of proportions;
 McNemar (1947) for the paired pass/fail test, with the mid-p variant (Fagerland, Lydersen
 & Laake 2013); Bell & McCaffrey (2002) and Cameron & Miller (2015) for the cluster
-jackknife standard error and its degrees of freedom; the delta method for a ratio of means
-(Cochran 1977, §6); Holm (1979) for the family-wise adjustment; Cohen (1960) for kappa;
+jackknife standard error and its degrees of freedom, also of a log ratio of means (Cochran
+1977, §6, on ratio estimators); Holm (1979) for the family-wise adjustment; Cohen (1960) for kappa;
 Chen et al. (2021) for pass@k.
 """
 
