@@ -388,7 +388,7 @@ def _finish(out: SuiteComparison) -> None:
     if out.verdict in ("added", "removed") or out.regime is None:
         return
     named = out.cases
-    arm_verdicts: dict[str, Verdict] = dict(getattr(out, "_arm_verdicts", None) or {})
+    arm_verdicts: dict[str, Verdict] = dict(out._arm_verdicts)
     if out.regime == "stochastic":
         for arm in arm_verdicts:
             if arm_verdicts[arm] not in ("added", "removed"):
