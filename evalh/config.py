@@ -22,6 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalh import registry
 from evalh.errors import ConfigError
+from evalh.methodology_spec import (
+    ContrastConfig,
+    MetricConfig,
+    RequireConfig,
+    check_suite_methodology,
+)
 from evalh.scorers.base import ScorerConfig
 from evalh.services import Price
 from evalh.sweep_spec import SweepConfig
@@ -81,6 +87,7 @@ class SuiteConfig(_Strict):
             "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
             "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
+            "require", "metrics", "contrasts", "shuffle",
         }
     )
 
@@ -131,6 +138,16 @@ class SuiteConfig(_Strict):
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""
+    require: RequireConfig | None = None
+    """`[suites.S.require]`: minimum repeats, explicit naming, a label, judge ≠ subject, case
+    schemas; each unmet one refuses the run (exit 2) before anything is spent (docs/methodology-bias.md)."""
+    metrics: list[MetricConfig] = Field(default_factory=list)
+    """`[[suites.S.metrics]]`: suite-level figures (sycophancy, anchoring, pattern_bias,
+    verbosity_bias, custom) with numerator, denominator, threshold and flag."""
+    contrasts: list[ContrastConfig] = Field(default_factory=list)
+    """`[[suites.S.contrasts]]`: named arm differences, paired over cases, with pass rules."""
+    shuffle: list[str] = Field(default_factory=list)
+    """List fields of the case input permuted per attempt with the run's seed (`input.options`)."""
 
     def arm_targets(self) -> list[tuple[str, TargetConfig]]:
         if not self.arms:
@@ -295,6 +312,9 @@ def _suite(path: Path, name: str, raw: Any) -> SuiteConfig:
     if suite.baseline_arm and suite.baseline_arm not in (names or ["default"]):
         raise ConfigError(f"{path}: {where}.baseline_arm: no arm named {suite.baseline_arm!r}")
     scorer_names = [s.display_name for s in suite.scorers]
+    problem = check_suite_methodology(suite, names or ["default"], scorer_names)
+    if problem:
+        raise ConfigError(f"{path}: {where}.{problem}")
     for i, gated in enumerate(suite.gate_scores):
         if gated not in scorer_names:
             known = ", ".join(repr(n) for n in scorer_names) or "none"

@@ -128,6 +128,16 @@ class CaseResult(_Model):
     truncated: bool = False
     error: ErrorInfo | None = None
     started_at: str | None = None
+    measured: dict[str, Any] | None = None
+    """Sizes of the output measured by evalh: `chars` and `words` (measured, of the output's
+    text) and, where the provider reported no output tokens, `tokens_derived` = chars / 4
+    (an estimate, labelled so: `tokens_method: "derived: chars/4"`)."""
+    shuffle: dict[str, list[int]] | None = None
+    """Input fields permuted for this attempt (`suites.S.shuffle`): path → the original index
+    of each presented position (`[2, 0, 1]`: the first option shown was the original third)."""
+    seed: int | None = None
+    """The attempt's own seed (from the run's seed, the suite, the case and the attempt),
+    given to the target through `evalh.context.current()` and used for its shuffle."""
 
 
 class Aggregate(_Model):
@@ -172,6 +182,12 @@ class SuiteResult(_Model):
     baseline_arm: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     """Suite-level facts (judge calibration, consistency_under_order_swap, …)."""
+    metrics: list[dict[str, Any]] = Field(default_factory=list)
+    """Suite-level metrics (`suites.S.metrics`): each a figure with `name`, `value`,
+    `numerator`, `denominator`, `threshold`, `direction` and `flag` (evalh.core.suite_metrics)."""
+    contrasts: list[dict[str, Any]] = Field(default_factory=list)
+    """Named arm contrasts (`suites.S.contrasts`): paired differences with their intervals
+    and rules (evalh.core.contrasts); the only claims a report makes about arms."""
     cases: list[CaseResult] = Field(default_factory=list)
 
 
