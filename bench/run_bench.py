@@ -114,7 +114,7 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
 
     observer = None
     if progress:
-        from evalh.cli.progress import ProgressObserver
+        from evalh.report.terminal.progress import ProgressObserver
 
         observer = ProgressObserver(enabled=True)
     from datetime import datetime

@@ -98,8 +98,8 @@ def test_progress_bar_shows_a_known_cost(tmp_path: Path, monkeypatch: pytest.Mon
 def test_a_cut_failure_line_ends_in_an_ellipsis() -> None:
     from rich.console import Console
 
-    from evalh.cli.render_run import render_run
     from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, ErrorInfo, Run, SuiteResult
+    from evalh.report.terminal.run import render_run
 
     long = "the product fell over because " + "x" * 300
     run = Run(run_id="20260101T000000000Z-abcdef", started_at="2026-01-01T00:00:00Z", status="complete",

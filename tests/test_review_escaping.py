@@ -73,7 +73,7 @@ def _plain_console() -> tuple[Console, io.StringIO]:
 
 
 def test_terminal_run_summary_drops_control_sequences_from_untrusted_text() -> None:
-    from evalh.cli.render_run import render_run
+    from evalh.report.terminal.run import render_run
 
     run = rf.make_run("r1", {"gate": rf.suite([
         rf.res("id" + ESCAPES, "errored", error=("TargetError", "boom" + ESCAPES)),

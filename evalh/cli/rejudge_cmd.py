@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
-from evalh.numbers import num
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from evalh.core.rejudge import RejudgeResult
 
 
 @translate_errors
@@ -48,11 +42,12 @@ def rejudge(
 
         evalh rejudge 20261129T201530123Z-3fa9c1 --all --judge-model claude-sonnet-4-5 --label "judge=sonnet"
     """
-    from evalh.cli.progress import ProgressObserver
     from evalh.config import load_config
     from evalh.console import err, out
     from evalh.core.rejudge import RejudgeOptions
     from evalh.core.rejudge import rejudge as run_rejudge
+    from evalh.report.terminal.progress import ProgressObserver
+    from evalh.report.terminal.rejudge import render_rejudge
     from evalh.store import RunStore, resolve_runs_dir
 
     cfg = load_config(config, check_datasets=False)
@@ -70,50 +65,3 @@ def rejudge(
     if not quiet:
         render_rejudge(result, out())
         err().print(f"wrote {result.path}", markup=False, highlight=False)
-
-
-def render_rejudge(result: RejudgeResult, console: Console) -> None:
-    """What was judged again, and the drift of each judge (untrusted text kept as Text)."""
-    from evalh.console import safe_text
-
-    console.print(safe_text(f"rejudge of {result.source.run_id} → {result.run.run_id}", style="bold"))
-    rejudged = result.run.config.get("rejudge")
-    everything = isinstance(rejudged, dict) and bool(rejudged.get("all"))
-    for name, s in result.suites.items():
-        line = safe_text(f"{name}: {s['rescored']} judged again, {s['carried_over']} carried over; "
-                    f"judge errors {s['judge_error_before']} → {s['judge_error_after']}")
-        if s.get("note"):
-            line.append(f" ({s['note']})", style="dim")
-        console.print(line)
-        for scorer, d in s["drift"].items():
-            _render_drift(console, name, scorer, d or {}, everything=everything)
-
-
-def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any], *, everything: bool) -> None:
-    from rich.table import Table
-
-    from evalh.console import safe_text
-
-    head = safe_text(f"  {scorer}: judged again {d.get('judged_again', 0)}, newly judged {d.get('newly_judged', 0)}, "
-                f"still failing {d.get('still_failed', 0)}")
-    console.print(head)
-    n = d.get("n", 0)
-    if not n:
-        # with --all every stored judgment was asked again: none of them was usable
-        hint = "" if everything else "; use --all to judge everything again"
-        console.print(safe_text(f"  drift: no judgment to compare (the old ones were missing or failed{hint})",
-                                style="dim"))
-        return
-    console.print(safe_text(f"  drift over {n} judgments: agreement {num(d.get('agreement'), none='n/a')}, "
-                       f"Cohen's kappa {num(d.get('kappa'), none='n/a')}"))
-    confusion: dict[str, dict[str, int]] = d.get("confusion") or {}
-    labels = sorted(set(confusion) | {new for row in confusion.values() for new in row})
-    console.print(safe_text(f"  {suite} · {scorer}: old verdicts (rows) vs new (columns)"))
-    table = Table()
-    table.add_column("old \\ new")
-    for label in labels:
-        table.add_column(safe_text(label), justify="right")
-    for old in labels:
-        row = confusion.get(old, {})
-        table.add_row(safe_text(old), *(safe_text(str(row.get(new, 0))) for new in labels))
-    console.print(table)

@@ -95,13 +95,9 @@ def report(
         render_terminal(rep, out(), raw=raw)
         return
     if fmt is ReportFormat.table:
-        from io import StringIO
+        from evalh.report.render import terminal_text
 
-        from rich.console import Console
-
-        buf = StringIO()
-        render_terminal(rep, Console(file=buf, width=160, no_color=True, highlight=False), max_raw=None, raw=raw)
-        text = buf.getvalue()
+        text = terminal_text(rep, raw=raw)
     elif fmt in (ReportFormat.md, ReportFormat.markdown):
         text = to_markdown(rep)
     elif fmt is ReportFormat.json:

@@ -59,11 +59,11 @@ def run(
 
         evalh run --suite gate --compare-baseline      # the CI gate in one command
     """
-    from evalh.cli.progress import ProgressObserver
-    from evalh.cli.render_run import render_run
     from evalh.config import load_config
     from evalh.console import err, out, safe_text, warn
     from evalh.core.session import RunOptions, execute, prepare_run
+    from evalh.report.terminal.progress import ProgressObserver
+    from evalh.report.terminal.run import render_run
     from evalh.store import RunStore, resolve_runs_dir
 
     cfg = load_config(config)
@@ -98,8 +98,8 @@ def run(
 
         raise EvalhError("no suite can run (see the skipped suites above)")
     if dry_run:
-        from evalh.cli.render_estimate import estimate_json, render_estimate
         from evalh.core.estimate import estimate_plan
+        from evalh.report.terminal.estimate import estimate_json, render_estimate
 
         estimate = estimate_plan(prepared.plan, prepared.skipped)
         if json_out:

@@ -110,10 +110,9 @@ def runs(
         evalh runs -n 5 --json
     """
     import orjson
-    from rich.table import Table
 
     from evalh.baseline import read_baseline_ids
-    from evalh.console import out, safe_text, warn
+    from evalh.console import out, warn
     from evalh.errors import RunDocumentError
     from evalh.run_header import read_run_header
 
@@ -144,19 +143,9 @@ def runs(
     if json_out:
         out().file.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
-    table = Table(title=safe_text(f"runs in {store.runs_dir}"), title_justify="left")
-    for col in ("run id", "label", "status", "git", "suites (pass rate)"):
-        table.add_column(col)
-    for row in rows:
-        sha = (row["git_sha"] or "–")[:8] + ("*" if row["dirty"] else "")
-        rates = "  ".join(f"{n} {'n/a' if v is None else f'{v:.0%}'}" for n, v in row["suites"].items())
-        if row["resume"]:
-            rates = f"resume with: {row['resume']}"
-        elif row["status"] == "running" and not row["suites"]:
-            rates = "(in flight)"
-        rid = row["run_id"] + (" (BASELINE)" if row["baseline"] else "")
-        table.add_row(safe_text(rid), safe_text(row["label"] or ""), safe_text(row["status"]), safe_text(sha), safe_text(rates))
-    out().print(table)
+    from evalh.report.terminal.runs import render_runs
+
+    render_runs(rows, f"runs in {store.runs_dir}", out())
 
 
 @translate_errors
@@ -178,8 +167,8 @@ def show(
 
         evalh show eval_runs/20261129T201530123Z-3fa9c1.json --json
     """
-    from evalh.cli.render_run import render_run
     from evalh.console import out
+    from evalh.report.terminal.run import render_run
 
     run = open_store(runs_dir, config).load(run_id)
     if json_out:

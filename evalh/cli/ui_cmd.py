@@ -43,11 +43,11 @@ def ui(
         raise EvalhError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another with --port)") from None
     if not is_loopback(host):
         warn(f"listening on {host}: anyone who can reach this address can read every run")
-    from rich.text import Text
+    from evalh.console import safe_text
 
     bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
     shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
-    err().print(Text(f"evalh dashboard on http://{shown}:{bound_port}/ serving {store.runs_dir} (Ctrl-C to stop)"))
+    err().print(safe_text(f"evalh dashboard on http://{shown}:{bound_port}/ serving {store.runs_dir} (Ctrl-C to stop)"))
     try:
         server.serve_forever()
     except KeyboardInterrupt:

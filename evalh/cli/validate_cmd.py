@@ -41,10 +41,10 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
 
         out().file.write(document_text({"config": str(cfg.path), "suites": rows}))
         return
-    from rich.text import Text
+    from evalh.console import safe_text
 
     for r in rows:
         note = f"  (needs {', '.join(r['needs_env'])} to run)" if r["needs_env"] else ""
-        out().print(Text(f"ok  {r['suite']:<12} {r['regime']:<13} {r['cases']:>5} cases  "
+        out().print(safe_text(f"ok  {r['suite']:<12} {r['regime']:<13} {r['cases']:>5} cases  "
                          f"scorers: {', '.join(r['scorers']) or '–'}{note}"))
     typer.echo(f"{cfg.path}: valid ({len(rows)} suites)", err=True)

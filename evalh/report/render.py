@@ -70,6 +70,18 @@ def render_terminal(
     draw_blocks(layout(report, max_raw=max_raw, raw=raw), console)
 
 
+def terminal_text(report: Report, *, raw: bool = True) -> str:
+    """The terminal report as plain text for a file (`--output`): 160 columns, no colour,
+    every raw-attempts row."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    render_terminal(report, Console(file=buf, width=160, no_color=True, highlight=False), max_raw=None, raw=raw)
+    return buf.getvalue()
+
+
 def render_figures(report: Report, console: Console) -> None:
     """Only the figures the suites hold (verdicts, per-lens classification, judging,
     pairwise consistency) with their notes and flags: what `evalh show` adds under its

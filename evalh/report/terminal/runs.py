@@ -1,0 +1,30 @@
+"""Terminal rendering of `evalh runs`: one line per run, newest last."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def render_runs(rows: list[dict[str, Any]], title: str, console: Console) -> None:
+    """The listing: id (BASELINE marked), label, status, git sha, per-suite pass rates, or
+    the command that resumes an interrupted run."""
+    from rich.table import Table
+
+    from evalh.console import safe_text
+
+    table = Table(title=safe_text(title), title_justify="left")
+    for col in ("run id", "label", "status", "git", "suites (pass rate)"):
+        table.add_column(col)
+    for row in rows:
+        sha = (row["git_sha"] or "–")[:8] + ("*" if row["dirty"] else "")
+        rates = "  ".join(f"{n} {'n/a' if v is None else f'{v:.0%}'}" for n, v in row["suites"].items())
+        if row["resume"]:
+            rates = f"resume with: {row['resume']}"
+        elif row["status"] == "running" and not row["suites"]:
+            rates = "(in flight)"
+        rid = row["run_id"] + (" (BASELINE)" if row["baseline"] else "")
+        table.add_row(safe_text(rid), safe_text(row["label"] or ""), safe_text(row["status"]), safe_text(sha), safe_text(rates))
+    console.print(table)
