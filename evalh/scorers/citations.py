@@ -32,7 +32,8 @@ from pydantic import Field, field_validator, model_validator
 from evalh.fields import MISSING, pick
 from evalh.models import Case, CaseResult, Score
 from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
-from evalh.scorers.citations_text import cited_numbers, paragraphs, precheck, sources_of
+from evalh.scorers.citations_sources import check_paths, find_sources, paths_of
+from evalh.scorers.citations_text import cited_numbers, paragraphs, precheck
 from evalh.scorers.judge_base import ClientFactory, JudgeScorerBase, find_score
 from evalh.scorers.judge_config import JudgeBase, VerdictSpec, check_verdicts, verdict_scale
 from evalh.scorers.judge_panel import Usage
@@ -64,7 +65,7 @@ class CitationJudgeConfig(JudgeBase):
     sources it cites, after a deterministic metadata pre-check (see docs/judges.md)."""
 
     SNAPSHOT = JudgeBase.SNAPSHOT | {
-        "verdicts", "answer_field", "sources_field", "source_text_key", "question_field",
+        "verdicts", "answer_field", "sources_field", "sources_from", "source_text_key", "question_field",
         "mention_patterns", "max_source_chars", "min_supported_share",
     }
     rubric_required: ClassVar[bool] = False
@@ -76,7 +77,11 @@ class CitationJudgeConfig(JudgeBase):
     answer_field: str | None = None
     """Dotted path of the answer text in the output (the whole output when unset)."""
     sources_field: str = "sources"
-    """Dotted path of the numbered sources in the case input."""
+    """Dotted path of the numbered sources in the case input (when `sources_from` is unset)."""
+    sources_from: list[str] | None = None
+    """Where the sources are: a rooted path (`output.sources`, `trace.search.hits`,
+    `input.sources`) or a list tried in order; the input is read only when listed. Unset:
+    `input.<sources_field>`. The metadata pre-check reads the same sources."""
     source_text_key: str = "text"
     """Key of a source object's text; its other keys are its metadata."""
     question_field: str | None = None
@@ -89,6 +94,17 @@ class CitationJudgeConfig(JudgeBase):
     """The case passes when this share of its cited paragraphs passes (default: all)."""
 
     _verdict_names = field_validator("verdicts")(check_verdicts)
+
+    @field_validator("sources_from", mode="before")
+    @classmethod
+    def _sources_from(cls, v: Any) -> Any:
+        return check_paths(v) if isinstance(v, (str, list)) else v
+
+    @model_validator(mode="after")
+    def _one_place(self) -> CitationJudgeConfig:
+        if self.sources_from and "sources_field" in self.model_fields_set:
+            raise ValueError("give `sources_from` (a rooted path such as \"input.sources\") or `sources_field`, not both")
+        return self
 
     @field_validator("mention_patterns")
     @classmethod
@@ -181,9 +197,11 @@ class CitationJudgeScorer(JudgeScorerBase):
         answer = pick(output, self.config.answer_field)
         if not isinstance(answer, str):
             return Score(value=0.0, passed=False, rationale=f"no answer text at {self.config.answer_field or 'output'}", **base)
-        sources = sources_of(pick(case.input, self.config.sources_field), self.config.source_text_key)
+        c = self.config
+        trace = ctx.target_output.trace if ctx.target_output is not None else None
+        sources, where = find_sources(paths_of(c.sources_from, c.sources_field), case, output, trace, c.source_text_key)
         if sources is None:
-            msg = f"case input has no numbered sources at {self.config.sources_field!r}"
+            msg = where if c.sources_from else f"case input has no numbered sources at {c.sources_field!r}"
             return Score(error=msg, rationale=msg, **base)
         pars = paragraphs(answer)
         todo = [(i, p) for i, p in enumerate(pars) if cited_numbers(p)]
@@ -196,7 +214,7 @@ class CitationJudgeScorer(JudgeScorerBase):
         for _, u in done:
             usage.add(u)
         details = summarize_paragraphs(rows)
-        details.update(paragraphs_total=len(pars), paragraphs=rows, usage=usage.as_dict())
+        details.update(paragraphs_total=len(pars), paragraphs=rows, usage=usage.as_dict(), sources_from=where)
         if self.self_judge_allowed:
             details["self_judge"] = True
         failed = [r for r in rows if "error" in r]

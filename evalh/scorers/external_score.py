@@ -29,12 +29,13 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from evalh.fields import as_text, pick
 from evalh.models import Case, CaseResult, Score
 from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
-from evalh.scorers.citations_text import cited_numbers, paragraphs, sources_of
+from evalh.scorers.citations_sources import check_paths, find_sources, paths_of
+from evalh.scorers.citations_text import cited_numbers, paragraphs
 
 if TYPE_CHECKING:
     import httpx
@@ -48,7 +49,7 @@ class ExternalScoreConfig(ScorerConfig):
 
     SNAPSHOT = frozenset({
         "type", "name", "url", "url_env", "model", "api_key_env", "mode", "answer_field",
-        "sources_field", "source_text_key", "max_source_chars", "transform", "pass_at",
+        "sources_field", "sources_from", "source_text_key", "max_source_chars", "transform", "pass_at",
         "timeout_s", "retries",
     })
 
@@ -69,7 +70,10 @@ class ExternalScoreConfig(ScorerConfig):
     """Dotted path of the answer text in the output (the whole output when unset), as in
     `citation_judge`; `claim_field`, its older name, is still read."""
     sources_field: str = "sources"
-    """Dotted path of the numbered sources in the case input."""
+    """Dotted path of the numbered sources in the case input (when `sources_from` is unset)."""
+    sources_from: list[str] | None = None
+    """Where the sources are, as in `citation_judge`: a rooted path (`output.sources`,
+    `trace.search.hits`, `input.sources`) or a list tried in order; unset: `input.<sources_field>`."""
     source_text_key: str = "text"
     """Key of a source object's text."""
     max_source_chars: int = Field(28_000, ge=100)
@@ -93,10 +97,17 @@ class ExternalScoreConfig(ScorerConfig):
             del data["claim_field"]
         return data
 
+    @field_validator("sources_from", mode="before")
+    @classmethod
+    def _sources_from(cls, v: Any) -> Any:
+        return check_paths(v) if isinstance(v, (str, list)) else v
+
     @model_validator(mode="after")
     def _where(self) -> ExternalScoreConfig:
         if not self.url and not self.url_env:
             raise ValueError("give the scoring endpoint as `url` (or `url_env`)")
+        if self.sources_from and "sources_field" in self.model_fields_set:
+            raise ValueError("give `sources_from` (a rooted path such as \"input.sources\") or `sources_field`, not both")
         return self
 
 
@@ -136,11 +147,12 @@ class ExternalScorer:
             client = services.providers[key] = httpx.AsyncClient(timeout=self.config.timeout_s)
         return client
 
-    def pairs(self, case: Case, output: Any) -> list[tuple[str, str]]:
+    def pairs(self, case: Case, output: Any, trace: list[dict[str, Any]] | None = None) -> list[tuple[str, str]]:
         """(claim, sources text) pairs to score."""
         c = self.config
         answer = as_text(pick(output, c.answer_field))
-        sources = sources_of(pick(case.input, c.sources_field), c.source_text_key) or {}
+        found, _ = find_sources(paths_of(c.sources_from, c.sources_field), case, output, trace, c.source_text_key)
+        sources = found or {}
         if c.mode == "answer":
             return [(answer, _joined(list(sources.values()), c.max_source_chars))]
         out = []
@@ -192,7 +204,13 @@ class ExternalScorer:
         return raw
 
     async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
-        pairs = self.pairs(case, output)
+        c = self.config
+        trace = ctx.target_output.trace if ctx.target_output is not None else None
+        found, where = find_sources(paths_of(c.sources_from, c.sources_field), case, output, trace, c.source_text_key)
+        if found is None and c.sources_from:  # the product named no sources: nothing to ground against
+            return Score(scorer=self.name, abstained=True, rationale=f"nothing to score: {where}",
+                         details={"pairs": 0, "nulls": 0, "no_sources": where})
+        pairs = self.pairs(case, output, trace)
         if not pairs:
             return Score(scorer=self.name, abstained=True, rationale="nothing to score (no cited paragraph)",
                          details={"pairs": 0, "nulls": 0})
@@ -205,7 +223,8 @@ class ExternalScorer:
         value = sum(values) / len(values)
         passed = None if self.config.pass_at is None else value >= self.config.pass_at
         return Score(scorer=self.name, value=value, passed=passed, rationale=f"mean of {len(values)} scores: {value:.3f}",
-                     details={"pairs": len(pairs), "nulls": 0, "scores": values})
+                     details={"pairs": len(pairs), "nulls": 0, "scores": values,
+                              **({"sources_from": where} if found is not None else {})})
 
     def requests_per_case(self) -> int:
         """For `evalh run --dry-run`: one request per case, in either mode."""
