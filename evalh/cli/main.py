@@ -1,7 +1,8 @@
 """`evalh`: did this change make the product better, worse, or just noisier?
 
 Run labelled cases against your product, score them, keep every run as a JSON document in
-eval_runs/, and compare runs with verdicts CI can gate on. Start with `evalh run --suite gate`.
+eval_runs/, and compare runs with verdicts CI can gate on. Start with `evalh init` in a new
+project, or `evalh run` where an evalh.toml exists.
 
 Exit codes: 0 success; 1 a deterministic case failed or a regression was found; 2 bad
 usage or bad input; 3 inconclusive (only with --fail-on-inconclusive); 4 a file could not
@@ -16,6 +17,7 @@ from evalh.cli import (
     baseline_cmd,
     compare_cmd,
     export_cmd,
+    init_cmd,
     label_cmd,
     mock_provider_cmd,
     rejudge_cmd,
@@ -36,6 +38,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+app.command("init")(init_cmd.init)
 app.command("run")(run_cmd.run)
 app.command("validate")(validate_cmd.validate)
 app.command("runs")(runs_cmd.runs)
@@ -51,7 +54,22 @@ app.command("compare")(compare_cmd.compare)
 app.add_typer(baseline_cmd.app, name="baseline")
 
 
+START_HINT = ("Start with `evalh init` in a new\nproject, or `evalh run` where an evalh.toml exists.")
+
+
+def _adapt_help() -> None:
+    """The first hint of `evalh --help` says what to do here: `evalh init` where no
+    evalh.toml is found, `evalh run` where one is."""
+    from evalh.scaffold import has_config
+
+    hint = ("Run `evalh run` (evalh.toml found), or `evalh\nvalidate` to check it first."
+            if has_config() else "No evalh.toml here: start with `evalh\ninit`, then `evalh run`.")
+    if app.info.help:
+        app.info.help = app.info.help.replace(START_HINT, hint)
+
+
 def main() -> None:
+    _adapt_help()
     app()
 
 

@@ -1,0 +1,316 @@
+"""`evalh init`: the files a new project starts from.
+
+`plan_init` decides what to write (nothing is touched); `write_init` writes it. Nothing
+that exists is ever overwritten: when any planned file exists, `plan_init` raises
+`ConfigError` naming it (exit 2) and nothing is written. The one exception is
+`.gitignore`, which gets the lines it lacks appended (an existing one is kept as it was
+otherwise).
+
+After `evalh init`, `evalh run` works at once and offline: a deterministic suite `smoke`
+whose target is either a stub written into the user's package or an existing
+`module:function` (`--target`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalh.errors import ConfigError, WriteFailed
+
+SUITE = "smoke"
+DATASET = "evals/smoke.jsonl"
+STUB_MODULE = "evalh_target"
+STUB_FUNCTION = "answer"
+GITIGNORE_LINES = ("eval_runs/", ".evalh/")
+"""Run documents and the response cache (`.evalh/cache/`)."""
+WORKFLOW = ".github/workflows/evals.yml"
+CI_CHOICES = ("github",)
+
+_NOT_PACKAGES = {"tests", "test", "docs", "doc", "evals", "examples", "build", "dist", "scripts",
+                 "venv", "site-packages", "node_modules"}
+_TARGET_FORM = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_PACKAGE_FORM = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+@dataclass
+class InitPlan:
+    root: Path
+    target: str
+    """The suite's target, `module:function`."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Path relative to `root` → content, each one new."""
+    gitignore: list[str] = field(default_factory=list)
+    """Lines `.gitignore` lacks (appended; the file is created when absent)."""
+    stub: str | None = None
+    """The relative path of the target stub written, if any."""
+
+    @property
+    def written(self) -> list[str]:
+        return [*self.files, *([".gitignore"] if self.gitignore else [])]
+
+
+def _packages(root: Path) -> list[tuple[str, Path]]:
+    """Importable top-level packages of the project: (name, directory), flat or src layout."""
+    found: list[tuple[str, Path]] = []
+    for base in (root, root / "src"):
+        if not base.is_dir():
+            continue
+        for d in sorted(base.iterdir()):
+            if (d.is_dir() and not d.name.startswith((".", "_")) and d.name not in _NOT_PACKAGES
+                    and d.name.isidentifier() and (d / "__init__.py").is_file()):
+                found.append((d.name, d))
+    return found
+
+
+def _stub_location(root: Path, package: str | None) -> tuple[str, Path]:
+    """(module name, file) of the target stub: in the user's package when there is one
+    (named with `package`, or the only one found), else in `evals/`."""
+    if package is not None:
+        if not _PACKAGE_FORM.match(package):
+            raise ConfigError(f"--package: {package!r} is not a Python package name")
+        rel = Path(*package.split("."))
+        for base in (root, root / "src"):
+            if (base / rel / "__init__.py").is_file():
+                return f"{package}.{STUB_MODULE}", base / rel / f"{STUB_MODULE}.py"
+        raise ConfigError(f"--package: no package {package!r} in {root} (no {rel}/__init__.py)")
+    found = _packages(root)
+    if len(found) == 1:
+        name, directory = found[0]
+        return f"{name}.{STUB_MODULE}", directory / f"{STUB_MODULE}.py"
+    return f"evals.{STUB_MODULE}", root / "evals" / f"{STUB_MODULE}.py"
+
+
+def _toml_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def config_text(target: str, *, stub: bool) -> str:
+    where = ("the stub evalh init wrote: replace its body with a call into your product"
+             if stub else "your function: it receives each case's `input`")
+    return f"""\
+# evalh's configuration (every key: evalh's docs/config.md).
+# `evalh run` runs every suite below; `evalh compare` tells whether a change made it worse.
+
+[evalh]
+concurrency = 4
+timeout_s = 30
+
+[suites.{SUITE}]
+description = "A first deterministic suite: every case must pass."
+dataset = "{DATASET}"        # JSONL, one case a line
+target = {_toml_string(target)}   # {where}
+regime = "deterministic"                  # zero tolerance by case; "stochastic" for sampled models
+scorers = [{{ type = "exact", field = "label" }}]   # output["label"] == the case's expected
+
+# A model as the target (needs its key; `evalh run` skips the suite without it):
+#
+# [suites.live]
+# dataset = "evals/live.jsonl"
+# regime = "stochastic"
+# target = {{ kind = "anthropic", model = "claude-haiku-4-5", prompt = "{{{{ input.text }}}}" }}
+# scorers = [{{ type = "contains" }}]
+"""
+
+
+DATASET_LINES = [
+    '{"id": "question.plain", "input": {"text": "Where is the report?"}, "expected": "question"}',
+    '{"id": "question.spaces", "input": {"text": "Is it done ?  "}, "expected": "question"}',
+    '{"id": "statement.plain", "input": {"text": "The report is on the desk."}, "expected": "statement"}',
+    '{"id": "statement.empty", "input": {"text": ""}, "expected": "statement"}',
+]
+
+
+STUB_TEXT = '''\
+"""The function evalh calls for each case of the `smoke` suite (evalh.toml).
+
+evalh passes the case's `input` (here a dict with `text`) and scores what you return:
+the `exact` scorer compares `output["label"]` with the case's `expected`.
+Replace the body with a call into your product, and the cases in evals/smoke.jsonl
+with real ones. A function may also be `async def`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def answer(input: dict[str, Any]) -> dict[str, Any]:
+    text = str(input.get("text", "")).strip()
+    return {"label": "question" if text.endswith("?") else "statement"}
+'''
+
+
+def workflow_text(root: Path) -> str:
+    install = "pip install evalh"
+    if (root / "pyproject.toml").is_file() or (root / "setup.py").is_file():
+        install = "pip install evalh -e ."
+    return f"""\
+# evalh in CI (written by `evalh init --ci github`; see evalh's docs/ci.md).
+# Commit a baseline first: `evalh run`, then `evalh baseline set RUN_ID`, then
+# `git add BASELINE && git add -f eval_runs/RUN_ID.json`.
+name: evals
+on:
+  pull_request:
+  push:
+    branches: [main]
+
+permissions:
+  contents: read
+  checks: write   # the JUnit report below writes a check run
+
+jobs:
+  evals:
+    runs-on: ubuntu-latest
+    timeout-minutes: 15
+    steps:
+      - uses: actions/checkout@v4
+
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+
+      - name: Install
+        run: {install}
+
+      - name: Run the suites
+        # Exit 1 (a case failed) is left to the comparison; 2 (bad config) stops here.
+        run: |
+          set +e
+          evalh run --label "ci ${{GITHUB_SHA::10}}" --quiet
+          code=$?
+          if [ "$code" -gt 1 ]; then exit "$code"; fi
+          exit 0
+
+      - name: Compare with the baseline
+        run: |
+          if [ ! -f BASELINE ]; then echo "no BASELINE committed yet: nothing to compare"; exit 0; fi
+          evalh compare --fail-on-regression --format markdown \\
+            --junit-xml reports/evalh-compare.xml >> "$GITHUB_STEP_SUMMARY"
+
+      - name: Show failing cases in the checks tab
+        if: always() && hashFiles('reports/evalh-compare.xml') != ''
+        uses: mikepenz/action-junit-report@v4
+        with:
+          report_paths: reports/evalh-compare.xml
+          check_name: evalh
+"""
+
+
+def _check_target(root: Path, target: str) -> None:
+    """`--target` must name a callable importable from the project root."""
+    if not _TARGET_FORM.match(target):
+        raise ConfigError(f"--target: {target!r} is not of the form 'module:function'")
+    from evalh.imports import ImportFailure, import_callable
+
+    try:
+        import_callable(target, root=root)
+    except ImportFailure as exc:
+        raise ConfigError(f"--target: {exc}") from None
+
+
+def plan_init(root: Path, *, target: str | None = None, package: str | None = None,
+              ci: str | None = None) -> InitPlan:
+    """What `evalh init` would write in `root`. `ConfigError` (nothing written) when a
+    file it would create exists, or an option is bad."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise ConfigError(f"{root}: not a directory")
+    if ci is not None and ci not in CI_CHOICES:
+        raise ConfigError(f"--ci: unknown CI {ci!r} (known: {', '.join(CI_CHOICES)})")
+    if target is not None and package is not None:
+        raise ConfigError("--target and --package exclude each other (the stub goes in --package)")
+    files: dict[str, str] = {}
+    stub_rel: str | None = None
+    if target is None:
+        module, stub_path = _stub_location(root, package)
+        target = f"{module}:{STUB_FUNCTION}"
+        stub_rel = stub_path.relative_to(root).as_posix()
+        files[stub_rel] = STUB_TEXT
+        if module.startswith("evals.") and not (root / "evals" / "__init__.py").exists():
+            files["evals/__init__.py"] = ""
+    else:
+        _check_target(root, target)
+    files["evalh.toml"] = config_text(target, stub=stub_rel is not None)
+    files[DATASET] = "\n".join(DATASET_LINES) + "\n"
+    if ci == "github":
+        files[WORKFLOW] = workflow_text(root)
+    for rel in sorted(files, key=lambda r: (r != "evalh.toml", r)):
+        path = root / rel
+        if path.exists() or path.is_symlink():
+            raise ConfigError(f"{path}: exists; evalh init never overwrites a file (nothing was written)")
+        for parent in Path(rel).parents:
+            p = root / parent
+            if parent != Path(".") and p.exists() and not p.is_dir():
+                raise ConfigError(f"{p}: exists and is not a directory (nothing was written)")
+    gitignore = root / ".gitignore"
+    present: set[str] = set()
+    if gitignore.is_file():
+        present = {ln.strip() for ln in gitignore.read_text(encoding="utf-8", errors="replace").splitlines()}
+    elif gitignore.exists():
+        raise ConfigError(f"{gitignore}: exists and is not a file (nothing was written)")
+    missing = [ln for ln in GITIGNORE_LINES
+               if ln not in present and ln.rstrip("/") not in present and f"/{ln}" not in present]
+    return InitPlan(root=root, target=target, files=files, gitignore=missing, stub=stub_rel)
+
+
+def write_init(plan: InitPlan) -> list[Path]:
+    """Write the plan: new files with O_EXCL (a file that appeared since planning is not
+    overwritten), then the `.gitignore` lines. On a failure the files already created are
+    removed again."""
+    created: list[Path] = []
+    made_dirs: list[Path] = []
+    try:
+        for rel, text in plan.files.items():
+            path = plan.root / rel
+            for parent in reversed(path.relative_to(plan.root).parents):
+                d = plan.root / parent
+                if parent != Path(".") and not d.exists():
+                    d.mkdir()
+                    made_dirs.append(d)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                raise ConfigError(f"{path}: exists; evalh init never overwrites a file") from None
+            created.append(path)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+        if plan.gitignore:
+            gitignore = plan.root / ".gitignore"
+            prefix = ""
+            if gitignore.is_file():
+                old = gitignore.read_bytes()
+                if old and not old.endswith(b"\n"):
+                    prefix = "\n"
+            with open(gitignore, "a", encoding="utf-8", newline="\n") as fh:
+                fh.write(prefix + "# evalh: run documents and the response cache\n"
+                         + "".join(f"{ln}\n" for ln in plan.gitignore))
+    except BaseException as exc:
+        for path in reversed(created):
+            path.unlink(missing_ok=True)
+        for d in reversed(made_dirs):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        if isinstance(exc, OSError) and not isinstance(exc, ConfigError):
+            raise WriteFailed(f"{getattr(exc, 'filename', None) or plan.root}: "
+                              f"{exc.strerror or exc}") from None
+        raise
+    return [plan.root / rel for rel in plan.written]
+
+
+def init_project(root: Path, *, target: str | None = None, package: str | None = None,
+                 ci: str | None = None) -> InitPlan:
+    """Plan and write a new project in `root` (see the module docstring)."""
+    plan = plan_init(root, target=target, package=package, ci=ci)
+    write_init(plan)
+    return plan
+
+
+def has_config(start: Path | None = None) -> bool:
+    """Whether an evalh.toml is found from `start` (the current directory) upwards: hints
+    say `evalh init` where there is none."""
+    here = (start or Path.cwd()).resolve()
+    return any((d / "evalh.toml").is_file() for d in (here, *here.parents))
