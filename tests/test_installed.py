@@ -1,0 +1,152 @@
+"""evalh as a user gets it: a wheel built from this checkout, installed into a fresh venv
+outside it, used from an empty directory and from a user's project.
+
+One venv per test session (module fixture). It sees the current interpreter's
+site-packages (`--system-site-packages`) for evalh's dependencies, so nothing but the
+wheel is installed (`--no-deps`); each test checks that the `evalh` it runs is the
+wheel's, not this checkout's (which is installed editable in the outer environment).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "evalh")
+
+
+@dataclass
+class Venv:
+    root: Path
+    wheel: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.root / ("Scripts" if os.name == "nt" else "bin")
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("EVALH_", "ANTHROPIC_", "OPENAI_", "PYTHON", "VIRTUAL_ENV"))
+               and k not in ("EVAL_RUNS_DIR", "PYTEST_ADDOPTS")}
+        env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
+        env["VIRTUAL_ENV"] = str(self.root)
+        env["NO_COLOR"] = "1"
+        env["COLUMNS"] = "200"
+        return env
+
+    def run(self, *args: str, cwd: Path, code: int | None = 0, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run a command of the venv (`evalh ...`, `python ...`) in `cwd`; check its exit code."""
+        exe = shutil.which(args[0], path=str(self.bin)) or args[0]
+        proc = subprocess.run([exe, *args[1:]], cwd=cwd, env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
+        if code is not None:
+            assert proc.returncode == code, (
+                f"{' '.join(args)} exited {proc.returncode}, expected {code}\n"
+                f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+        return proc
+
+    def pip_install(self, *args: str) -> None:
+        subprocess.run([str(self.python), "-m", "pip", "install", "-q", "--no-deps",
+                        "--disable-pip-version-check", "--no-warn-script-location", *args],
+                       env=self.env(), check=True, capture_output=True, timeout=300)
+
+
+def build_wheel(out: Path) -> Path:
+    """The wheel of this checkout's working tree, built from a copy (the tree gets no
+    build/ or egg-info, and nothing but the package sources goes in)."""
+    src = out / "src"
+    src.mkdir()
+    for name in WHEEL_SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, src / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(REPO / name, src / name)
+    dist = out / "dist"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                           "--disable-pip-version-check", "-w", str(dist), str(src)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = dist.glob("evalh-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv]:
+    base = tmp_path_factory.mktemp("installed")
+    wheel = build_wheel(base)
+    root = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)],
+                   check=True, timeout=120)
+    v = Venv(root, wheel)
+    v.pip_install(str(wheel))
+    yield v
+
+
+def where_is_evalh(venv: Venv, cwd: Path) -> Path:
+    out = venv.run("python", "-c", "import evalh; print(evalh.__file__)", cwd=cwd).stdout
+    return Path(out.strip())
+
+
+def test_the_venv_runs_the_wheel_not_the_checkout(venv: Venv, tmp_path: Path) -> None:
+    found = where_is_evalh(venv, tmp_path)
+    assert venv.root in found.parents and REPO not in found.parents
+    assert (found.parent / "report" / "templates" / "report.html.j2").is_file()
+    assert (found.parent / "ui" / "dashboard.js").is_file()
+
+
+def test_from_an_empty_directory_init_run_compare(venv: Venv, tmp_path: Path) -> None:
+    project = tmp_path / "empty"
+    project.mkdir()
+    help_text = " ".join(venv.run("evalh", "--help", cwd=project).stdout.split())
+    assert "start with `evalh init`" in help_text
+    venv.run("evalh", "run", cwd=project, code=2)  # no evalh.toml yet: one line, exit 2
+    venv.run("evalh", "init", cwd=project)
+    help_text = " ".join(venv.run("evalh", "--help", cwd=project).stdout.split())
+    assert "Run `evalh run`" in help_text
+    venv.run("evalh", "validate", cwd=project)
+    first = json.loads(venv.run("evalh", "run", "--json", "--label", "first", cwd=project).stdout)
+    assert first["status"] == "complete" and first["summary"]["passed"] == 4
+    venv.run("evalh", "baseline", "set", first["run_id"], cwd=project)
+    second = json.loads(venv.run("evalh", "run", "--json", cwd=project).stdout)
+    venv.run("evalh", "compare", "--fail-on-regression", cwd=project)
+    assert second["run_id"] != first["run_id"]
+    venv.run("evalh", "runs", cwd=project)
+    venv.run("evalh", "show", second["run_id"], cwd=project)
+    report = venv.run("evalh", "report", "--format", "md", cwd=project).stdout
+    assert "smoke" in report
+
+    # A regression: the stub misreads a statement; run exits 1, the gate fails.
+    stub = project / "evals" / "evalh_target.py"
+    stub.write_text(stub.read_text().replace('text.endswith("?")', 'text.endswith(("?", "."))'))
+    venv.run("evalh", "run", "-q", cwd=project, code=1)
+    gate = venv.run("evalh", "compare", "--fail-on-regression", "--format", "json", cwd=project, code=1)
+    assert "statement.plain" in gate.stdout
+
+
+def test_in_a_user_project_with_a_package(venv: Venv, tmp_path: Path) -> None:
+    project = tmp_path / "userproj"
+    (project / "acme").mkdir(parents=True)
+    (project / "acme" / "__init__.py").write_text("")
+    (project / "pyproject.toml").write_text('[project]\nname = "acme"\nversion = "0"\n')
+    (project / ".gitignore").write_text("__pycache__/\n")
+    venv.run("evalh", "init", "--ci", "github", cwd=project)
+    assert (project / "acme" / "evalh_target.py").is_file()
+    assert "pip install evalh -e ." in (project / ".github/workflows/evals.yml").read_text()
+    assert (project / ".gitignore").read_text().startswith("__pycache__/\n")
+    sub = project / "acme"  # from a subdirectory: the config is found upwards
+    venv.run("evalh", "run", "-q", cwd=sub)
+    assert len(list((project / "eval_runs").glob("*.json"))) == 1
