@@ -1,10 +1,12 @@
 """evalh as a user gets it: a wheel built from this checkout, installed into a fresh venv
 outside it, used from an empty directory and from a user's project.
 
-One venv per test session (module fixture). It sees the current interpreter's
-site-packages (`--system-site-packages`) for evalh's dependencies, so nothing but the
-wheel is installed (`--no-deps`); each test checks that the `evalh` it runs is the
-wheel's, not this checkout's (which is installed editable in the outer environment).
+One venv per test module (module fixture). It sees the current environment's
+site-packages for evalh's dependencies (a `.pth` naming them: what `--system-site-packages`
+does, but also when the tests themselves run in a venv, as in `.ci/run`), so nothing but
+the wheel is installed (`--no-deps`). The outer environment's `.pth` files are not run, so
+this checkout's editable install is invisible; a test checks the `evalh` imported is the
+wheel's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,9 +92,12 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv]:
     base = tmp_path_factory.mktemp("installed")
     wheel = build_wheel(base)
     root = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)],
-                   check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
     v = Venv(root, wheel)
+    purelib = subprocess.run([str(v.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    outer = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    Path(purelib, "_outer_environment.pth").write_text("".join(f"{p}\n" for p in outer))
     v.pip_install(str(wheel))
     yield v
 
