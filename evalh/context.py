@@ -1,7 +1,7 @@
 """Who is running: the run and case a target call belongs to.
 
 While a target runs, `evalh.context.current()` returns the run id, suite, case id, arm and
-attempt, so the product's own logs can be joined back to the run. The same ids are in the
+attempt (and the attempt's seed), so the product's own logs can be joined back to the run. The same ids are in the
 environment as `EVALH_RUN_ID` and `EVALH_CASE_ID`; the environment is shared by the whole
 process, so `EVALH_CASE_ID` is set only while a suite runs one case at a time
 (`--concurrency 1`) and is absent otherwise. The context variable
@@ -25,6 +25,8 @@ class CaseContext:
     case_id: str
     arm: str
     attempt: int
+    seed: int | None = None
+    """The attempt's own seed (reproducible from the run's seed; `evalh.core.shuffle`)."""
 
 
 _current: ContextVar[CaseContext | None] = ContextVar("evalh_case", default=None)

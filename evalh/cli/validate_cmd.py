@@ -25,12 +25,14 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     from evalh.config import load_config
     from evalh.console import out
     from evalh.core.plan import build_suite_plan
+    from evalh.core.requirements import check_cases
 
     cfg = load_config(config)
     rows: list[dict[str, Any]] = []
     for suite in cfg.suites_in_order():
         missing = suite.missing_env()
         plan = build_suite_plan(cfg, suite, with_targets=not missing)
+        check_cases(cfg, suite, plan.cases, plan.dataset.path)  # [suites.S.require] paths and schemas
         rows.append({
             "suite": suite.name, "regime": suite.regime, "cases": len(plan.cases),
             "dataset_sha256": plan.dataset.sha256, "arms": [a.name for a in plan.arms],

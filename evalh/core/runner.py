@@ -27,6 +27,8 @@ from evalh.context import CaseContext, case_scope
 from evalh.core.aggregate import aggregate
 from evalh.core.outcome import decide_status, summarize
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
+from evalh.core.requirements import FirstReply
+from evalh.core.sizes import measure
 from evalh.core.workers import DaemonExecutor
 from evalh.errors import BudgetExceeded, EvalhError
 from evalh.models import (
@@ -96,6 +98,7 @@ class Runner:
         self._dataset_sha: dict[str, str] = {}
         self._git: Future[GitInfo] | None = None
         self._secrets: list[str] | None = None  # the environment's, read at the first result
+        self._first_reply = FirstReply()
 
     def _facts(self, case: Case) -> tuple[str, dict[str, Any]]:
         facts = self._case_facts.get(id(case))
@@ -162,16 +165,22 @@ class Runner:
         return scores
 
     async def run_item(self, suite: SuitePlan, item: WorkItem) -> CaseResult:
-        case = item.case
+        from evalh.core.shuffle import present
+
+        digest, metadata = self._facts(item.case)
+        prior = suite.stored.get((item.case.id, item.arm.name, item.attempt)) if suite.stored else None
+        shown = present(suite, item.case, item.attempt, self.plan.seed, prior)  # suites.S.shuffle
+        case, item = shown.case, WorkItem(shown.case, item.arm, item.attempt)
         started = now_iso()
-        scope = CaseContext(self.plan.run_id, suite.name, case.id, item.arm.name, item.attempt)
+        scope = CaseContext(self.plan.run_id, suite.name, case.id, item.arm.name, item.attempt, shown.seed)
         with case_scope(scope, alone=suite.concurrency == 1):
+            await self._first_reply.before_call(suite)  # require.judge_not_subject
             out, err, latency = await self._call(suite, item)
-        digest, metadata = self._facts(case)
+            self._first_reply.after_reply(suite, out, self.plan.services.allow_self_judge)
         base = dict(
             case_id=case.id, case_digest=digest, arm=item.arm.name, attempt=item.attempt,
             input=case.input, expected=case.expected, metadata=dict(metadata),
-            latency_ms=round(latency, 3), started_at=started,
+            latency_ms=round(latency, 3), started_at=started, shuffle=shown.permutation, seed=shown.seed,
         )
         if out is None or err is not None:
             return CaseResult(status="errored", error=err, **base)
@@ -195,7 +204,7 @@ class Runner:
             output_sha256=sha256_of(output), trace=out.trace,
             tokens_in=out.tokens_in, tokens_out=out.tokens_out,
             cost_usd=0.0 if out.cached else cost, cached=out.cached, truncated=out.truncated,
-            error=error, **base,
+            error=error, measured=measure(output, out.tokens_out), **base,
         )
         if suite.stored is not None:
             prior = suite.stored[(case.id, item.arm.name, item.attempt)]

@@ -99,6 +99,10 @@ def prepare_run(config: Config, options: RunOptions, runs_dir: Path) -> Prepared
         )
         for s in chosen
     ]
+    from evalh.core.requirements import check_run
+
+    check_run(config, suites, named=options.suites, label=options.label,  # [suites.S.require]
+              allow_self_judge=options.allow_self_judge)
     services = make_services(config, options, runs_dir)
     extra = dict(options.extra_snapshot)
     if options.allow_self_judge:

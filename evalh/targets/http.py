@@ -203,6 +203,11 @@ class HttpTarget:
             "X-Evalh-Run-Id": ctx.run_id, "X-Evalh-Case-Id": case.id,
             "X-Evalh-Attempt": str(ctx.attempt),
         })
+        from evalh.context import current
+
+        case_ctx = current()
+        if case_ctx is not None and case_ctx.seed is not None:  # the attempt's seed (evalh.core.shuffle)
+            headers["X-Evalh-Seed"] = str(case_ctx.seed)
         return headers
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:

@@ -1,6 +1,7 @@
 """Prompt templates: Jinja2 in a sandbox, strict about missing variables.
 
-A template sees `input` (the case's input) and `case` (`case.id`, `case.metadata`), never
+A template sees `input` (the case's input), `case` (`case.id`, `case.metadata`), `attempt`
+and `seed` (the attempt's, see evalh.core.shuffle), never
 the case's `expected` (a template that could read the label would leak it to the model).
 A missing variable is an error naming the template, not an empty string.
 """
@@ -41,10 +42,17 @@ def compile_template(source: str, name: str) -> Template:
 
 
 def template_vars(case: Case) -> dict[str, Any]:
-    """What a template may read. `expected` is deliberately absent."""
+    """What a template may read. `expected` is deliberately absent. `input` is as presented
+    (fields named in the suite's `shuffle` permuted for this attempt); `attempt` and `seed`
+    are the attempt's (0 and None outside a run)."""
+    from evalh.context import current
+
+    ctx = current()
     return {
         "input": case.input,
         "case": {"id": case.id, "metadata": case.metadata.model_dump(mode="json")},
+        "attempt": ctx.attempt if ctx is not None else 0,
+        "seed": ctx.seed if ctx is not None else None,
     }
 
 
