@@ -11,7 +11,7 @@ import hashlib
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 RUN_SCHEMA = "evalh.run/1"
 
@@ -230,6 +230,13 @@ class Run(_Model):
     attempts of several BASELINE runs together per case); empty for a run that was
     executed. Its length is how many baseline runs a comparison used. A pooled run is
     built in memory for a comparison and never written to the run store."""
+    shard: str | None = None
+    """`K/N` when this run is shard K of N (`evalh run --shard K/N`): it holds only the cases
+    whose id hashes to shard K (`evalh.core.shard`). Kept in the config snapshot too
+    (`config.shard`), which is where a resumed run finds it; None for an unsharded run."""
+    merged_from: list[str] = Field(default_factory=list)
+    """Ids of the shard runs this run was merged from, in shard order (`evalh merge`); empty
+    for a run that was executed in one piece."""
     limits: dict[str, Any] = Field(default_factory=dict)
     """Concurrency and rate limits the runner settled on."""
     summary: dict[str, Any] = Field(default_factory=dict)
@@ -237,6 +244,12 @@ class Run(_Model):
     reads every field it shows from the head of the file (`evalh.run_header`)."""
     suites: dict[str, SuiteResult] = Field(default_factory=dict)
     """Last: fields added later go above it."""
+
+    @model_validator(mode="after")
+    def _shard_from_config(self) -> Run:
+        if self.shard is None and isinstance(self.config.get("shard"), str):
+            self.shard = self.config["shard"]
+        return self
 
     def to_json_bytes(self) -> bytes:
         return orjson.dumps(self.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2)
