@@ -15,9 +15,11 @@ from evalh.core.stats import cohens_kappa, wilson_interval
 from evalh.labels import (
     LabelError,
     LabelStore,
+    RatingsStore,
     build_export,
     import_ratings,
     label_report,
+    load_store,
     request_sha256,
 )
 from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, Run, Score, SuiteResult
@@ -26,6 +28,8 @@ from evalh.store import RunStore
 MARKER = "ZZ-HIDDEN-LABEL-7f3a"
 RUBRIC = b"Label `defect` when the answer states something the evidence does not support, else `ok`.\n"
 RUN_ID = "20260101T000000000Z-abcdef"
+HELD = {"split": "heldout", "producer_model": "m-1", "prompt_sha256": "p" * 64}
+"""Held out, producer known: only sampling and the labels decide whether there is an interval."""
 
 
 def result(i: int, *, arm: str = "default", attempt: int = 0, stratum: str = "s1",
@@ -38,7 +42,7 @@ def result(i: int, *, arm: str = "default", attempt: int = 0, stratum: str = "s1
         case_id=f"case.{MARKER}.{i}", arm=arm, attempt=attempt, status=status,  # type: ignore[arg-type]
         input={"question": f"q{i}", "evidence": f"evidence {i}"},
         expected={"label": MARKER, "why": f"{MARKER} because"},
-        metadata={"stratum": stratum, "tags": [MARKER], **meta},
+        metadata={"stratum": stratum, "tags": [MARKER], **{**HELD, **meta}},
         output=output if output is not None else (None if status == "errored" else {"answer": f"a{i}"}),
         scores=scores if status != "errored" else [],
     )
@@ -53,6 +57,14 @@ def make_run(results: list[CaseResult]) -> Run:
                                  target={"kind": "python", "callable": f"prod.{MARKER}:run"},
                                  details={"note": MARKER}, cases=results)},
     )
+
+
+def store_at(tmp_path: Path) -> RatingsStore:
+    return load_store(tmp_path / "runs")
+
+
+def imp(run: Run, labels: LabelStore, store: RatingsStore, path: Path, **kw: Any) -> Any:
+    return import_ratings(run, labels, store, [path], **kw)[0]
 
 
 def exported(run: Run) -> tuple[dict[str, Any], LabelStore]:
@@ -119,9 +131,12 @@ def test_ratings_bind_to_request_and_rubric(tmp_path: Path) -> None:
     run = make_run([result(i) for i in range(3)])
     doc, labels = exported(run)
     f = ratings_file(tmp_path / "a.jsonl", doc, labels, "alice", {"0": "ok", "1": "defect", "2": None})
-    s = import_ratings(run, labels, f)
-    assert (s.imported, s.unchanged) == (3, 0) and len(labels.ratings) == 3
-    assert import_ratings(run, labels, f).unchanged == 3  # idempotent
+    store = store_at(tmp_path)
+    s = imp(run, labels, store, f)
+    assert (s.imported, s.unchanged) == (3, 0) and len(store.records) == 3
+    assert imp(run, labels, store, f).unchanged == 3  # idempotent
+    assert len(list(store.folder.iterdir())) == 1  # nothing new: no second file
+    assert len(store_at(tmp_path).records) == 3  # validated on load
 
 
 def test_stale_output_is_rejected_with_file_and_line(tmp_path: Path) -> None:
@@ -130,8 +145,8 @@ def test_stale_output_is_rejected_with_file_and_line(tmp_path: Path) -> None:
     f = ratings_file(tmp_path / "a.jsonl", doc, labels, "alice", {"0": "ok", "1": "defect"})
     changed = make_run([result(0), result(1, output={"answer": "rewritten"}), result(2)])
     with pytest.raises(LabelError, match=r"a\.jsonl:2: stale rating: request r-\w+ was rated as"):
-        import_ratings(changed, labels, f)
-    assert labels.ratings == []  # nothing half-imported
+        imp(changed, labels, store_at(tmp_path), f)
+    assert not (tmp_path / "runs" / "ratings").exists()  # nothing half-imported
 
 
 def test_other_rubric_unknown_id_duplicates_and_typos_are_rejected(tmp_path: Path) -> None:
@@ -140,76 +155,79 @@ def test_other_rubric_unknown_id_duplicates_and_typos_are_rejected(tmp_path: Pat
     other = ratings_file(tmp_path / "o.jsonl", doc, labels, "alice", {"0": "ok"})
     other.write_text(other.read_text().replace(doc["rubric"]["sha256"], "0" * 64))
     with pytest.raises(LabelError, match=r"o\.jsonl:1: stale rating: given under rubric 000000000000"):
-        import_ratings(run, labels, other)
+        imp(run, labels, store_at(tmp_path), other)
     unknown = tmp_path / "u.jsonl"
     unknown.write_text(json.dumps({"request_id": "r-nope", "request_sha256": "x", "rubric_sha256": "y",
                                    "rater": "a", "label": "ok"}) + "\n")
     with pytest.raises(LabelError, match=r"u\.jsonl:1: unknown request id 'r-nope'"):
-        import_ratings(run, labels, unknown)
+        imp(run, labels, store_at(tmp_path), unknown)
     dup = ratings_file(tmp_path / "d.jsonl", doc, labels, "alice", {"0": "ok"})
     dup.write_text(dup.read_text() * 2)
     with pytest.raises(LabelError, match=r"d\.jsonl:2: duplicate"):
-        import_ratings(run, labels, dup)
+        imp(run, labels, store_at(tmp_path), dup)
     typo = ratings_file(tmp_path / "t.jsonl", doc, labels, "alice", {"0": "ok"}, lable="x")
     with pytest.raises(LabelError, match=r"t\.jsonl:1: lable"):
-        import_ratings(run, labels, typo)
+        imp(run, labels, store_at(tmp_path), typo)
 
 
 def test_a_changed_label_needs_replace(tmp_path: Path) -> None:
     run = make_run([result(0)])
     doc, labels = exported(run)
-    import_ratings(run, labels, ratings_file(tmp_path / "a.jsonl", doc, labels, "alice", {"0": "ok"}))
+    store = store_at(tmp_path)
+    imp(run, labels, store, ratings_file(tmp_path / "a.jsonl", doc, labels, "alice", {"0": "ok"}))
     fix = ratings_file(tmp_path / "b.jsonl", doc, labels, "alice", {"0": "defect"})
     with pytest.raises(LabelError, match="use --replace"):
-        import_ratings(run, labels, fix)
-    assert import_ratings(run, labels, fix, replace=True).replaced == 1
-    assert [r.label for r in labels.ratings] == ["defect"]
+        imp(run, labels, store, fix)
+    assert imp(run, labels, store, fix, replace=True).replaced == 1
+    assert [r.value for r in store_at(tmp_path).current.values()] == ["defect"]
+    assert [r.value for r in store.records] == ["ok", "defect"]  # append-only: the original is kept
 
 
 # ----------------------------------------------------------------------------- report
 
 
 def rated(results: list[CaseResult], tmp_path: Path, raters: dict[str, dict[str, Any]],
-          adjudicate: dict[str, Any] | None = None) -> tuple[Run, LabelStore]:
+          adjudicate: dict[str, Any] | None = None) -> tuple[Run, LabelStore, RatingsStore]:
     run = make_run(results)
     doc, labels = exported(run)
+    store = load_store(tmp_path / f"runs-{len(list(tmp_path.iterdir()))}")
     for rater, by_case in raters.items():
-        import_ratings(run, labels, ratings_file(tmp_path / f"{rater}.jsonl", doc, labels, rater, by_case))
+        imp(run, labels, store, ratings_file(tmp_path / f"{rater}.jsonl", doc, labels, rater, by_case))
     if adjudicate:
         f = ratings_file(tmp_path / "adj.jsonl", doc, labels, "lead", adjudicate, kind="adjudication")
-        import_ratings(run, labels, f)
-    return run, labels
+        imp(run, labels, store, f)
+    return run, labels, store
 
 
 def test_agreement_and_kappa_before_adjudication(tmp_path: Path) -> None:
     a = {"0": "ok", "1": "ok", "2": "defect", "3": "defect"}
     b = {"0": "ok", "1": "defect", "2": "defect", "3": "defect"}
-    run, labels = rated([result(i) for i in range(4)], tmp_path, {"alice": a, "bob": b}, adjudicate={"1": "ok"})
-    rep = label_report(run, labels)
+    run, labels, store = rated([result(i) for i in range(4)], tmp_path, {"alice": a, "bob": b}, adjudicate={"1": "ok"})
+    rep = label_report(run, labels, store)
     pair = rep["inter_rater"]["pairs"][0]
     assert pair["raters"] == ["alice", "bob"] and pair["overlap"] == 4
     assert pair["raw_agreement"] == 0.75
     assert pair["kappa"] == pytest.approx(0.5) == cohens_kappa(list(a.values()), list(b.values()))
     assert rep["counts"]["adjudicated"] == 1 and rep["counts"]["disputed"] == 0  # settled, originals kept
-    assert len([r for r in labels.ratings if r.kind == "rating"]) == 8
+    assert len([r for r in store.records if r.kind == "rating"]) == 8
 
 
 def test_null_kappa_says_why_and_null_label_disagrees(tmp_path: Path) -> None:
-    run, labels = rated([result(i) for i in range(3)], tmp_path,
+    run, labels, store = rated([result(i) for i in range(3)], tmp_path,
                         {"alice": {"0": "ok", "1": "ok"}, "bob": {"0": "ok", "1": "ok"}, "carol": {"2": "ok"}})
-    pairs = {tuple(p["raters"]): p for p in label_report(run, labels)["inter_rater"]["pairs"]}
+    pairs = {tuple(p["raters"]): p for p in label_report(run, labels, store)["inter_rater"]["pairs"]}
     assert pairs[("alice", "bob")]["kappa"] is None and pairs[("alice", "bob")]["raw_agreement"] == 1.0
     assert pairs[("alice", "bob")]["kappa_null_reason"].startswith("constant labels")
     assert pairs[("alice", "carol")]["kappa"] is None and pairs[("alice", "carol")]["overlap"] == 0
     assert pairs[("alice", "carol")]["kappa_null_reason"].startswith("no overlap")
-    run, labels = rated([result(0)], tmp_path, {"dan": {"0": None}, "eve": {"0": "ok"}})
-    assert label_report(run, labels)["inter_rater"]["pairs"][0]["raw_agreement"] == 0.0
+    run, labels, store = rated([result(0)], tmp_path, {"dan": {"0": None}, "eve": {"0": "ok"}})
+    assert label_report(run, labels, store)["inter_rater"]["pairs"][0]["raw_agreement"] == 0.0
 
 
 def test_judge_human_confusion_on_the_agreed_overlap(tmp_path: Path) -> None:
     results = [result(0, judge="ok"), result(1, judge="ok"), result(2, judge="defect"), result(3, judge="defect")]
-    run, labels = rated(results, tmp_path, {"alice": {"0": "ok", "1": "defect", "2": "defect", "3": None}})
-    (j,) = label_report(run, labels)["judges"]
+    run, labels, store = rated(results, tmp_path, {"alice": {"0": "ok", "1": "defect", "2": "defect", "3": None}})
+    (j,) = label_report(run, labels, store)["judges"]
     assert j["scorer"] == "rubric" and j["judge_models"] == ["judge-x"]
     assert j["overlap"] == 3  # the abstained request is not in the overlap
     assert j["confusion"] == {"ok": {"ok": 1}, "defect": {"ok": 1, "defect": 1}}
@@ -222,18 +240,18 @@ def _stratum(rep: dict[str, Any], name: str = "s1") -> dict[str, Any]:
 
 def test_wilson_only_where_its_assumptions_hold(tmp_path: Path) -> None:
     labels_ = {"0": "defect", "1": "ok", "2": "ok", "3": "ok"}
-    run, labels = rated([result(i) for i in range(4)], tmp_path, {"alice": labels_})
-    hand_picked = _stratum(label_report(run, labels, positive="defect"))
+    run, labels, store = rated([result(i) for i in range(4)], tmp_path, {"alice": labels_})
+    hand_picked = _stratum(label_report(run, labels, store, positive="defect"))
     assert hand_picked["rate"] == 0.25 and hand_picked["rate_denominator"] == 4
     assert hand_picked["interval_95"] is None
     assert any("random held-out sample" in r for r in hand_picked["interval_null_reasons"])
-    attested = _stratum(label_report(run, labels, positive="defect", random_sample=True))
+    attested = _stratum(label_report(run, labels, store, positive="defect", random_sample=True))
     assert attested["interval_95"] == pytest.approx(list(wilson_interval(1, 4)))
     assert attested["interval_null_reasons"] == []
     # metadata.sampling = "random" on every case is an attestation too
     sampled = [result(i, sampling="random") for i in range(4)]
-    run, labels = rated(sampled, tmp_path, {"alice": labels_})
-    assert _stratum(label_report(run, labels, positive="defect"))["interval_95"] is not None
+    run, labels, store = rated(sampled, tmp_path, {"alice": labels_})
+    assert _stratum(label_report(run, labels, store, positive="defect"))["interval_95"] is not None
 
 
 @pytest.mark.parametrize(
@@ -250,6 +268,7 @@ def test_wilson_is_null_with_the_reason(tmp_path: Path, results: list[CaseResult
                                         raters: dict[str, dict[str, Any]], reason: str) -> None:
     run = make_run(results)
     doc, labels = exported(run)
+    store = store_at(tmp_path)
     for rater, by_case in raters.items():
         sha = {r["request_id"]: r["request_sha256"] for r in doc["requests"]}
         lines = []
@@ -259,15 +278,15 @@ def test_wilson_is_null_with_the_reason(tmp_path: Path, results: list[CaseResult
                 lines.append(json.dumps({"request_id": rid, "request_sha256": sha[rid], "label": by_case[i],
                                          "rubric_sha256": doc["rubric"]["sha256"], "rater": rater}))
         (tmp_path / f"{rater}.jsonl").write_text("\n".join(lines) + "\n")
-        import_ratings(run, labels, tmp_path / f"{rater}.jsonl")
-    row = _stratum(label_report(run, labels, positive="defect", random_sample=True))
+        imp(run, labels, store, tmp_path / f"{rater}.jsonl")
+    row = _stratum(label_report(run, labels, store, positive="defect", random_sample=True))
     assert row["interval_95"] is None
     assert any(reason in r for r in row["interval_null_reasons"]), row["interval_null_reasons"]
 
 
 def test_every_report_is_advisory(tmp_path: Path) -> None:
-    run, labels = rated([result(0)], tmp_path, {"alice": {"0": "ok"}})
-    rep = label_report(run, labels)
+    run, labels, store = rated([result(0)], tmp_path, {"alice": {"0": "ok"}})
+    rep = label_report(run, labels, store)
     assert rep["releaseDecision"] == "not-assessed" and rep["judgeUse"] == "advisory-only"
     assert _stratum(rep)["interval_null_reasons"][0].startswith("no positive label")
 

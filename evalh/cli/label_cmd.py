@@ -27,18 +27,20 @@ def import_(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Ratings files: JSONL (one rating a line) or a JSON array.", exists=True, dir_okay=False, readable=True)],
     run: Annotated[str, typer.Option("--run", help="The run the requests were exported from (id or path).")],
     rubric: Annotated[Path | None, typer.Option("--rubric", help="The current rubric file (default: the rubric of the latest export).", exists=True, dir_okay=False)] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Let a rating replace the same rater's earlier label of a request.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Let a rating replace the same rater's earlier rating of an item.")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
 ) -> None:
-    """Import human ratings into `<run_id>.labels.json` beside the run.
+    """Import human ratings into the ratings store beside the runs (`ratings/`).
 
     Each rating names its request_id and carries the request_sha256 and rubric_sha256 it
-    was given. A stale rating — its request's input or output changed, or it was made
-    under another rubric — or an unknown request, a malformed line or a duplicate rejects
-    the whole import with file:line (exit 2); nothing is written. Importing the same file
-    twice changes nothing. `"kind": "adjudication"` settles a disputed request; the
-    original ratings are kept.
+    was given. A stale rating — its request's blinded content changed, or it was made
+    under another rubric — an incomplete one (a claim, field or dimension of the request
+    left out: the missing claim ids are named), an unknown request, a malformed line or a
+    duplicate rejects the whole import with file:line (exit 2); nothing is written.
+    Importing the same file twice changes nothing. `"kind": "adjudication"` settles
+    disputed items; the original ratings are kept. Ratings are bound to content, not to
+    the run: they apply to every run whose request is byte-identical.
 
     Examples:
 
@@ -48,23 +50,24 @@ def import_(
     """
     from evalh.cli.project import open_store
     from evalh.console import err, safe_text
-    from evalh.labels import import_ratings, load_labels, save_labels, sidecar_path
+    from evalh.labels import import_ratings, load_labels, sidecar_path
     from evalh.labels.export import sha256_of_bytes
+    from evalh.labels.store import load_store
 
     store = open_store(runs_dir, config)
     run_path = store.resolve(run)
     doc = store.load(run)
-    side = sidecar_path(run_path, doc.run_id)
-    labels = load_labels(side, doc.run_id)
+    labels = load_labels(sidecar_path(run_path, doc.run_id), doc.run_id)
+    ratings = load_store(store.runs_dir)
     digest = sha256_of_bytes(rubric.read_bytes()) if rubric is not None else None
-    summaries = [import_ratings(doc, labels, f, rubric=digest, replace=replace) for f in files]
-    save_labels(side, labels)  # only after every file validated: all or nothing
+    summaries = import_ratings(doc, labels, ratings, list(files), rubric=digest, replace=replace)
     for s in summaries:
         err().print(safe_text(
-            f"{s.path}: {s.imported} imported, {s.unchanged} unchanged"
+            f"{s.path}: {s.ratings} ratings: {s.imported} imported, {s.unchanged} unchanged"
             + (f", {s.replaced} replaced" if s.replaced else "")
         ))
-    err().print(safe_text(f"wrote {side}"))
+    written = summaries[-1].written if summaries else None
+    err().print(safe_text(f"wrote {written}" if written else "nothing new to write"))
 
 
 @app.command("report")
@@ -73,38 +76,52 @@ def report(
     run: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
     suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Report only this suite (repeatable). Default: every exported suite.")] = None,
     arm: Annotated[str | None, typer.Option("--arm", help="Report one arm (intervals need one arm).")] = None,
-    positive: Annotated[str | None, typer.Option("--positive", help="The label whose rate is reported per stratum (e.g. `defect`, `true`).")] = None,
-    random_sample: Annotated[bool, typer.Option("--random-sample", help="Attest the cases are a random held-out sample (needed for intervals).")] = False,
+    positive: Annotated[str | None, typer.Option("--positive", help="The value of the request's first field whose work-item rate is reported per stratum (e.g. `defect`).")] = None,
+    random_sample: Annotated[bool, typer.Option("--random-sample", help="Attest the cases are a random sample, for cases whose metadata.sampling says nothing (it never overrides a case's own sampling).")] = False,
+    by: Annotated[list[str] | None, typer.Option("--by", metavar="FIELD", help="Metadata field(s) to report apart (repeatable: crossed strata, e.g. --by practice --by destination). Default: stratum.")] = None,
+    rubric: Annotated[Path | None, typer.Option("--rubric", help="Report the ratings of this rubric version (default: the latest export's).", exists=True, dir_okay=False)] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Report human labels: agreement before adjudication, judge–human confusion, strata apart.
 
-    Pairwise raw agreement and Cohen's kappa between raters (a null kappa says why: no
-    overlap, or constant labels). For each judge scorer in the run, its verdicts against
-    the agreed human labels. Per stratum: counts, labels, and with --positive the share of
-    cases with that label, with a Wilson 95 % interval only where its assumptions hold
-    (random held-out sample, complete agreed labels, equal attempts, one arm); otherwise
-    the interval is null and the reasons are listed. Every report says
-    `releaseDecision: not-assessed` and `judgeUse: advisory-only`.
+    Stored ratings are re-verified against the run: ratings of byte-identical requests
+    apply (also those made on an earlier run); ratings of changed content are stale —
+    counted, never used; ratings under another rubric version are counted apart, never
+    pooled. Per rated field: pairwise raw agreement and Cohen's kappa, Fleiss' kappa and
+    Krippendorff's alpha (a null figure says why). For each judge scorer, its verdicts
+    against the agreed human labels. Per stratum (--by, crossed): counts (withheld, not
+    reviewed, failed captures, missing, disputed), selected-claim counts and unresolved
+    claim ids, and work-item rates — the rubric's [[rates]] and --positive — with a Wilson
+    95 % interval only where every condition holds (held-out split, random sampling,
+    exhaustive claim coverage, complete agreed labels, equal attempts, one arm, known
+    producer model and prompt digest); otherwise the interval is null with every reason.
+    Every report says `releaseDecision: not-assessed` and `judgeUse: advisory-only`.
 
     Examples:
 
         evalh label report RUN_ID
 
-        evalh label report RUN_ID --suite panel --positive defect --random-sample --json
+        evalh label report RUN_ID --by practice --by destination --json
+
+        evalh label report RUN_ID --suite panel --positive defect --random-sample
     """
     from evalh.cli.project import open_store
     from evalh.console import out
     from evalh.labels import label_report, load_labels, sidecar_path
+    from evalh.labels.export import sha256_of_bytes
+    from evalh.labels.store import load_store
     from evalh.report.terminal.labels import render_label_report
 
     store = open_store(runs_dir, config)
     run_path = store.resolve(run)
     doc = store.load(run)
     labels = load_labels(sidecar_path(run_path, doc.run_id), doc.run_id)
-    result = label_report(doc, labels, suites=suite, arm=arm, positive=positive, random_sample=random_sample)
+    ratings = load_store(store.runs_dir)
+    digest = sha256_of_bytes(rubric.read_bytes()) if rubric is not None else None
+    result = label_report(doc, labels, ratings, suites=suite, arm=arm, positive=positive,
+                          random_sample=random_sample, by=by, rubric=digest)
     if json_out:
         from evalh.jsonio import document_text
 

@@ -6,9 +6,12 @@ names or ids, metadata (strata and tags can name the answer) or producer details
 model, cost). Its id is opaque and random; the mapping back to the case stays in the run's
 label sidecar. Requests are ordered by id, so file order does not leak dataset order.
 
-Each request carries `request_sha256`, the SHA-256 of the canonical JSON of
-`{"input", "output"}` and nothing else: correcting a label leaves it unchanged; a changed
-input or output changes it, and ratings of the old content are then rejected as stale.
+Each request carries `request_sha256`, the SHA-256 of the canonical JSON of the blinded
+request and nothing else — `{"input", "output"}`, plus `"claims"` (each claim's id and
+exact output offsets) when the rubric rates claims: correcting a label leaves it
+unchanged; a changed input, output or claim span changes it, and ratings of the old
+content are then stale. Under a TOML rubric (`evalh.labels.rubric`) a request also names
+its `kind` and lists its claims with their spans, so raters see what they rate.
 The export carries a manifest digest over every (request id, digest) pair and the rubric
 digest, so an owner can check a retained export against the one labellers received.
 """
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalh.labels.models import ExportRecord, LabelError, LabelStore, RequestRef
+from evalh.labels.rubric import Rubric, claim_spans, parse_rubric, rubric_sha256
 from evalh.models import CaseResult, Run, sha256_of
 from evalh.store import now_iso
 
@@ -30,16 +34,32 @@ INSTRUCTIONS = (
     '"label": ...}. Copy request_sha256 and rubric_sha256 exactly as given: they bind your '
     "label to the content you saw. Use null for a request you cannot label."
 )
+SCHEME_INSTRUCTIONS = (
+    "Rate each request by the rubric's scheme. Return JSON lines, one per request you rate: "
+    '{"request_id": ..., "request_sha256": ..., "rubric_sha256": ..., "rater": "<your name>", '
+    '"fields": {<field>: <value>}, "claims": {<claim id>: {<claim field>: <value>}}, '
+    '"dimensions": {<dimension>: <value>}} with every field, claim and dimension of the '
+    "request's kind (an incomplete rating is refused). Copy the digests exactly as given. Use "
+    "null for \"cannot tell\" where the rubric allows it."
+)
 
 
-def blinded(result: CaseResult) -> dict[str, Any]:
-    """The part of a result a labeller sees."""
-    return {"input": result.input, "output": result.output}
+def blinded(result: CaseResult, rubric: Rubric | None = None) -> dict[str, Any]:
+    """The part of a result a labeller sees (and that its digest covers)."""
+    out: dict[str, Any] = {"input": result.input, "output": result.output}
+    if rubric is not None and rubric.claim_fields:
+        view = {"input": result.input, "output": result.output, "expected": result.expected,
+                "metadata": result.metadata}
+        try:
+            out["claims"] = claim_spans(rubric, view)
+        except LabelError as exc:
+            raise LabelError(f"case {result.case_id}: {exc.message}") from None
+    return out
 
 
-def request_sha256(result: CaseResult) -> str:
+def request_sha256(result: CaseResult, rubric: Rubric | None = None) -> str:
     """SHA-256 over the blinded request only (see the module doc)."""
-    return sha256_of(blinded(result))
+    return sha256_of(blinded(result, rubric))
 
 
 def manifest_sha256(rubric_sha: str, pairs: Sequence[tuple[str, str]]) -> str:
@@ -73,7 +93,12 @@ def build_export(
         if name not in run.suites:
             known = ", ".join(sorted(run.suites)) or "none"
             raise LabelError(f"run {run.run_id} has no suite {name!r} (it has: {known})")
-    rubric_sha = sha256_of_bytes(rubric)
+    try:
+        rubric_text = rubric.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LabelError(f"{rubric_name or 'rubric'}: not UTF-8 text") from None
+    scheme = parse_rubric(rubric, rubric_name)
+    rubric_sha = scheme.sha256
     known_ids = {(r.suite, r.case_id, r.arm, r.attempt): rid for rid, r in labels.requests.items()}
     taken = set(labels.requests)
     requests: list[dict[str, Any]] = []
@@ -89,25 +114,33 @@ def build_export(
             key = (name, result.case_id, result.arm, result.attempt)
             rid = known_ids.get(key) or _new_id(taken)
             taken.add(rid)
-            sha = request_sha256(result)
+            view = blinded(result, scheme)
+            sha = sha256_of(view)
             labels.requests[rid] = RequestRef(
                 suite=name, case_id=result.case_id, arm=result.arm, attempt=result.attempt, sha256=sha
             )
-            requests.append({"request_id": rid, "request_sha256": sha, **blinded(result)})
+            request: dict[str, Any] = {"request_id": rid, "request_sha256": sha}
+            if scheme.structured:
+                try:
+                    request["kind"] = scheme.kind_of(result.metadata).name
+                except LabelError as exc:
+                    raise LabelError(f"case {result.case_id}: {exc.message}") from None
+            requests.append({**request, **view})
     if not requests:
         raise LabelError(f"run {run.run_id}: no result with an output to export")
     requests.sort(key=lambda r: r["request_id"])
     manifest = manifest_sha256(rubric_sha, [(r["request_id"], r["request_sha256"]) for r in requests])
     labels.exports.append(ExportRecord(
         exported_at=now_iso(), rubric_sha256=rubric_sha, rubric_name=rubric_name,
-        manifest_sha256=manifest, requests=len(requests), suites=chosen,
+        manifest_sha256=manifest, requests=len(requests), suites=chosen, rubric_text=rubric_text,
     ))
     counts["exported"] = len(requests)
     document = {
         "schema": REQUESTS_SCHEMA,
         "run_id": run.run_id,
-        "rubric": {"sha256": rubric_sha, "text": rubric.decode("utf-8", errors="replace")},
-        "instructions": INSTRUCTIONS,
+        "rubric": {"sha256": rubric_sha, "text": rubric_text,
+                   **({"name": rubric_name, "scheme": scheme.scheme()} if scheme.structured else {})},
+        "instructions": SCHEME_INSTRUCTIONS if scheme.structured else INSTRUCTIONS,
         "requests": requests,
         "manifest": {"requests": len(requests), "sha256": manifest},
     }
@@ -115,6 +148,16 @@ def build_export(
 
 
 def sha256_of_bytes(data: bytes) -> str:
-    import hashlib
+    return rubric_sha256(data)
 
-    return hashlib.sha256(data).hexdigest()
+
+def rubric_of(labels: LabelStore, digest: str | None = None) -> Rubric:
+    """The scheme of rubric `digest` (default: the latest export's), from the sidecar."""
+    digest = digest or labels.current_rubric()
+    if digest is None:
+        raise LabelError(f"run {labels.run_id} has no exported requests: run `evalh export-requests` first")
+    record = labels.rubric_record(digest)
+    if record is None or record.rubric_text is None:
+        raise LabelError(f"rubric {digest[:12]}… was never exported for run {labels.run_id}: "
+                         "export the requests under it first")
+    return parse_rubric(record.rubric_text.encode("utf-8"), record.rubric_name)

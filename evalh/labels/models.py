@@ -1,17 +1,16 @@
-"""The label sidecar (`evalh.labels/1`): what was exported for labelling and what came back.
+"""The label sidecar (`evalh.labels/2`): what was exported of one run for labelling.
 
 One file beside each run, `eval_runs/<run_id>.labels.json`, written atomically. The run
 document itself is never modified: labels are a later judgment about a finished run. The
 sidecar holds the request registry (opaque request id → suite, case, arm, attempt, and the
-digest of the blinded request), a record of every export (rubric and manifest digests), and
-every imported rating exactly as it was given — original human labels stay intact after
-adjudication, which is a rating of its own kind.
+digest of the blinded request) and a record of every export (the rubric itself, its
+digest, the manifest digest). Ratings are not kept here: they are bound to content, not
+to a run, and live in the ratings store (`evalh.labels.store`) beside the runs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,7 +20,7 @@ from evalh.jsonio import document_bytes
 from evalh.snapshot import scrub_secrets
 from evalh.store import atomic_write_bytes, validate_run_id
 
-LABELS_SCHEMA = "evalh.labels/1"
+LABELS_SCHEMA = "evalh.labels/2"
 Label = str | bool | int | float | None
 
 
@@ -41,7 +40,7 @@ class RequestRef(_Model):
     arm: str
     attempt: int
     sha256: str
-    """SHA-256 of the blinded request (input and output only) when it was last exported."""
+    """SHA-256 of the blinded request (input, output, claim spans) when it was last exported."""
 
 
 class ExportRecord(_Model):
@@ -55,24 +54,8 @@ class ExportRecord(_Model):
     """Digest of the export's (request id, request digest) list and rubric digest."""
     requests: int
     suites: list[str] = Field(default_factory=list)
-
-
-class Rating(_Model):
-    """One label one rater gave one request, bound to the request and rubric digests."""
-
-    request_id: str
-    request_sha256: str
-    rubric_sha256: str
-    rater: str
-    label: Label
-    """Any JSON scalar; null is an explicit abstention (it never counts as agreement with a value)."""
-    kind: Literal["rating", "adjudication"] = "rating"
-    """`adjudication` settles a disputed request; agreement is measured on ratings only."""
-    note: str | None = None
-    labelled_at: str | None = None
-    source: str | None = None
-    """The file (and line) it was imported from."""
-    imported_at: str | None = None
+    rubric_text: str | None = None
+    """The rubric file's text (UTF-8): its scheme is read from here when ratings come back."""
 
 
 class LabelStore(_Model):
@@ -82,11 +65,14 @@ class LabelStore(_Model):
     run_id: str
     requests: dict[str, RequestRef] = Field(default_factory=dict)
     exports: list[ExportRecord] = Field(default_factory=list)
-    ratings: list[Rating] = Field(default_factory=list)
 
     def current_rubric(self) -> str | None:
         """The rubric digest of the latest export, or None before any export."""
         return self.exports[-1].rubric_sha256 if self.exports else None
+
+    def rubric_record(self, digest: str) -> ExportRecord | None:
+        """The latest export under rubric `digest`."""
+        return next((e for e in reversed(self.exports) if e.rubric_sha256 == digest), None)
 
 
 def sidecar_path(run_path: Path, run_id: str) -> Path:
