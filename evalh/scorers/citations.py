@@ -215,6 +215,11 @@ class CitationJudgeScorer(JudgeScorerBase):
             usage.add(u)
         details = summarize_paragraphs(rows)
         details.update(paragraphs_total=len(pars), paragraphs=rows, usage=usage.as_dict(), sources_from=where)
+        for flag in ("truncated", "low_confidence"):  # the case's flags, which the suite counts
+            flagged = sum(1 for r in rows if r.get(flag))
+            if flagged:
+                details[flag] = True
+                details[f"{flag}_paragraphs"] = flagged
         if self.self_judge_allowed:
             details["self_judge"] = True
         failed = [r for r in rows if "error" in r]
@@ -238,6 +243,9 @@ class CitationJudgeScorer(JudgeScorerBase):
                 verdicts.update(s.details.get("verdicts", {}))
                 pre.update(s.details.get("precheck", {}))
         info["paragraph_verdicts"] = dict(verdicts)
+        for flag in ("truncated", "low_confidence"):
+            info[f"{flag}_paragraphs"] = sum(
+                int(s.details.get(f"{flag}_paragraphs", 0)) for r in results if (s := find_score(r, self.name)))
         info["precheck"] = {k: pre.get(k, 0) for k in _PRECHECK_KEYS}
         return info
 
