@@ -96,6 +96,8 @@ def _suite_facts(run: Run, name: str, sr: SuiteResult) -> dict[str, Any]:
     snap["dataset_cases"] = sr.dataset.cases
     judges = sorted({s.judge_model for r in sr.cases for s in r.scores if s.judge_model})
     snap["judge_models"] = judges or None
+    if sr.target.get("kind") == "python":  # the model a Python product reported using
+        snap["product_model"] = sr.target.get("model")
     return snap
 
 

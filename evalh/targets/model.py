@@ -45,7 +45,7 @@ class MessageTemplate(BaseModel):
 class ModelTargetConfig(TargetConfig, ProviderConfig):
     """A model target. `provider` follows `kind` and need not be written."""
 
-    SNAPSHOT = ProviderConfig.SNAPSHOT | frozenset({"kind", "prompt", "system", "messages", "output"})
+    SNAPSHOT = ProviderConfig.SNAPSHOT | frozenset({"kind", "prompt", "system", "messages", "output", "pace_ms"})
 
     kind: Literal["anthropic", "openai"]
     provider: Literal["anthropic", "openai"] | None = None  # type: ignore[assignment]
@@ -59,6 +59,9 @@ class ModelTargetConfig(TargetConfig, ProviderConfig):
     output: Literal["text", "json"] = "text"
     """`json`: the reply is parsed as JSON (one Markdown code fence tolerated); a reply that
     does not parse makes the case `errored`."""
+    pace_ms: float | None = Field(None, ge=0)
+    """Calls start at least this many milliseconds apart (`--sleep-ms` sets it for every
+    target); the pause is neither latency nor part of the timeout."""
 
     @model_validator(mode="before")
     @classmethod
@@ -120,7 +123,9 @@ class ModelTarget:
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
         from evalh.providers import ChatRequest, get_provider
+        from evalh.targets.pacing import pace
 
+        await pace(self.config, ctx.services)
         system, messages = self.render(case)
         services = ctx.services
         cache = services.cache

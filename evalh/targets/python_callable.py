@@ -13,16 +13,29 @@ import inspect
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from evalh.imports import import_callable
 from evalh.models import Case
 from evalh.targets.base import CallContext, TargetConfig, TargetOutput
 
 
 class PythonTargetConfig(TargetConfig):
-    SNAPSHOT = frozenset({"kind", "callable"})
+    SNAPSHOT = frozenset({"kind", "callable", "model", "pace_ms"})
     kind: Literal["python"] = "python"
     callable: str
     """`module:function`, importable from the project root."""
+    model: str | None = None
+    """The model the product asks, if you declare it (judges are then checked against it
+    before the run). A product that returns a `TargetOutput` with `model` reports it: the
+    first reported model is recorded in the suite's `target` in the run document, and
+    judges are checked against it from then on."""
+    pace_ms: float | None = Field(None, ge=0)
+    """Calls start at least this many milliseconds apart (`--sleep-ms` sets it for every
+    target); the pause is neither latency nor part of the timeout."""
+
+    def model_id(self) -> str | None:
+        return self.model
 
 
 CONFIGS: dict[str, type[TargetConfig]] = {"python": PythonTargetConfig}
@@ -37,6 +50,9 @@ class PythonTarget:
         self._is_async = inspect.iscoroutinefunction(self._fn)
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
+        from evalh.targets.pacing import pace
+
+        await pace(self.config, ctx.services)
         arg = case if self._wants_case else case.input
         if self._is_async:
             result = await self._fn(arg)
@@ -44,7 +60,11 @@ class PythonTarget:
             result = await asyncio.to_thread(self._fn, arg)
             if inspect.isawaitable(result):  # an object with an async __call__
                 result = await result
-        return result if isinstance(result, TargetOutput) else TargetOutput(output=_jsonable(result))
+        if not isinstance(result, TargetOutput):
+            return TargetOutput(output=_jsonable(result))
+        if result.model and self.config.model is None:
+            self.config.model = result.model  # the product's own model, recorded with the run
+        return result
 
     async def aclose(self) -> None:
         return None

@@ -1,0 +1,45 @@
+"""`pace_ms`: a pause between the calls of one target (the reference harness's `--sleep-ms`).
+
+Calls of a paced target start at least `pace_ms` apart, across the suite's concurrency. The
+pause is a wait evalh imposes, like a rate limit (`evalh.providers.waits.waiting`): it is
+neither the target's latency nor part of its timeout. Outputs served from a stored run
+(rejudge) call no target and are never paced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalh.services import RunServices
+
+
+class Pacer:
+    def __init__(self, pace_ms: float) -> None:
+        self.pace_s = pace_ms / 1000.0
+        self._lock = asyncio.Lock()
+        self._next = 0.0
+
+    async def wait(self) -> None:
+        async with self._lock:
+            delay = self._next - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self._next = time.monotonic() + self.pace_s
+
+
+async def pace(config: Any, services: RunServices | None) -> None:
+    """Hold the call of the target configured by `config` until its pace allows it."""
+    pace_ms = getattr(config, "pace_ms", None)
+    if not pace_ms or services is None:
+        return
+    key = f"pace:{id(config)}"
+    pacer = services.providers.get(key)
+    if pacer is None:
+        pacer = services.providers[key] = Pacer(pace_ms)
+    from evalh.providers.waits import waiting
+
+    with waiting():
+        await pacer.wait()
