@@ -19,6 +19,7 @@ from evalh.cli import (
     export_cmd,
     init_cmd,
     label_cmd,
+    merge_cmd,
     mock_provider_cmd,
     rejudge_cmd,
     report_cmd,
@@ -40,6 +41,7 @@ app = typer.Typer(
 
 app.command("init")(init_cmd.init)
 app.command("run")(run_cmd.run)
+app.command("merge")(merge_cmd.merge)
 app.command("validate")(validate_cmd.validate)
 app.command("runs")(runs_cmd.runs)
 app.command("show")(runs_cmd.show)
