@@ -127,6 +127,9 @@ class MetricConfig(_Strict):
     def _check(self) -> MetricConfig:
         if self.type == "custom" and not self.function:
             raise ValueError("a custom metric needs `function = \"module:function\"`")
+        if self.type == "sycophancy" and not (self.output_field or self.terms):
+            raise ValueError("sycophancy needs `output_field` (true when the output agrees) or `terms` "
+                             "(phrases of agreement)")
         if self.type == "pattern_bias" and not self.terms:
             raise ValueError("pattern_bias needs `terms`: the vendor terms counted")
         if self.type != "custom" and self.function:

@@ -10,8 +10,9 @@ Judge ≠ subject where the subject is only known from its reply: a Python or HT
 that reports the model it used (`TargetOutput.model`). With `judge_not_subject = true` the
 suite's first call is made alone (`FirstReply`): the other cases wait for it, its model is
 compared with every judge's, and a match stops the run at once — exit 2, one line, nothing
-sent after that one reply. Without the requirement the reply is still checked (the judge is
-refused as soon as the model is seen), but calls already in flight are not held back.
+sent after that one reply, nothing written. Without the requirement a reported model that is
+a judge's makes that judge's scores `judge_error` from then on (docs/running.md, "The
+product's model"), and the run goes on.
 """
 
 from __future__ import annotations
@@ -124,8 +125,8 @@ def check_run(
     """Refuse the run (exit 2, one line) when a suite's requirements are not met."""
     for plan in plans:
         suite = plan.config
-        req = suite.require
-        if req is None:
+        req = suite.require if suite is not None else None
+        if suite is None or req is None:
             continue
         if req.explicit and suite.name not in (named or ()):
             raise RequirementNotMet(f"suite {suite.name!r} runs only when named: evalh run --suite "
@@ -159,16 +160,16 @@ def judge_models(plan: SuitePlan) -> list[str]:
 
 
 class FirstReply:
-    """Per suite: holds every call but the first until the first reply's model is checked
-    (only with `require.judge_not_subject`), and checks every reply's reported model."""
+    """Per suite with `require.judge_not_subject`: holds every call but the first until the
+    first reply's model is checked, and checks every reply's reported model."""
 
     def __init__(self) -> None:
         self._gates: dict[str, asyncio.Event] = {}
         self._first_taken: set[str] = set()
 
     def _held(self, suite: SuitePlan) -> bool:
-        req = suite.config.require
-        return bool(req is not None and req.judge_not_subject and suite.stored is None)
+        req = getattr(getattr(suite, "config", None), "require", None)
+        return bool(req is not None and req.judge_not_subject and getattr(suite, "stored", None) is None)
 
     async def before_call(self, suite: SuitePlan) -> None:
         if not self._held(suite):
@@ -182,7 +183,7 @@ class FirstReply:
     def after_reply(self, suite: SuitePlan, out: TargetOutput | None, allow_self_judge: bool) -> None:
         """Raise `RequirementNotMet` when the reply names a judge's model (the held calls
         stay held: the run stops); else let them go."""
-        if out is not None and out.model and not allow_self_judge:
+        if out is not None and out.model and not allow_self_judge and self._held(suite):
             from evalh.scorers.judge_base import model_key
 
             for model in judge_models(suite):

@@ -15,7 +15,7 @@ the worst lens, never left out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalh.report.blocks import num, rate
@@ -116,6 +116,9 @@ def pairwise(scorer: str, fact: Mapping[str, Any]) -> Figure:
                          f"{num(_f(fact.get('min_consistency')), '.0%')}")
     if fact.get("stopped"):
         fig.flags.append(f"{scorer}: stopped: {fact['stopped']}")
+    controls = fact.get("length_control")
+    if controls:
+        fig.notes.append(f"length control: {controls}")
     fig.data = {"pairs_judged": judged, "consistent": consistent,
                 "consistency_under_order_swap": _f(fact.get("consistency_under_order_swap")),
                 "position_bias_flag": bool(fact.get("position_bias_flag"))}
@@ -137,10 +140,73 @@ def verdict_figures(arms: list[ArmReport]) -> list[Figure]:
     return out
 
 
-def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = None) -> list[Figure]:
-    """Every figure of a suite: its arms' verdict distributions, then what its scorers
-    left in its details, by scorer name."""
-    out = verdict_figures(arms or [])
+def _g(v: Any) -> str:
+    f = _f(v)
+    return "–" if f is None else f"{f:.4g}"
+
+
+def _share(m: Mapping[str, Any]) -> str:
+    num_, den = m.get("numerator"), m.get("denominator")
+    if isinstance(num_, int) and isinstance(den, int):
+        return rate(_f(m.get("value")), num_, den)
+    return _g(m.get("value"))
+
+
+def metrics(items: Sequence[Mapping[str, Any]]) -> Figure:
+    """The suite's metrics (`suites.S.metrics`): each value with its numerator and
+    denominator, its threshold and direction, and a flag where it is crossed."""
+    fig = Figure(kind="metrics", scorer="metrics", title="suite metrics",
+                 columns=["metric", "arm", "value (numerator/denominator)", "threshold", "flag"])
+    for m in items:
+        thr = _f(m.get("threshold"))
+        where = "–" if thr is None else ("> " if m.get("direction", "above") == "above" else "< ") + f"{thr:g}"
+        flag = "FLAG" if m.get("flag") else ("error" if m.get("error") else "–")
+        fig.rows.append([str(m.get("name")), str(m.get("arm") or "–"), _share(m), where, flag])
+        if m.get("length_ratio") is not None:
+            fig.notes.append(f"{m.get('name')}: mean length ratio of those pairs (longer ÷ shorter) {_g(m.get('length_ratio'))}")
+        if m.get("error"):
+            fig.notes.append(f"{m.get('name')}: {m.get('error')}")
+        if m.get("flag"):
+            arm = f" ({m['arm']})" if m.get("arm") else ""
+            fig.flags.append(f"metric {m.get('name')}{arm} = {_share(m)} crosses its threshold {where}"
+                             + (" (gates compare)" if m.get("gate") else ""))
+    notes = list(dict.fromkeys(str(m["note"]) for m in items if m.get("note")))
+    fig.notes += [f"{n}" for n in notes]
+    fig.data = {"metrics": [dict(m) for m in items]}
+    return fig
+
+
+def contrast(c: Mapping[str, Any]) -> Figure:
+    """One named contrast: the claim `arm − against`, paired over cases, with its rules."""
+    fig = Figure(kind="contrast", scorer=str(c.get("name")), arm=str(c.get("arm")),
+                 title=f"claim {c.get('name')}: {c.get('arm')} − {c.get('against')}, paired over cases",
+                 columns=["figure", "cases", str(c.get("arm")), str(c.get("against")), "difference",
+                          f"{_f(c.get('confidence')) or 0.95:.0%} interval", "method"])
+    for f in c.get("figures") or []:
+        low, high = _f(f.get("low")), _f(f.get("high"))
+        interval = "–" if low is None or high is None else f"[{low:.4g}, {high:.4g}]"
+        fig.rows.append([str(f.get("figure")), str(f.get("cases", "–")), _g(f.get("arm_mean")), _g(f.get("against_mean")),
+                         _g(f.get("difference")), interval, str(f.get("method"))])
+        if f.get("note"):
+            fig.notes.append(f"{f.get('figure')}: {f.get('note')}")
+    for r in c.get("rules") or []:
+        fig.notes.append(f"rule {r.get('rule')}: {'holds' if r.get('passed') else 'FAILS'} — {r.get('why')}")
+    fig.notes.append(f"rules judged on the {c.get('on', 'interval')}; only named contrasts are claims, the other arms are context")
+    if c.get("passed") is False:
+        fig.flags.append(f"contrast {c.get('name')} fails its rules" + (" (gates the run)" if c.get("gate") else ""))
+    fig.data = dict(c)
+    return fig
+
+
+def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = None,
+                  suite_metrics: Sequence[Mapping[str, Any]] | None = None,
+                  contrasts: Sequence[Mapping[str, Any]] | None = None) -> list[Figure]:
+    """Every figure of a suite: its claims (named contrasts) and metrics first, its arms'
+    verdict distributions, then what its scorers left in its details, by scorer name."""
+    out = [contrast(c) for c in contrasts or []]
+    if suite_metrics:
+        out.append(metrics(suite_metrics))
+    out += verdict_figures(arms or [])
     for key in sorted(details):
         fact = details[key]
         if not isinstance(fact, Mapping):

@@ -200,7 +200,7 @@ class Figure(_Out):
     once as a table of strings that every surface draws as it is."""
 
     kind: str
-    """`verdicts`, `classification`, `judge` or `pairwise`."""
+    """`verdicts`, `classification`, `judge`, `pairwise`, `metrics` or `contrast`."""
     scorer: str
     arm: str | None = None
     """The arm a figure is about (verdict distributions of a suite with several arms)."""

@@ -278,7 +278,8 @@ class JudgeConfig(JudgeBase):
 class PairwiseJudgeConfig(JudgeBase):
     """`type = "pairwise_judge"`: each arm's output against the baseline arm's, both orders."""
 
-    SNAPSHOT = JudgeBase.SNAPSHOT | {"input_field", "show_input", "output_field", "min_consistency"}
+    SNAPSHOT = JudgeBase.SNAPSHOT | {"input_field", "show_input", "output_field", "min_consistency",
+                                     "length_control"}
 
     type: Literal["pairwise_judge"]
     show_input: bool = True
@@ -289,6 +290,9 @@ class PairwiseJudgeConfig(JudgeBase):
     """Dotted path of what is compared in each output (the whole output when unset)."""
     min_consistency: float = Field(0.85, ge=0, le=1)
     """consistency_under_order_swap below this is flagged as position bias."""
+    length_control: Literal["none", "truncate"] = "none"
+    """`truncate`: the longer output is cut to the shorter one's length at a word boundary
+    before judging (recorded per pair); both lengths are recorded either way."""
 
     def make_scale(self) -> Scale:
         return PairwiseScale()

@@ -8,6 +8,12 @@ wins, losses, ties, inconsistent pairs and judge errors, and
 `consistency_under_order_swap` = consistent pairs / pairs judged in both orders (null over
 zero), flagged when below `min_consistency`.
 
+Every pair records both outputs' lengths in characters (`lengths`, arm → chars, measured
+before any control), so a verbosity bias (the longer output wins) is measured whatever is
+judged (`verbosity_bias` in `evalh.core.suite_metrics`). `length_control = "truncate"` cuts
+the longer output to the shorter one's length, at the last word boundary within it, before
+judging (`length_control` per pair: which arm was cut, from and to how many characters).
+
 Comparing needs both arms' outputs, so the judging happens in `finalize`, after the suite,
 where no per-case budget check stops it: the pairs are admitted against the run's budget
 together before any is sent (their estimate held until their replies are charged). When
@@ -113,10 +119,11 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         a, b = pick(base.output, self.config.output_field), pick(other.output, self.config.output_field)
         if a is MISSING or b is MISSING:
             return {"vs": base.arm, "error": f"an output has no field {self.config.output_field!r}"}
+        a, b, lengths, control = length_controlled(a, b, base.arm, other.arm, self.config.length_control)
         ab, ba = await asyncio.gather(self._order(services, base, a, b), self._order(services, base, b, a))
         # Positions → arms: in `ab` the baseline is A; in `ba` it is B.
         to_arm = [{"A": base.arm, "B": other.arm, "tie": "tie"}, {"A": other.arm, "B": base.arm, "tie": "tie"}]
-        record: dict[str, Any] = {"vs": base.arm}
+        record: dict[str, Any] = {"vs": base.arm, "lengths": lengths, "length_control": control}
         winners = []
         for key, panel, mapping in (("baseline_first", ab, to_arm[0]), ("baseline_second", ba, to_arm[1])):
             record[key] = {**panel.details(), "verdict": panel.verdict,
@@ -140,6 +147,14 @@ class PairwiseJudgeScorer(JudgeScorerBase):
         score.details = {**record, "outcome": outcome}
         score.rationale = (record.get("error") or
                            f"{outcome} against {record['vs']}: " + str(record["baseline_first"]["rationale"]))
+
+    def _length_note(self, rows: Any) -> str:
+        """What length control did over the suite: the method and the pairs it cut."""
+        if self.config.length_control == "none":
+            return "none (lengths recorded per pair, not normalised)"
+        cut = sum(1 for r in rows if (s := find_score(r, self.name)) is not None
+                  and (s.details.get("length_control") or {}).get("cut"))
+        return f"truncate: the longer output cut to the shorter's length at a word boundary ({cut} pairs cut)"
 
     async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
         baseline = suite.arms[0].name
@@ -200,11 +215,42 @@ class PairwiseJudgeScorer(JudgeScorerBase):
             "consistency_under_order_swap": consistency,
             "position_bias_flag": consistency is not None and consistency < self.config.min_consistency,
             "min_consistency": self.config.min_consistency, "arms": per_arm,
+            "length_control": self._length_note(rows.values()),
         }
         if stopped:
             info["stopped"] = stopped
             raise BudgetExceeded(stopped, info)
         return info
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, at the last word boundary within them."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    if not text[limit].isspace() and " " in head.strip():
+        head = head[: head.rstrip().rfind(" ")] if not head.endswith(" ") else head
+    return head.rstrip()
+
+
+def length_controlled(a: Any, b: Any, arm_a: str, arm_b: str, method: str) -> tuple[Any, Any, dict[str, int], dict[str, Any]]:
+    """Both outputs' lengths in characters (always, before any control), and with `method =
+    "truncate"` the longer output cut to the shorter one's length at a word boundary (the
+    outputs are then judged as text). Returns (a, b, lengths, what was done)."""
+    from evalh.fields import as_text
+
+    ta, tb = as_text(a), as_text(b)
+    lengths = {arm_a: len(ta), arm_b: len(tb)}
+    if arm_a == arm_b:
+        lengths = {arm_a: len(ta)}
+    if method != "truncate" or len(ta) == len(tb):
+        return a, b, lengths, {"method": method}
+    limit = min(len(ta), len(tb))
+    if len(ta) > len(tb):
+        cut_a = _cut(ta, limit)
+        return cut_a, b, lengths, {"method": "truncate", "cut": arm_a, "from_chars": len(ta), "to_chars": len(cut_a)}
+    cut_b = _cut(tb, limit)
+    return a, cut_b, lengths, {"method": "truncate", "cut": arm_b, "from_chars": len(tb), "to_chars": len(cut_b)}
 
 
 def build(config: ScorerConfig, root: Path | None = None, client_factory: ClientFactory | None = None) -> PairwiseJudgeScorer:
