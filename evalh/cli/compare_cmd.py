@@ -13,8 +13,6 @@ from evalh.cli.options import ConfigOpt, RunsDirOpt
 from evalh.cli.project import open_project
 
 if TYPE_CHECKING:
-    from evalh.core.compare_models import Comparison
-    from evalh.core.compare_notes import CompareNotes
     from evalh.store import RunStore
 
 
@@ -23,45 +21,6 @@ class CompareFormat(StrEnum):
     json = "json"
     markdown = "markdown"
     md = "md"  # as `evalh report` spells it
-
-
-def exit_code(cmp: Comparison, *, fail_on_regression: bool, fail_on_inconclusive: bool) -> int:
-    """0 the gate passes; 1 it fails (a suite regressed, or could not be compared because
-    the candidate produced nothing comparable), with `fail_on_regression`; 3 nothing failed
-    but a gating row is inconclusive with its estimate on the worse side (with
-    `fail_on_inconclusive`)."""
-    if cmp.fails_gate:
-        return 1 if fail_on_regression else 0
-    if cmp.inconclusive_worse and fail_on_inconclusive:
-        return 3
-    return 0
-
-
-def emit_comparison(
-    cmp: Comparison, fmt: CompareFormat | str = CompareFormat.table, junit_xml: Path | None = None,
-    notes: CompareNotes | None = None,
-) -> None:
-    """Render on stdout in `fmt`, write the JUnit file, and say the verdict on stderr.
-    `notes`: what a BASELINE base adds (pooled runs, noise floor)."""
-    from evalh.console import err, out
-    from evalh.report import compare_render as render
-
-    fmt = CompareFormat(fmt)
-    if fmt is CompareFormat.json:
-        out().file.write(render.to_json(cmp, notes))
-    elif fmt in (CompareFormat.markdown, CompareFormat.md):
-        out().file.write(render.to_markdown(cmp, notes=notes))
-    else:
-        render.render_terminal(cmp, out(), notes=notes)
-    if junit_xml is not None:
-        from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
-
-        atomic_write_bytes(junit_xml, render.to_junit_xml(cmp).encode("utf-8"))  # refused: exit 4
-    if fmt is not CompareFormat.table:
-        err().print(
-            f"evalh compare: {cmp.verdict} ({cmp.base.run_id} → {cmp.candidate.run_id})",
-            markup=False, highlight=False,
-        )
 
 
 def _refs(store: RunStore, root: Path, base: str | None, candidate: str | None) -> tuple[str, str]:
@@ -139,7 +98,9 @@ def compare(
 
     from evalh.console import warn
     from evalh.core.compare import ComparePolicy, compare_runs
+    from evalh.core.outcome import gate_exit_code
     from evalh.gcpause import gc_paused
+    from evalh.report.compare_render import emit_comparison
 
     policy = ComparePolicy(
         pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
@@ -160,7 +121,7 @@ def compare(
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
         cmp = compare_runs(base_run, cand_run, policy)
-        emit_comparison(cmp, fmt, junit_xml, notes)
-    code = exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
+        emit_comparison(cmp, fmt.value, junit_xml, notes)
+    code = gate_exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:
         raise typer.Exit(code=code)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
+
+if TYPE_CHECKING:
+    from evalh.baseline import LoadedBaseline
 
 
 @translate_errors
@@ -61,95 +64,51 @@ def run(
     """
     from evalh.config import load_config
     from evalh.console import err, out, safe_text, warn
-    from evalh.core.session import RunOptions, execute, prepare_run
+    from evalh.core.run_request import RunRequest, prepare_request, run_request
+    from evalh.jsonio import document_text
     from evalh.report.terminal.progress import ProgressObserver
-    from evalh.report.terminal.run import render_run
-    from evalh.store import RunStore, resolve_runs_dir
 
     cfg = load_config(config)
-    directory = resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir)
-    if resume is not None:
-        from evalh.core.resume import prepare_resume
-        from evalh.errors import EvalhError
+    request = RunRequest(
+        suites=suite, label=label, repeats=repeats, concurrency=concurrency, timeout_s=timeout,
+        seed=seed, max_cost_usd=max_cost, max_tokens=max_tokens, no_cache=no_cache,
+        resume=resume, dry_run=dry_run, allow_self_judge=allow_self_judge,
+        max_error_rate=max_error_rate, compare_baseline=compare_baseline,
+    )
+    prepared = prepare_request(cfg, request, runs_dir)
+    for warning in prepared.warnings:
+        warn(warning)
+    talk = not quiet and not json_out
+    if prepared.resume_note and talk:
+        err().print(prepared.resume_note, markup=False, highlight=False)
 
-        given = [flag for flag, value in (("--suite", suite), ("--label", label), ("--seed", seed),
-                                          ("--repeats", repeats), ("--timeout", timeout),
-                                          ("--allow-self-judge", allow_self_judge or None),
-                                          ("--max-error-rate", max_error_rate))
-                 if value is not None]
-        if given:
-            raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats, timeout, "
-                             f"judge settings and max error rate: drop {', '.join(given)}")
-        prepared = prepare_resume(
-            cfg, resume, directory, concurrency=concurrency, max_cost_usd=max_cost,
-            max_tokens=max_tokens, use_cache=False if no_cache else None,
-        )
-    else:
-        options = RunOptions(
-            suites=suite, label=label, seed=seed, repeats=repeats, concurrency=concurrency,
-            timeout_s=timeout, max_cost_usd=max_cost, max_tokens=max_tokens, use_cache=not no_cache,
-            allow_self_judge=allow_self_judge, max_error_rate=max_error_rate, dry_run=dry_run,
-        )
-        prepared = prepare_run(cfg, options, directory)
-    for name, missing in prepared.skipped:
-        warn(f"skipped suite {name!r}: needs {', '.join(missing)}")
-    if not prepared.plan.suites:
-        from evalh.errors import EvalhError
-
-        raise EvalhError("no suite can run (see the skipped suites above)")
-    if dry_run:
-        from evalh.core.estimate import estimate_plan
-        from evalh.report.terminal.estimate import estimate_json, render_estimate
-
-        estimate = estimate_plan(prepared.plan, prepared.skipped)
-        if json_out:
-            out().file.write(estimate_json(estimate))
-        else:
-            render_estimate(estimate, out())
-        return
-    if resume is not None and not quiet and not json_out:
-        plan = prepared.plan
-        err().print(f"resuming run {plan.run_id}: {len(plan.done)} of {plan.total} results "
-                    f"kept, {plan.total - len(plan.done)} to run", markup=False, highlight=False)
-    store = RunStore(directory)
-    baseline = None
-    if compare_baseline:  # fail before spending anything when there is nothing to compare with
+    def load_reference() -> LoadedBaseline:
         from evalh.baseline import load_baseline
 
-        baseline = load_baseline(cfg.root, store)  # every run it names, of one configuration
-    result = execute(prepared, store, ProgressObserver(enabled=not quiet and not json_out))
-    from evalh.core.outcome import run_verdict
+        return load_baseline(cfg.root, prepared.store)  # every run it names, of one configuration
 
-    path = store.path_for(result.run_id)
-    verdict = run_verdict(result)
-    code = verdict.code
-    for reason in verdict.reasons:  # what fails the run that the results table does not say
+    outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference)
+    if outcome.estimate is not None:
+        from evalh.report.terminal.estimate import render_estimate
+
+        if json_out:
+            out().file.write(document_text(outcome.to_dict()))
+        else:
+            render_estimate(outcome.estimate, out())
+        return
+    for reason in outcome.reasons:  # what fails the run that the results table does not say
         err().print(safe_text(reason, style="red"))
-    comparison = notes = None
-    if baseline is not None:
-        from evalh.cli.compare_cmd import exit_code
-
-        comparison, notes = baseline.compare(result)  # the baseline's runs pooled per case
-        code = max(code, exit_code(comparison, fail_on_regression=True, fail_on_inconclusive=False))
     if json_out:
-        from evalh.jsonio import document_text
-
-        doc = {"run_id": result.run_id, "path": str(path), "status": result.status,
-               "exit_code": code, "reasons": verdict.reasons, "summary": result.summary}
-        if comparison is not None:
-            from evalh.core.compare_notes import comparison_doc
-
-            doc["comparison"] = comparison_doc(comparison, notes)
-        out().file.write(document_text(doc))
+        out().file.write(document_text(outcome.to_dict()))
     else:
-        if not quiet:
-            render_run(result, out())
-            err().print(f"wrote {path}", markup=False, highlight=False)
-        if comparison is not None:
-            from evalh.cli.compare_cmd import emit_comparison
+        if not quiet and outcome.run is not None:
+            from evalh.report.terminal.run import render_run
 
-            emit_comparison(comparison, notes=notes)
-    if code:
-        raise typer.Exit(code=code)
+            render_run(outcome.run, out())
+            err().print(f"wrote {outcome.path}", markup=False, highlight=False)
+        if outcome.comparison is not None:
+            from evalh.report.compare_render import emit_comparison
 
-
+            emit_comparison(outcome.comparison, notes=outcome.notes)
+    if outcome.code:
+        raise typer.Exit(code=outcome.code)

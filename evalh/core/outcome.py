@@ -1,4 +1,5 @@
-"""What results mean: a case's status from its scores, and a run's headline numbers.
+"""What results mean: a case's status from its scores, a run's headline numbers and the
+exit codes of a run and of a comparison.
 
 Pure functions, shared by the runner and anything that rebuilds a run (resume, rejudge).
 """
@@ -6,10 +7,13 @@ Pure functions, shared by the runner and anything that rebuilds a run (resume, r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalh.config import DEFAULT_MAX_ERROR_RATE
 from evalh.models import CaseStatus, Run, Score
+
+if TYPE_CHECKING:
+    from evalh.core.compare_models import Comparison
 
 
 def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[CaseStatus, float | None]:
@@ -133,6 +137,19 @@ def run_verdict(run: Run) -> RunVerdict:
         reasons.append(f"run {run.run_id} is {run.status}: {run.status_reason}; not every case ran")
         code = 1
     return RunVerdict(code=code, reasons=reasons)
+
+
+def gate_exit_code(cmp: Comparison, *, fail_on_regression: bool, fail_on_inconclusive: bool) -> int:
+    """What a comparison exits with (`evalh compare`, `evalh run --compare-baseline`): 0 the
+    gate passes; 1 it fails (a suite regressed, or could not be compared because the
+    candidate produced nothing comparable), with `fail_on_regression`; 3 nothing failed but
+    a gating row is inconclusive with its estimate on the worse side (with
+    `fail_on_inconclusive`)."""
+    if cmp.fails_gate:
+        return 1 if fail_on_regression else 0
+    if cmp.inconclusive_worse and fail_on_inconclusive:
+        return 3
+    return 0
 
 
 def summarize(run: Run) -> dict[str, Any]:

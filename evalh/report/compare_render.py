@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -31,6 +32,32 @@ _LISTS = (
     ("changed", "changed content (not compared)"), ("added", "added"), ("removed", "removed"),
     ("not_run", "not run"),
 )
+
+
+def emit_comparison(
+    cmp: Comparison, fmt: str = "table", junit_xml: Path | None = None,
+    notes: CompareNotes | None = None,
+) -> None:
+    """Render on stdout in `fmt` (`table`, `json`, `markdown` or `md`), write the JUnit file, and say the verdict on stderr
+    (`evalh compare`, `evalh run --compare-baseline`). `notes`: what a BASELINE base adds
+    (pooled runs, noise floor)."""
+    from evalh.console import err, out
+
+    if fmt == "json":
+        out().file.write(to_json(cmp, notes))
+    elif fmt in ("markdown", "md"):
+        out().file.write(to_markdown(cmp, notes=notes))
+    else:
+        render_terminal(cmp, out(), notes=notes)
+    if junit_xml is not None:
+        from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
+
+        atomic_write_bytes(junit_xml, to_junit_xml(cmp).encode("utf-8"))  # refused: exit 4
+    if fmt != "table":
+        err().print(
+            f"evalh compare: {cmp.verdict} ({cmp.base.run_id} → {cmp.candidate.run_id})",
+            markup=False, highlight=False,
+        )
 
 
 def to_json(cmp: Comparison, notes: CompareNotes | None = None) -> str:

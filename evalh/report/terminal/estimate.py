@@ -1,10 +1,9 @@
-"""Render a dry-run estimate (`evalh run --dry-run`): a table on stdout, or JSON."""
+"""Render a dry-run estimate (`evalh run --dry-run`) as a table (`--json` is
+`PlanEstimate.to_dict`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-from evalh.jsonio import document_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,6 +66,3 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
         "-: not a model, not estimated. Nothing was called or written."
     ))
 
-
-def estimate_json(est: PlanEstimate) -> str:
-    return document_text(est.to_dict())
