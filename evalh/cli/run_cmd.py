@@ -32,6 +32,7 @@ def run(
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
     max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, metavar="RATE", help="Exit 1 when more than this share (0-1) of a suite's results errored or got no judgment; overrides every suite's max_error_rate (default 0.1).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
+    shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", help="Run only the cases whose id hashes to shard K of N (every arm and attempt of a case on one shard; needs --seed); put the shards together with `evalh merge`.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -73,7 +74,7 @@ def run(
         suites=suite, label=label, repeats=repeats, concurrency=concurrency, timeout_s=timeout,
         seed=seed, max_cost_usd=max_cost, max_tokens=max_tokens, no_cache=no_cache,
         resume=resume, dry_run=dry_run, allow_self_judge=allow_self_judge,
-        max_error_rate=max_error_rate, compare_baseline=compare_baseline,
+        max_error_rate=max_error_rate, compare_baseline=compare_baseline, shard=shard,
     )
     prepared = prepare_request(cfg, request, runs_dir)
     for warning in prepared.warnings:

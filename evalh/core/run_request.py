@@ -46,6 +46,8 @@ class RunRequest:
     allow_self_judge: bool = False
     max_error_rate: float | None = None
     compare_baseline: bool = False
+    shard: str | None = None
+    """`--shard K/N`: run only the cases whose id hashes to shard K of N (`core.shard`)."""
 
     def refused_with_resume(self) -> list[str]:
         """The flags given that `--resume` refuses: the run keeps its own."""
@@ -146,6 +148,10 @@ def prepare_request(config: Config, request: RunRequest, runs_dir: Path | None =
             max_error_rate=request.max_error_rate, dry_run=request.dry_run,
         )
         prepared = prepare_run(config, options, directory)
+    from evalh.core.shard import apply_shard
+
+    apply_shard(prepared.plan, request.shard, resumed=request.resume is not None,
+                seeded=request.seed is not None or config.settings.seed is not None)
     warnings = [f"skipped suite {name!r}: needs {', '.join(missing)}" for name, missing in prepared.skipped]
     return PreparedRequest(request, config, RunStore(directory), prepared, warnings)
 
