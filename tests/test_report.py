@@ -237,8 +237,12 @@ def test_single_attempt_runs_have_no_repeats_section() -> None:
 # --------------------------------------------------------------------------- intervals
 
 
+HELD = {"sampling": "random", "producer_model": "m", "prompt_sha256": "p"}
+"""Attested random, producer known: what the one interval rule (evalh.labels.intervals) needs besides the split."""
+
+
 def test_wilson_interval_only_for_a_held_out_stochastic_sample_with_complete_outcomes() -> None:
-    held = {"split": "heldout"}
+    held = {"split": "heldout", **HELD}
     ok = make_run("r", {"s": suite([res(f"c{i}", "passed" if i < 7 else "failed", metadata=held)
                                     for i in range(10)], "stochastic")})
     iv = one(build_report([ok])).interval
@@ -248,7 +252,7 @@ def test_wilson_interval_only_for_a_held_out_stochastic_sample_with_complete_out
     det = make_run("r", {"s": suite([res("a", metadata=held)])})
     assert "deterministic" in (one(build_report([det])).interval.reason or "")
 
-    dev = make_run("r", {"s": suite([res("a", metadata={"split": "dev"})], "stochastic")})
+    dev = make_run("r", {"s": suite([res("a", metadata={"split": "dev", **HELD})], "stochastic")})
     assert "held-out" in (one(build_report([dev])).interval.reason or "")
 
     errored = make_run("r", {"s": suite([res("a", metadata=held), res("b", "errored", metadata=held)], "stochastic")})
@@ -261,7 +265,7 @@ def test_wilson_interval_only_for_a_held_out_stochastic_sample_with_complete_out
 
 
 def test_with_equal_repeats_the_interval_is_over_cases_passing_every_attempt() -> None:
-    held = {"split": "test"}
+    held = {"split": "test", **HELD}
     rs = [res(c, st, attempt=a, metadata=held)
           for c, sts in {"a": ("passed", "passed"), "b": ("passed", "failed"), "c": ("passed", "passed")}.items()
           for a, st in enumerate(sts)]

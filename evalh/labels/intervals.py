@@ -103,6 +103,7 @@ def interval_where_valid(
     regime: str | None = None,
     target: dict[str, Any] | None = None,
     incomplete: Sequence[str] = (),
+    incomplete_prefix: str = "labels incomplete: ",
 ) -> IntervalVerdict:
     """The rate over settled work items and its Wilson interval, or every reason it has none.
 
@@ -144,7 +145,7 @@ def interval_where_valid(
                            "cannot establish a work-item rate")
     unsettled = len(items) - len(settled)
     if incomplete:
-        reasons.append(f"labels incomplete: {', '.join(incomplete)}")
+        reasons.append(incomplete_prefix + ", ".join(incomplete))
     elif unsettled:
         reasons.append(f"{unsettled} work item(s) without a settled outcome")
     sizes = {len(i.results) for i in items}

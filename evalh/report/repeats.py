@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
-from evalh.core.stats import mean, pass_at_k, pass_hat_k, sample_variance, wilson_interval
+from evalh.core.stats import mean, pass_at_k, pass_hat_k, sample_variance
+from evalh.labels.intervals import (
+    HELD_OUT_SPLITS,
+    WorkItem,
+    interval_where_valid,
+    pass_fail_source,
+    work_item_key,
+)
 from evalh.models import CaseResult
 from evalh.report.models import (
     AttemptCell,
@@ -18,9 +26,7 @@ from evalh.report.models import (
 )
 from evalh.report.parts import DECISIVE
 
-HELD_OUT_SPLITS = frozenset({"heldout", "held-out", "held_out", "holdout", "test"})
-"""Splits read as a sample held out from development: the only cases an interval may
-generalise from."""
+__all__ = ["HELD_OUT_SPLITS"]  # one list of held-out splits, one interval rule (evalh.labels.intervals)
 
 MAX_K_LISTED = 10
 
@@ -80,38 +86,28 @@ def repeats(results: Sequence[CaseResult]) -> Repeats | None:
     return out
 
 
-def interval(results: Sequence[CaseResult], regime: str) -> Interval:
-    """Wilson 95 % interval of the pass rate over cases, where its assumptions hold.
-
-    Assumptions, checked in order, the first that fails named as the reason: a
-    stochastic suite (a deterministic suite is a hand-picked regression set, not a sample);
-    every case from a held-out split (`metadata.split` in `HELD_OUT_SPLITS`), so the cases
-    stand for a population; complete outcomes (no errored, unjudged or skipped result);
-    the same number of attempts for every case. Each case is one binary trial: with
-    repeats, a case counts as a success when it passed every attempt.
-    """
+def interval(results: Sequence[CaseResult], regime: str, target: dict[str, Any] | None = None) -> Interval:
+    """Wilson 95 % interval of the pass rate, by the one rule of `evalh.labels.intervals`
+    (the label report and the dashboard use it too): every condition is checked and every
+    one that fails is named. Each work item (`metadata.group`, else the case) is one binary
+    trial: a success when it passed every attempt. A pass/fail that comes only from judges
+    gets no interval (a judge is advisory)."""
     cases = by_case(results)
     repeated = any(r.attempt > 0 for r in results)
-    of = "cases passing every attempt" if repeated else "pass rate over cases"
+    items: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        items[work_item_key(r)].append(r)
+    unit = "cases" if len(items) == len(cases) else "work items"
+    of = f"{unit} passing every attempt" if repeated or unit != "cases" else "pass rate over cases"
     if not cases:
         return Interval(of=of, reason="no results")
-    if regime != "stochastic":
-        return Interval(of=of, reason="deterministic suite: hand-picked regression cases are "
-                                      "not a sample of a population; counts are descriptive")
-    splits = {str(r.metadata.get("split")) if r.metadata.get("split") is not None else None
-              for r in results}
-    if not splits <= HELD_OUT_SPLITS:
-        shown = ", ".join(sorted(s or "(none)" for s in splits - HELD_OUT_SPLITS))
-        return Interval(of=of, reason=f"not every case is from a held-out split (found: {shown}): "
-                                      "not known to be a random sample")
     incomplete = sum(r.status not in ("passed", "failed") for r in results)
-    if incomplete:
-        return Interval(of=of, reason=f"{incomplete} result(s) errored, unjudged or skipped: "
-                                      "outcomes are incomplete")
-    sizes = {len(rs) for rs in cases.values()}
-    if len(sizes) > 1:
-        return Interval(of=of, reason=f"unequal attempts per case ({min(sizes)}–{max(sizes)})")
-    n = len(cases)
-    successes = sum(all(r.status == "passed" for r in rs) for rs in cases.values())
-    low, high = wilson_interval(successes, n)  # type: ignore[misc]
-    return Interval(of=of, successes=successes, n=n, low=low, high=high)
+    verdict = interval_where_valid(
+        [WorkItem(key=k, results=rs, outcome=all(r.status == "passed" for r in rs)) for k, rs in items.items()],
+        source=pass_fail_source(results), arms={r.arm for r in results}, regime=regime, target=target,
+        incomplete=[f"{incomplete} result(s) errored, unjudged or skipped: outcomes are incomplete"] if incomplete else (),
+        incomplete_prefix="",
+    )
+    if verdict.low is None:
+        return Interval(of=of, reason="; ".join(verdict.reasons) or "no work item")
+    return Interval(of=of, successes=verdict.successes, n=verdict.n, low=verdict.low, high=verdict.high)
