@@ -35,6 +35,13 @@ def report(
         typer.Option("--by", metavar="FIELD", help="Also break results down by this case metadata field (repeatable), "
                                   "e.g. split, stratum, tags, complexity."),
     ] = None,
+    stat: Annotated[
+        list[str] | None,
+        typer.Option("--stat", metavar="PATH", help="Count, mean, min, max, p50 and p95 of a numeric field (repeatable), "
+                                   "overall and by each --by field: output.num_iterations, trace.TOOL.key, "
+                                   "metadata.x, latency_ms, tokens_out, cost_usd, score. A --by field may then be a "
+                                   "rooted path too (output.route)."),
+    ] = None,
     fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), md (or markdown), json or html.")] = ReportFormat.table,
     output: Annotated[
         Path | None,
@@ -76,6 +83,15 @@ def report(
     for field in fields:
         if not field.strip():
             raise EvalhError("--by: a metadata field name cannot be empty")
+    stat_by = fields
+    if stat:  # a rooted --by (output.route) groups the --stat tables only
+        from evalh.core.field_stats import check_path, is_rooted
+
+        for path in stat:
+            check_path(path)
+        if fmt is ReportFormat.html:
+            raise EvalhError("--stat: the tables are in the table, md and json formats (not html)")
+        fields = [f for f in fields if not is_rooted(f)]
     root, store = open_project(config, runs_dir)
     refs = list(run_ids or [])
     if not refs:
@@ -88,20 +104,44 @@ def report(
     from evalh.report.build import versus_baseline
 
     rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store))
+    stats = None
+    if stat:
+        from evalh.core.field_stats import field_stats
+
+        stats = field_stats(runs, stat, stat_by)
 
     if fmt is ReportFormat.table and output is None:
         from evalh.console import out
 
         render_terminal(rep, out(), raw=raw)
+        if stats is not None:
+            from evalh.report.field_stats import stat_blocks
+            from evalh.report.render import draw_blocks
+
+            draw_blocks(stat_blocks(stats, several_runs=len(runs) > 1), out())
         return
     if fmt is ReportFormat.table:
         from evalh.report.render import terminal_text
 
         text = terminal_text(rep, raw=raw)
+        if stats is not None:
+            from evalh.report.field_stats import stat_text
+
+            text += stat_text(stats, several_runs=len(runs) > 1)
     elif fmt in (ReportFormat.md, ReportFormat.markdown):
         text = to_markdown(rep)
+        if stats is not None:
+            from evalh.report.field_stats import stat_markdown
+
+            text += "\n" + stat_markdown(stats, several_runs=len(runs) > 1)
     elif fmt is ReportFormat.json:
         text = to_json(rep)
+        if stats is not None:
+            import orjson
+
+            doc = orjson.loads(text)
+            doc["field_stats"] = [s.to_dict() for s in stats]
+            text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
         from evalh.report.pairs import case_pairs
 

@@ -1,0 +1,141 @@
+"""`evalh report --stat PATH`: count, mean, max, p50 and p95 of any numeric field of the
+results, overall and by any `--by` field.
+
+A PATH is rooted: `output.num_iterations` (the product's output), `trace.search.count`
+(`trace.N.key`, or the last trace entry of a tool, as in `sources_from`), `metadata.x`,
+`input.x`, `expected.x`, or a result's own figure (`latency_ms`, `tokens_in`, `tokens_out`,
+`cost_usd`, `score`). A number is taken as it is, a boolean as 0/1; anything else (and a path
+a result does not have) is counted as `missing`, never as 0. Cached results have no latency.
+
+A `--by` field is a metadata name (`complexity`, `strategy` — fields a generator carried
+into the case's metadata are metadata like any other) or a rooted path (`output.route`); a
+list value puts the result in each of its groups, as the report's breakdowns do.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from evalh.core.aggregate import percentile
+from evalh.errors import EvalhError
+from evalh.fields import MISSING, pick
+from evalh.models import CaseResult, Run
+
+RESULT_FIELDS = ("latency_ms", "tokens_in", "tokens_out", "cost_usd", "score")
+ROOTS = ("output", "trace", "metadata", "input", "expected")
+NONE = "(none)"
+
+
+def check_path(path: str, what: str = "--stat") -> str:
+    root = path.partition(".")[0]
+    if path in RESULT_FIELDS or (root in ROOTS and "." in path):
+        return path
+    raise EvalhError(f"{what} {path}: give a rooted path ({', '.join(r + '.…' for r in ROOTS)}) "
+                     f"or one of {', '.join(RESULT_FIELDS)}")
+
+
+def is_rooted(name: str) -> bool:
+    return name.partition(".")[0] in ROOTS and "." in name
+
+
+def value_at(r: CaseResult, path: str) -> Any:
+    """The value at a rooted path of one result (MISSING when there is none)."""
+    if path in RESULT_FIELDS:
+        if path == "latency_ms" and r.cached:
+            return MISSING
+        v = getattr(r, path)
+        return MISSING if v is None else v
+    root, _, rest = path.partition(".")
+    if root == "trace":
+        from evalh.scorers.citations_sources import in_trace
+
+        return in_trace(r.trace, rest)
+    base = {"output": r.output, "metadata": r.metadata, "input": r.input, "expected": r.expected}[root]
+    return pick(base, rest)
+
+
+def number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)) and v == v and v not in (float("inf"), float("-inf")):
+        return float(v)
+    return None
+
+
+def groups_of(r: CaseResult, by: str) -> list[str]:
+    v = value_at(r, by) if is_rooted(by) else r.metadata.get(by, MISSING)
+    if v is MISSING or v is None or v == []:
+        return [NONE]
+    if isinstance(v, list):
+        return sorted({str(x) for x in v})
+    return [str(v)]
+
+
+@dataclass
+class StatRow:
+    group: str | None
+    """The `--by` field (None for the overall row)."""
+    value: str | None
+    """The group's value (None for the overall row)."""
+    results: int
+    count: int
+    """Results with a number at the path."""
+    missing: int
+    mean: float | None
+    min: float | None
+    max: float | None
+    p50: float | None
+    p95: float | None
+
+
+@dataclass
+class FieldStats:
+    run_id: str
+    suite: str
+    arm: str | None
+    """The arm, when the suite has several (each is reported on its own)."""
+    path: str
+    rows: list[StatRow] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _row(group: str | None, value: str | None, results: Sequence[CaseResult], path: str) -> StatRow:
+    xs = [x for r in results if (x := number(value_at(r, path))) is not None]
+    return StatRow(
+        group=group, value=value, results=len(results), count=len(xs), missing=len(results) - len(xs),
+        mean=sum(xs) / len(xs) if xs else None, min=min(xs) if xs else None, max=max(xs) if xs else None,
+        p50=percentile(xs, 50), p95=percentile(xs, 95),
+    )
+
+
+def field_stats(runs: Sequence[Run], paths: Sequence[str], by: Sequence[str]) -> list[FieldStats]:
+    """One FieldStats per (run, suite, arm, path); a path that no result of the runs holds
+    a number at is refused (a typo, not an empty table)."""
+    out: list[FieldStats] = []
+    for path in paths:
+        check_path(path)
+        seen = False
+        for run in runs:
+            for name, suite in run.suites.items():
+                arms = sorted({r.arm for r in suite.cases})
+                for arm in arms:
+                    results = [r for r in suite.cases if r.arm == arm and r.status != "skipped"]
+                    stats = FieldStats(run.run_id, name, arm if len(arms) > 1 else None, path,
+                                       [_row(None, None, results, path)])
+                    seen = seen or stats.rows[0].count > 0
+                    for b in by:
+                        grouped: dict[str, list[CaseResult]] = defaultdict(list)
+                        for r in results:
+                            for g in groups_of(r, b):
+                                grouped[g].append(r)
+                        for g in sorted(grouped, key=lambda v: (v == NONE, v)):
+                            stats.rows.append(_row(b, g, grouped[g], path))
+                    out.append(stats)
+        if not seen:
+            raise EvalhError(f"--stat {path}: no result of the reported runs has a number there")
+    return out
