@@ -31,6 +31,8 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
     max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, metavar="RATE", help="Exit 1 when more than this share (0-1) of a suite's results errored or got no judgment; overrides every suite's max_error_rate (default 0.1).")] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", metavar="MODEL", help="Judge with this model instead of the configured judges (one judge, the first judge's provider settings); recorded in the run's config and checked against the subject like any judge.")] = None,
+    sleep_ms: Annotated[float | None, typer.Option("--sleep-ms", min=0, metavar="MS", help="Pace every Python and model target: its calls start at least MS milliseconds apart (its pace_ms; neither latency nor timeout).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
     shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", help="Run only the cases whose id hashes to shard K of N (every arm and attempt of a case on one shard; needs --seed); put the shards together with `evalh merge`.")] = None,
     config: ConfigOpt = None,
@@ -70,6 +72,10 @@ def run(
     from evalh.report.terminal.progress import ProgressObserver
 
     cfg = load_config(config)
+    if judge_model or sleep_ms is not None:  # the config rewritten before anything is planned
+        from evalh.core.overrides import with_judge_model, with_pace
+
+        cfg = with_pace(with_judge_model(cfg, judge_model), sleep_ms)
     request = RunRequest(
         suites=suite, label=label, repeats=repeats, concurrency=concurrency, timeout_s=timeout,
         seed=seed, max_cost_usd=max_cost, max_tokens=max_tokens, no_cache=no_cache,
