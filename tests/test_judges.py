@@ -58,11 +58,17 @@ def test_binary_pass_and_fail_with_provenance(tmp_path: Path) -> None:
     assert req.max_tokens == 4096  # the default judge budget
 
 
-def test_rubric_digest_changes_with_rubric_and_scale(tmp_path: Path) -> None:
+def test_rubric_digest_changes_with_rubric_and_prompt_digest_with_scale(tmp_path: Path) -> None:
+    import hashlib
+
     a = judge(tmp_path, FakeClient(JUDGE, reply(GOOD)))
     b = judge(tmp_path, FakeClient(JUDGE, reply(GOOD)), rubric="Another rubric.")
     c = judge(tmp_path, FakeClient(JUDGE, reply(GOOD)), scale="ordinal")
-    assert len({a.config.rubric_sha256, b.config.rubric_sha256, c.config.rubric_sha256}) == 3
+    # the rubric digest is over the rubric's bytes only, as for human labels (issue 15)
+    assert a.config.rubric_sha256 == hashlib.sha256(b"The answer names the capital.").hexdigest()
+    assert len({a.config.rubric_sha256, b.config.rubric_sha256}) == 2 and c.config.rubric_sha256 == a.config.rubric_sha256
+    # what else the judge is given (prompt version, scale) has its own digest
+    assert len({a.config.prompt_sha256, b.config.prompt_sha256, c.config.prompt_sha256}) == 3
 
 
 def test_rubric_path_is_read_relative_to_root(tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ class JudgeScorerBase:
             params=dict(cfg.params), attempt=attempt,
             # The rubric digest keys the cache; the repeat index keeps double judging from
             # collapsing onto one cached reply.
-            cache_salt=f"{self.config.rubric_sha256}:judge-repeat={repeat}",
+            cache_salt=f"{self.config.rubric_sha256}:{self.config.prompt_sha256}:judge-repeat={repeat}",
         )
 
     async def ask_panel(self, services: RunServices, system: str, user: str, attempt: int) -> Panel:
@@ -105,6 +105,8 @@ class JudgeScorerBase:
 
     def to_score(self, panel: Panel, extra: dict[str, Any] | None = None) -> Score:
         extra = dict(extra or {})
+        if self.config.prompt_sha256:
+            extra["judge_prompt_sha256"] = self.config.prompt_sha256
         if self.self_judge_allowed:
             extra["self_judge"] = True
         return panel_score(panel, scorer=self.name, models=self.config.models(),
@@ -153,6 +155,7 @@ class JudgeScorerBase:
         self.clients(services)
         info: dict[str, Any] = {
             "judges": self.config.models(), "rubric_sha256": self.config.rubric_sha256,
+            "prompt_sha256": self.config.prompt_sha256,
             "scale": self.scale.name, "judge_repeats": self.config.judge_repeats,
         }
         self_judge = self.guard_self_judge(suite, services)

@@ -140,7 +140,7 @@ class JudgeBase(ScorerConfig):
     """What every judge scorer shares: who judges, the rubric, reply limits and retries."""
 
     SNAPSHOT = frozenset(
-        {"type", "name", "judges", "rubric", "rubric_path", "rubric_sha256", "max_tokens",
+        {"type", "name", "judges", "rubric", "rubric_path", "rubric_sha256", "prompt_sha256", "max_tokens",
          "judge_repeats", "reply_retries"}
     )
 
@@ -152,7 +152,11 @@ class JudgeBase(ScorerConfig):
     rubric_path: str | None = None
     """A file holding the rubric, relative to the project root."""
     rubric_sha256: str | None = None
-    """Computed when the scorer is built (rubric, scale and evalh's prompt version)."""
+    """Computed when the scorer is built: SHA-256 of the rubric's bytes (the file's, or the
+    inline text's UTF-8) — exactly as `evalh export-requests --rubric` digests it for humans."""
+    prompt_sha256: str | None = None
+    """Computed when the scorer is built: evalh's prompt version, the scale and its
+    instructions, and the rubric digest — what the judge was asked, beyond the rubric."""
     max_tokens: int = Field(4096, ge=1)
     """Reply limit of each judge call. A reply cut there is a `truncated` judge error (what
     parsed is kept), never "unparseable": raise the limit."""
@@ -168,8 +172,9 @@ class JudgeBase(ScorerConfig):
     def _hoist(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        if "rubric_sha256" in data:
-            raise ValueError("rubric_sha256 is computed by evalh; do not set it")
+        for computed in ("rubric_sha256", "prompt_sha256"):
+            if computed in data:
+                raise ValueError(f"{computed} is computed by evalh; do not set it")
         single = {k: data[k] for k in _PROVIDER_KEYS if k in data}
         if single:
             if data.get("judges"):
@@ -200,14 +205,20 @@ class JudgeBase(ScorerConfig):
             path = Path(self.rubric_path)
             path = path if path.is_absolute() else root / path
             try:
-                text = path.read_text(encoding="utf-8")
+                data = path.read_bytes()
+                text = data.decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise ValueError(f"rubric_path: cannot read {self.rubric_path}: {exc}") from None
         else:
             text = self.rubric if self.rubric is not None else self.default_rubric()
+            data = text.encode("utf-8")
         scale = self.make_scale()
-        basis = "\n".join([PROMPT_VERSION, scale.name, scale.shape, scale.instructions(), text])
-        self.rubric_sha256 = hashlib.sha256(basis.encode()).hexdigest()
+        # The rubric digest is over the rubric's bytes only, as for human labels, so
+        # `same_rubric_as_humans` holds when it is the same file; what else the judge was
+        # given (prompt version, scale) has its own digest.
+        self.rubric_sha256 = hashlib.sha256(data).hexdigest()
+        basis = "\n".join([PROMPT_VERSION, scale.name, scale.shape, scale.instructions(), self.rubric_sha256])
+        self.prompt_sha256 = hashlib.sha256(basis.encode()).hexdigest()
         return text
 
     def models(self) -> list[str]:
