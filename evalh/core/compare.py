@@ -84,6 +84,12 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         warnings.append("neither run has any suite")
     verdict = worst(compared, default="incomparable")
     gate = [_gate_reason(s) for s in suites.values() if s.verdict == "regressed" or s.blocking]
+    from evalh.core.suite_metrics import crossings
+
+    for line, gates in crossings(base, candidate):  # a suite metric newly over its threshold
+        warnings.append(line)
+        if gates:
+            gate.append(line)
     return Comparison(
         base=_ref(base),
         candidate=_ref(candidate),

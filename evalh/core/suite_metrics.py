@@ -40,7 +40,7 @@ from evalh.fields import MISSING, as_text, pick
 if TYPE_CHECKING:
     from evalh.config import SuiteConfig
     from evalh.methodology_spec import MetricConfig
-    from evalh.models import CaseResult
+    from evalh.models import CaseResult, Run
 
 COUNTED = ("passed", "failed", "judge_error")
 
@@ -216,3 +216,33 @@ def compute_metrics(suite: SuiteConfig, results: Sequence[CaseResult], root: Pat
         else:
             out += one(m, None, results)
     return out
+
+
+def crossings(base: Run, candidate: Run) -> list[tuple[str, bool]]:
+    """Suite metrics flagged in the candidate and not in the base (by suite, name and arm):
+    (the line `evalh compare` calls it out with, whether it gates — `gate = true`). A
+    metric the base does not have counts as not flagged there."""
+    out = []
+    for name, suite in candidate.suites.items():
+        before = base.suites.get(name)
+        was = {(m.get("name"), m.get("arm")): m for m in (before.metrics if before is not None else [])}
+        for m in suite.metrics:
+            if not m.get("flag"):
+                continue
+            prior = was.get((m.get("name"), m.get("arm")))
+            if prior is not None and prior.get("flag"):
+                continue
+            arm = f" ({m['arm']})" if m.get("arm") else ""
+            then = "not in the base" if prior is None else f"the base's {_shown(prior)} does not"
+            op = ">" if m.get("direction", "above") == "above" else "<"
+            out.append((f"suite {name}: metric {m.get('name')}{arm} {_shown(m)} crosses its threshold "
+                        f"({op} {m.get('threshold')}) in the candidate; {then}"
+                        + (" (gating: metrics gate = true)" if m.get("gate") else ""), bool(m.get("gate"))))
+    return out
+
+
+def _shown(m: dict[str, Any]) -> str:
+    v, num, den = m.get("value"), m.get("numerator"), m.get("denominator")
+    if not isinstance(v, int | float):
+        return "n/a"
+    return f"{v:.3g}" + (f" ({num}/{den})" if isinstance(num, int) and isinstance(den, int) else "")
