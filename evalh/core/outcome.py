@@ -127,8 +127,12 @@ class RunVerdict:
 
 def run_verdict(run: Run) -> RunVerdict:
     """1 when a deterministic case failed or errored, a suite's error rate is over its
-    `max_error_rate` (deterministic or stochastic), or the run is not complete; else 0."""
+    `max_error_rate` (deterministic or stochastic), a gating contrast's rules do not hold,
+    or the run is not complete; else 0."""
+    from evalh.core.contrasts import contrast_reasons
+
     reasons = [g.line() for g in error_gates(run) if g.over]
+    reasons += contrast_reasons(run)  # a gating contrast (suites.S.contrasts) whose rules do not hold
     code = 1 if reasons else 0
     if any(s.regime == "deterministic" and (s.aggregate.failed or s.aggregate.errored)
            for s in run.suites.values()):

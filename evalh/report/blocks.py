@@ -134,7 +134,7 @@ def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None, raw_shown: b
         out: list[Block] = [Note(f"{name}: raw attempts of {len(rep.raw)} cases folded (--raw shows them; "
                                  "every aggregate below is computed from them)")]
     else:
-        out = _raw_blocks(name, rep, max_raw)
+        out = _raw_blocks(name, rep, max_raw) + _raw_run_blocks(name, arm, max_raw)
     total = rep.stable_pass + rep.flaky + rep.stable_fail + rep.unknown
     flaky = Table(columns=["stable pass", "flaky", "stable fail", "unknown", "attempts per case"],
                   title=f"{name}: flakiness over {total} cases")
@@ -159,6 +159,31 @@ def _raw_blocks(name: str, rep: Repeats, max_raw: int | None) -> list[Block]:
     out: list[Block] = [raw]
     if max_raw is not None and len(rep.raw) > max_raw:
         out.append(Note(f"… {len(rep.raw) - max_raw} more cases (use --format md, json or html for all)"))
+    return out
+
+
+def _raw_run_blocks(name: str, arm: ArmReport, max_raw: int | None) -> list[Block]:
+    """Every result with its scorers' and criteria's values and its measured sizes, then
+    the arithmetic of each case's mean and variance (`evalh.report.raw_runs`)."""
+    runs = arm.runs
+    if runs is None or not runs.rows:
+        return []
+    shuffled = any(r.order for r in runs.rows)
+    t = Table(columns=["case", "run", "status", *(["order"] if shuffled else []), *runs.columns,
+                       "chars", "words", "tokens"],
+              title=f"{name}: raw runs (every result, before any aggregate)")
+    rows = runs.rows if max_raw is None else runs.rows[:max_raw]
+    for r in rows:
+        t.rows.append([r.case_id, str(r.attempt + 1), r.status, *([r.order or "–"] if shuffled else []),
+                       *(num(r.values.get(c), ".3g") if r.values.get(c) is not None else "–" for c in runs.columns),
+                       "–" if r.chars is None else str(r.chars), "–" if r.words is None else str(r.words),
+                       "–" if r.tokens is None else ("~" if r.tokens_derived else "") + str(r.tokens)])
+    out: list[Block] = [t, Note("chars and words are measured by evalh (code points, whitespace-separated "
+                                "words); tokens are the provider's, or ~ derived as chars/4 (an estimate)")]
+    if max_raw is not None and len(runs.rows) > max_raw:
+        out.append(Note(f"… {len(runs.rows) - max_raw} more results (use --format md, json or html for all)"))
+    lines = runs.arithmetic if max_raw is None else runs.arithmetic[:max_raw]
+    out += [Note(f"{name}: {line}") for line in lines]
     return out
 
 

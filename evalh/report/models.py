@@ -180,6 +180,34 @@ class Repeats(_Out):
     pass_at_k: list[PassAtK] = Field(default_factory=list)
 
 
+class RawRunRow(_Out):
+    """One result (a run of a case): what it scored, per scorer and per judge criterion, and
+    its measured sizes."""
+
+    case_id: str
+    attempt: int
+    status: str
+    order: str | None = None
+    """The presented order of shuffled fields (`input.options: 2,0,1`), when shuffled."""
+    values: dict[str, float | None] = Field(default_factory=dict)
+    """Column → value: `score` (the result's), each scorer's, and `<judge>.<criterion>`."""
+    chars: int | None = None
+    words: int | None = None
+    tokens: int | None = None
+    tokens_derived: bool = False
+    """True when `tokens` is the chars/4 estimate (the provider reported none)."""
+
+
+class RawRuns(_Out):
+    """The raw-runs table (every result, before any aggregate) and the arithmetic of each
+    case's mean and variance, shown so anyone can verify it."""
+
+    columns: list[str] = Field(default_factory=list)
+    rows: list[RawRunRow] = Field(default_factory=list)
+    arithmetic: list[str] = Field(default_factory=list)
+    """`c1 score: mean = (1 + 0.75 + 1) / 3 = 0.9167; variance (n − 1) = 0.02083`."""
+
+
 class ArmReport(_Out):
     arm: str
     baseline: bool = False
@@ -193,6 +221,8 @@ class ArmReport(_Out):
     breakdowns: list[Breakdown] = Field(default_factory=list)
     tools: ToolUsage | None = None
     repeats: Repeats | None = None
+    runs: RawRuns | None = None
+    """With repeats: every result with its per-scorer and per-criterion values and sizes."""
 
 
 class Figure(_Out):
