@@ -336,7 +336,7 @@ def test_json_keys_are_stable() -> None:
     assert list(doc) == ["schema", "by", "runs", "suites", "summary", "baseline", "figures"] and doc["schema"] == "evalh.report/1"
     arm = doc["suites"][0]["arms"][0]
     assert list(arm) == ["arm", "baseline", "cases", "counts", "interval", "economics", "verdicts",
-                         "worst", "breakdowns", "tools", "repeats"]
+                         "worst", "breakdowns", "tools", "repeats", "runs"]
     assert list(arm["counts"]) == ["n", "passed", "failed", "errored", "judge_error", "skipped", "pass_rate",
                                    "pass_rate_denominator", "error_rate", "error_rate_denominator",
                                    "mean_score", "mean_score_denominator"]
