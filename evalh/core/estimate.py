@@ -160,9 +160,9 @@ def _max_tokens(target: Any) -> int | None:
 
 
 def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
-    done = {(r.case_id, r.arm, r.attempt) for name, r in plan.done if name == suite.name}
+    done = {(r.case_id, r.arm, r.attempt) for r in plan.carried.get(suite.name, [])}
     est = SuiteEstimate(
-        name=suite.name, regime=suite.config.regime, tier=suite.config.tier,
+        name=suite.name, regime=suite.regime, tier=suite.tier,
         cases=len(suite.cases), arms=[a.name for a in suite.arms], repeats=suite.repeats,
         items=0, done=0, concurrency=suite.concurrency, timeout_s=suite.timeout_s,
     )

@@ -1,16 +1,21 @@
 """Plans: what the runner will execute. Every front door (run, resume, rejudge, sweep) builds
 a `RunPlan` and hands it to the one runner core.
+
+Each arm of a suite has an output source (`evalh.targets.base.OutputSource`): a live target
+(`evalh run`) or the outputs a run stored (`evalh rejudge`). Results already there — a
+resumed run's finished ones, a rejudge's results not judged again — are `RunPlan.carried`:
+the runner puts them in the run as they are and runs only the other (case, arm, attempt)s.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalh.config import Config, SuiteConfig
+from evalh.core.sources import LiveSource
 from evalh.datasets import Dataset, load_dataset
 from evalh.errors import ConfigError, MissingCredentials
 from evalh.imports import ImportFailure
@@ -20,19 +25,27 @@ from evalh.snapshot import snapshot
 if TYPE_CHECKING:
     from evalh.scorers.base import Scorer
     from evalh.services import RunServices
-    from evalh.targets.base import Target
+    from evalh.targets.base import OutputSource, Target
 
 
 @dataclass
 class ArmPlan:
     name: str
-    target: Target | None
-    """None when outputs come from a stored run (rejudge) instead of a live target."""
+    source: OutputSource | None
+    """Where the arm's outputs come from; None when the suite was planned without building
+    its targets (`evalh validate` of a suite whose credentials are not set)."""
+
+    @property
+    def target(self) -> Target | None:
+        """The live target behind the source, if it is one (the dry-run estimate reads it)."""
+        return self.source.target if isinstance(self.source, LiveSource) else None
 
 
 @dataclass
 class SuitePlan:
-    config: SuiteConfig
+    name: str
+    regime: Literal["deterministic", "stochastic"]
+    tier: int
     dataset: Dataset
     dataset_display: str
     cases: list[Case]
@@ -41,24 +54,17 @@ class SuitePlan:
     repeats: int
     timeout_s: float
     concurrency: int
-    stored: dict[tuple[str, str, int], CaseResult] | None = None
-    """For rejudge: stored results whose outputs are scored again, keyed (case, arm, attempt)."""
-    rescore: Callable[[CaseResult], bool] | None = None
-    """For rejudge: which stored results to score again (others are carried over)."""
+    target_snapshot: dict[str, Any]
+    """The suite's target as the run document records it (`SuiteResult.target`)."""
+    subject_models: list[str]
+    """The models the arms' targets ask (judge ≠ subject)."""
+    config: SuiteConfig | None = None
+    """The suite's config, when it was planned from evalh.toml (None: from a stored run)."""
     details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.config.name
 
     @property
     def total(self) -> int:
         return len(self.cases) * len(self.arms) * self.repeats
-
-    @property
-    def subject_models(self) -> list[str]:
-        """The models the arms' targets ask, as configured (judge ≠ subject)."""
-        return [m for _, t in self.config.arm_targets() if (m := t.model_id())]
 
 
 @dataclass
@@ -71,8 +77,9 @@ class RunPlan:
     services: RunServices
     label: str | None = None
     derived_from: DerivedFrom | None = None
-    done: list[tuple[str, CaseResult]] = field(default_factory=list)
-    """Results already finished (resume): their triples are not run again."""
+    carried: dict[str, list[CaseResult]] = field(default_factory=dict)
+    """Per suite, the results already there (a resumed run's finished ones; a rejudge's not
+    judged again): put in the run as they are, their (case, arm, attempt)s not run."""
     started_at: str | None = None
     """When the run first started (resume keeps the original); None → now."""
     options: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +89,10 @@ class RunPlan:
     @property
     def total(self) -> int:
         return sum(s.total for s in self.suites)
+
+    @property
+    def carried_total(self) -> int:
+        return sum(len(r) for r in self.carried.values())
 
 
 def config_snapshot(config: Config, seed: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -152,16 +163,17 @@ def build_suite_plan(
     if problems:  # before any case: not one error per case
         raise ConfigError(problems[0])
     dataset, shown, cases = load_suite_dataset(config, suite)
+    timeout = timeout_s or suite.timeout_s or config.settings.timeout_s
     arms: list[ArmPlan] = []
     for i, (arm_name, tcfg) in enumerate(suite.arm_targets()):
         key = f"suites.{suite.name}." + (f"arms[{i}].target" if suite.arms else "target")
-        target = None
+        source = None
         if with_targets:
             try:
-                target = build_target(tcfg, config.root)
+                source = LiveSource(build_target(tcfg, config.root), timeout)
             except (ImportFailure, ValueError, OSError) as exc:
                 raise ConfigError(f"{config.path}: {key}: {exc}") from None
-        arms.append(ArmPlan(arm_name, target))
+        arms.append(ArmPlan(arm_name, source))
     if suite.baseline_arm:  # the baseline arm first, so reports read against it
         arms.sort(key=lambda a: a.name != suite.baseline_arm)
     scorers = []
@@ -171,15 +183,20 @@ def build_suite_plan(
         except (ImportFailure, ValueError, OSError) as exc:
             raise ConfigError(f"{config.path}: suites.{suite.name}.scorers[{i}]: {exc}") from None
     return SuitePlan(
-        config=suite,
+        name=suite.name,
+        regime=suite.regime,
+        tier=suite.tier,
         dataset=dataset,
         dataset_display=shown,
         cases=cases,
         arms=arms,
         scorers=scorers,
         repeats=repeats or suite.repeats,
-        timeout_s=timeout_s or suite.timeout_s or config.settings.timeout_s,
+        timeout_s=timeout,
         concurrency=concurrency or suite.concurrency or config.settings.concurrency,
+        target_snapshot=snapshot(suite.arm_targets()[0][1]),
+        subject_models=[m for _, t in suite.arm_targets() if (m := t.model_id())],
+        config=suite,
     )
 
 

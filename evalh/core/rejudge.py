@@ -1,12 +1,13 @@
 """`evalh rejudge`: judge again the outputs stored in a run, through the one runner core.
 
 The plan is built from the stored run: its cases (input, expected and metadata as
-recorded), its arms and attempts, and its outputs (`SuitePlan.stored`); the target is
-never called. Judge scorers (and other model-backed scorers) come from today's
-`evalh.toml` — a fixed rubric or judge config is what a rejudge is for — optionally with
-another judge model (`judge_model`); every other score is replayed as stored. By default
-only results whose judgment is missing or failed are judged again (`SuitePlan.rescore`);
-with `everything`, all of them. Results of a target that failed are never rescored.
+recorded), its arms and attempts, and each arm's outputs as a `core.sources.StoredSource`;
+the target is never called. Judge scorers (and other model-backed scorers) come from
+today's `evalh.toml` — a fixed rubric or judge config is what a rejudge is for — optionally
+with another judge model (`judge_model`); every other score is replayed as stored. By
+default only results whose judgment is missing or failed are judged again; with
+`everything`, all of them. Results of a target that failed are never rescored. The others
+are the plan's `carried` results: the runner puts them in the new run as they are.
 
 A NEW run document is written with `derived_from: {run_id, how: "rejudge"}` and the
 original is never touched. Its config is the original's snapshot with each rejudged
@@ -14,8 +15,8 @@ suite's scorers replaced by what judged now, plus a `rejudge` record. The result
 each judge's drift on the outputs it judged again, also recorded in the suite's details
 under the scorer's name (`rejudge_drift`).
 
-Budget and cache: the runner counts the stored outputs' costs as it records them, so no
-budget applies to a rejudge (it would be spent by money not spent now); and a rejudge
+Budget and cache: no budget applies to a rejudge (its run has an unlimited `Budget`; the
+stored outputs' costs, spent by the original run, are not charged to it); and a rejudge
 asks its judges again rather than replaying cached verdicts, so the response cache is off.
 """
 
@@ -26,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalh.config import ArmConfig, Config, SuiteConfig
+from evalh.config import Config
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan, resolve_seed
-from evalh.core.rejudge_drift import Key
-from evalh.core.rejudge_parts import Rejudging, StoredScorer, StoredTarget, stored_target_config
+from evalh.core.rejudge_parts import Rejudging, StoredScorer
 from evalh.core.runner import Observer, run_plan
 from evalh.core.session import RunOptions, make_services
+from evalh.core.sources import ResultKey, StoredSource, target_record
 from evalh.datasets import Dataset
 from evalh.errors import ConfigError, EvalhError
 from evalh.models import Case, CaseMetadata, CaseResult, DerivedFrom, Run, SuiteResult
@@ -89,13 +90,14 @@ def _case(r: CaseResult) -> Case:
     return Case(id=r.case_id, input=r.input, expected=r.expected, metadata=CaseMetadata.model_validate(r.metadata))
 
 
-def _arm_targets(source: Run, name: str, stored: SuiteResult, arms: list[str]) -> dict[str, Any]:
+def _arm_targets(source: Run, name: str, stored: SuiteResult, arms: list[str]) -> dict[str, dict[str, Any]]:
+    """Each arm's target as the run recorded it (what really answered)."""
     recorded = ((source.config.get("suites") or {}).get(name) or {})
     by_arm = {a.get("name"): a.get("target") for a in recorded.get("arms") or [] if isinstance(a, dict)}
     out = {}
     for arm in arms:
         snap = by_arm.get(arm) or recorded.get("target") or stored.target
-        out[arm] = stored_target_config(snap if isinstance(snap, dict) else {})
+        out[arm] = target_record(snap if isinstance(snap, dict) else {})
     return out
 
 
@@ -107,7 +109,7 @@ def _judge_config(cfg: Any, model: str | None) -> Any:
     return cfg.model_copy(update={"judges": [judges[0].model_copy(update={"model": model})]})
 
 
-def _scorers(config: Config, name: str, stored: dict[Key, CaseResult], opts: RejudgeOptions,
+def _scorers(config: Config, name: str, stored: dict[ResultKey, CaseResult], opts: RejudgeOptions,
              recorded: list[dict[str, Any]], chosen: bool) -> tuple[list[Any], SuiteRejudge, list[dict[str, Any]]]:
     """The suite's scorers for the runner, what it rejudges, and their config snapshot
     (a suite not `chosen` by --suite keeps every score as stored)."""
@@ -166,31 +168,26 @@ def _suite_plan(config: Config, source: Run, name: str, opts: RejudgeOptions,
     if name in snap.get("suites", {}):
         snap["suites"][name]["scorers"] = scorer_snaps
     current = config.suites.get(name)
-    named_arms = arm_names != ["default"]
-    kept: dict[str, Any] = {"thresholds": current.thresholds, "tier": current.tier} if current else {}
-    suite_cfg = SuiteConfig.model_construct(
-        name=name, dataset=stored_suite.dataset.path, target=targets[arm_names[0]],
-        regime=stored_suite.regime, scorers=[],
-        arms=[ArmConfig.model_construct(name=a, target=targets[a]) for a in arm_names] if named_arms else [],
-        baseline_arm=stored_suite.baseline_arm if named_arms else None,
-        **kept,
-    )
-    judges = info.judges
-
-    def rescore(result: CaseResult) -> bool:
-        return result.error is None and result.status != "errored" and any(j.wants(result) for j in judges)
-
     suite_plan = SuitePlan(
-        config=suite_cfg,
+        name=name, regime=stored_suite.regime, tier=current.tier if current else 0,
         dataset=_StoredDataset(Path(stored_suite.dataset.path), cases, stored_suite.dataset.sha256),
         dataset_display=stored_suite.dataset.path, cases=cases,
-        arms=[ArmPlan(a, StoredTarget(targets[a])) for a in arm_names],
+        arms=[ArmPlan(a, StoredSource(stored, targets[a])) for a in arm_names],
         scorers=scorers, repeats=repeats,
         timeout_s=(current.timeout_s if current else None) or config.settings.timeout_s,
         concurrency=opts.concurrency or (current.concurrency if current else None) or config.settings.concurrency,
-        stored=stored, rescore=rescore, details=copy.deepcopy(stored_suite.details),
+        target_snapshot=targets[arm_names[0]],
+        subject_models=[m for a in arm_names if isinstance(m := targets[a].get("model"), str)],
+        details=copy.deepcopy(stored_suite.details),
     )
     return suite_plan, info
+
+
+def _carried(suite: SuiteResult, info: SuiteRejudge) -> list[CaseResult]:
+    """The stored results no judge judges again, carried over as they are: those of a target
+    that failed, and those whose judgments every judge keeps."""
+    return [r for r in suite.cases
+            if not (r.error is None and r.status != "errored" and any(j.wants(r) for j in info.judges))]
 
 
 def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tuple[RunPlan, Run, list[SuiteRejudge]]:
@@ -204,27 +201,28 @@ def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tu
     if unknown:
         raise RejudgeRefused(f"run {source.run_id} has no suite {unknown[0]!r} (it has: {', '.join(source.suites)})")
     snap = copy.deepcopy(source.config)
-    suites, infos = [], []
+    suites, infos, carried = [], [], {}
     # Every suite of the run is in the new document (so compare sees the same suites);
     # only the chosen ones are judged again.
     for name in source.suites:
         suite_plan, info = _suite_plan(config, source, name, opts, snap, name in names)
         suites.append(suite_plan)
         infos.append(info)
+        carried[name] = _carried(source.suites[name], info)
     if not any(i.judges for i in infos):
         raise RejudgeRefused(f"run {source.run_id}: no suite has a judge scorer in {config.path.name}: nothing to judge again")
     snap["rejudge"] = {"from": source.run_id, "all": opts.everything, "judge_model": opts.judge_model,
                        "suites": names}
     if opts.allow_self_judge:
         snap["allow_self_judge"] = True
-    services = make_services(config, RunOptions(use_cache=False, allow_self_judge=opts.allow_self_judge), store.runs_dir)
-    services.budget = Budget()
+    services = make_services(config, RunOptions(use_cache=False, allow_self_judge=opts.allow_self_judge),
+                             store.runs_dir, budget=Budget())
     plan = RunPlan(
         run_id=new_run_id(), root=config.root, suites=suites, config_snapshot=snap,
         seed=resolve_seed(opts.seed, config), services=services,
         label=opts.label or f"rejudge of {source.run_id}",
         derived_from=DerivedFrom(run_id=source.run_id, how="rejudge"),
-        options={"rejudge": source.run_id},
+        carried=carried, options={"rejudge": source.run_id},
     )
     return plan, source, infos
 

@@ -13,12 +13,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evalh.core.sources import ResultKey
 from evalh.core.stats import cohens_kappa, raw_agreement
 from evalh.models import CaseResult, Score
 from evalh.scorers.judge_base import find_score
-
-Key = tuple[str, str, int]
-"""(case id, arm, attempt)."""
 
 MAX_CHANGED = 20
 """Changed units listed by name (the confusion table always counts them all)."""
@@ -62,8 +60,8 @@ class Drift:
         return asdict(self)
 
 
-def measure(suite: str, scorer: str, keys: set[Key], old: dict[Key, CaseResult],
-            new: dict[Key, CaseResult]) -> Drift:
+def measure(suite: str, scorer: str, keys: set[ResultKey], old: dict[ResultKey, CaseResult],
+            new: dict[ResultKey, CaseResult]) -> Drift:
     """Drift of one scorer over the results it judged again (`keys`)."""
     drift = Drift(suite=suite, scorer=scorer, judged_again=len(keys))
     olds: list[str] = []

@@ -1,32 +1,26 @@
-"""The stand-ins a rejudge plan hands the runner, so the one runner core can score stored
-outputs again without calling a target:
+"""The scorers a rejudge plan hands the runner, so the one runner core can score stored
+outputs again (the outputs come from a `core.sources.StoredSource`):
 
 - `StoredScorer` gives back a score as the stored run recorded it (deterministic scorers
   are never run again: their verdict on the same output cannot change);
 - `Rejudging` wraps a judge scorer built from today's config: it judges again where the
   stored judgment is missing or failed (or everywhere, with `--all`), keeps the stored one
-  otherwise, and remembers where it judged (for the drift figures);
-- `StoredTarget` stands for the target that produced the outputs: its config repeats the
-  run's recorded target snapshot (so the new document says what really answered, and the
-  judge ≠ subject guard sees the real subject model); it is never called.
+  otherwise, and remembers where it judged (for the drift figures).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, create_model
-
-from evalh.core.rejudge_drift import Key, measure
+from evalh.core.rejudge_drift import measure
+from evalh.core.sources import ResultKey
 from evalh.models import Case, CaseResult, Score
 from evalh.scorers.base import ScoreContext, ScorerConfig
 from evalh.scorers.judge_base import find_score
-from evalh.targets.base import TargetConfig
 
 if TYPE_CHECKING:
     from evalh.core.plan import SuitePlan
     from evalh.services import RunServices
-    from evalh.targets.base import CallContext, TargetOutput
 
 def incomplete(scorer: Any, score: Score | None) -> bool:
     """Whether a stored judgment needs judging again: missing or failed (a scorer may say
@@ -37,14 +31,14 @@ def incomplete(scorer: Any, score: Score | None) -> bool:
     return score is None or score.error is not None
 
 
-def key_of(ctx: ScoreContext, case: Case) -> Key:
+def key_of(ctx: ScoreContext, case: Case) -> ResultKey:
     return (case.id, ctx.arm, ctx.attempt)
 
 
 class StoredScorer:
     """Replays one scorer's stored scores (by name)."""
 
-    def __init__(self, name: str, stored: dict[Key, CaseResult], kind: Literal["deterministic", "judge"]) -> None:
+    def __init__(self, name: str, stored: dict[ResultKey, CaseResult], kind: Literal["deterministic", "judge"]) -> None:
         self.config = ScorerConfig(type="stored", name=name)
         self.stored = stored
         self.kind = kind
@@ -62,12 +56,12 @@ class Rejudging:
 
     kind: ClassVar[Literal["judge"]] = "judge"
 
-    def __init__(self, inner: Any, stored: dict[Key, CaseResult], everything: bool) -> None:
+    def __init__(self, inner: Any, stored: dict[ResultKey, CaseResult], everything: bool) -> None:
         self.inner = inner
         self.config = inner.config
         self.stored = stored
         self.everything = everything
-        self.judged: set[Key] = set()
+        self.judged: set[ResultKey] = set()
         """Where this scorer judged again (drift is measured there only)."""
 
     def wants(self, result: CaseResult) -> bool:
@@ -94,37 +88,3 @@ class Rejudging:
         new = {(r.case_id, r.arm, r.attempt): r for r in results}
         info["rejudge_drift"] = measure(suite.name, self.config.display_name, self.judged, self.stored, new).as_dict()
         return info
-
-
-class _StoredTargetConfig(TargetConfig):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-
-    def model_id(self) -> str | None:
-        model = getattr(self, "model", None)
-        return model if isinstance(model, str) else None
-
-
-_RESERVED = set(dir(BaseModel))
-
-
-def stored_target_config(snap: dict[str, Any]) -> TargetConfig:
-    """A TargetConfig whose snapshot is `snap` (the stored run's record of its target)."""
-    keep = {k: v for k, v in snap.items() if k != "kind" and k not in _RESERVED and not k.startswith("_")}
-    model = create_model(  # type: ignore[call-overload]
-        "StoredTargetConfig", __base__=_StoredTargetConfig, **{k: (Any, v) for k, v in keep.items()}
-    )
-    model.SNAPSHOT = frozenset({"kind", *keep})
-    return model(kind=str(snap.get("kind", "stored")))
-
-
-class StoredTarget:
-    """The target that produced the stored outputs. Never called: its outputs are stored."""
-
-    def __init__(self, config: TargetConfig) -> None:
-        self.config = config
-
-    async def call(self, case: Case, ctx: CallContext) -> TargetOutput:  # pragma: no cover
-        raise RuntimeError("a rejudge never calls the target")
-
-    async def aclose(self) -> None:
-        return None

@@ -4,7 +4,8 @@ budget, running only the (case, arm, attempt) triples it has no result for.
 What the run already finished is read from its journal (`<run_id>.journal.jsonl`, one line
 per result, appended as each finished) and from its partial document, whichever exist; the
 two are merged. The plan is rebuilt from what the run recorded — its suites, seed, label,
-repeats and timeout — with the same run id, and the finished results go in `RunPlan.done`.
+repeats and timeout — with the same run id, and the finished results are the plan's `carried` results (put in the
+run as they are; what they cost counts against the resumed run's budget).
 The resumed run writes the same document an uninterrupted run would have written (results
 equal up to timings), under the same run id; `derived_from` stays null, because it is the
 same run, not a new one derived from it.
@@ -325,6 +326,11 @@ def _prepare(
         plan.config_snapshot["run_options"] = {
             **(plan.config_snapshot.get("run_options") or {}), **given
         }
-    plan.done = [(key[0], r) for key, r in record.done.items() if key in valid]
+    for key, result in record.done.items():
+        if key in valid:
+            plan.carried.setdefault(key[0], []).append(result)
+            if not result.cached:  # a resumed run's budget counts what it already spent
+                plan.services.budget.charge(cost_usd=result.cost_usd, tokens_in=result.tokens_in,
+                                            tokens_out=result.tokens_out, resumed=True)
     _keep_calibrations(plan.suites, record, prepared)
     return prepared

@@ -83,8 +83,8 @@ class PreparedRequest:
         plan = self.prepared.plan
         if self.request.resume is None or self.request.dry_run or not plan.suites:
             return None
-        return (f"resuming run {plan.run_id}: {len(plan.done)} of {plan.total} results "
-                f"kept, {plan.total - len(plan.done)} to run")
+        return (f"resuming run {plan.run_id}: {plan.carried_total} of {plan.total} results "
+                f"kept, {plan.total - plan.carried_total} to run")
 
 
 @dataclass

@@ -1,12 +1,15 @@
-"""The one runner core: plan → call → score → save.
+"""The one runner core: plan → produce → score → save.
 
-Every command that executes cases comes through `execute`. Per suite (cheapest first) it
-expands (case, arm, attempt) triples, shuffles them with the run's seed, and runs them with
-a bounded number in flight. Sync targets run in a worker thread; each call has a timeout. A
-target that raises or times out gives an `errored` result with the exception's type and
-message: never a pass, never dropped. Each finished result is appended to the run's journal
-before anything else happens, and the run document is written atomically at the end — also
-when the run stops early (budget, interrupt), then as `partial` with the reason.
+Every command that executes cases comes through `run_plan`. Per suite (cheapest first) it
+expands the (case, arm, attempt) triples the plan does not carry already, shuffles them
+with the run's seed, and runs them with a bounded number in flight: each arm's output
+source (`evalh.targets.base.OutputSource`: a live target, or a stored run's outputs)
+produces the output, the scorers score it. Sync targets run in a worker thread; each call
+has a timeout (`evalh.core.sources.LiveSource`). A target that raises or times out gives an
+`errored` result with the exception's type and message: never a pass, never dropped. Each
+finished result is appended to the run's journal before anything else happens, and the run
+document is written atomically at the end — also when the run stops early (budget,
+interrupt), then as `partial` with the reason.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import gc
 import os
 import random
 import signal
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from evalh.core.outcome import decide_status, summarize
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
 from evalh.core.requirements import FirstReply
 from evalh.core.sizes import measure
+from evalh.core.sources import error_info
 from evalh.core.workers import DaemonExecutor
 from evalh.errors import BudgetExceeded, EvalhError
 from evalh.models import (
@@ -43,10 +46,9 @@ from evalh.models import (
     sha256_of,
 )
 from evalh.provenance import environment_info, git_info
-from evalh.providers.waits import case_clock
 from evalh.snapshot import scrub_value, secret_env_values
 from evalh.store import RunStore, now_iso
-from evalh.targets.base import CallContext, TargetOutput
+from evalh.targets.base import CallContext, Produced, TargetOutput
 
 
 class Observer(Protocol):
@@ -72,24 +74,15 @@ class WorkItem:
     attempt: int
 
 
-def _error(exc: BaseException) -> ErrorInfo:
-    message = str(exc) or repr(exc)
-    return ErrorInfo(type=type(exc).__name__, message=message[:2000])
-
-
 class Runner:
     def __init__(self, plan: RunPlan, store: RunStore, observer: Observer | None = None) -> None:
         self.plan = plan
         self.store = store
         self.observer = observer or NullObserver()
+        # Results already there are the run's as they are; only the others are run.
         self.results: dict[str, list[CaseResult]] = {s.name: [] for s in plan.suites}
-        for suite_name, result in plan.done:
-            self.results.setdefault(suite_name, []).append(result)
-            if not result.cached:  # a resumed run's budget counts what it already spent
-                plan.services.budget.charge(
-                    cost_usd=result.cost_usd, tokens_in=result.tokens_in,
-                    tokens_out=result.tokens_out, resumed=True,
-                )
+        for suite_name, carried in plan.carried.items():
+            self.results.setdefault(suite_name, []).extend(carried)
         self.stop_reason: str | None = None
         self.started_at = plan.started_at or now_iso()
         self.journal = store.journal(plan.run_id)
@@ -114,41 +107,16 @@ class Runner:
 
     # ------------------------------------------------------------------ one item
 
-    async def _call(self, suite: SuitePlan, item: WorkItem) -> tuple[TargetOutput | None, ErrorInfo | None, float]:
-        services = self.plan.services
-        if suite.stored is not None:  # outputs come from a stored run (rejudge)
-            prior = suite.stored[(item.case.id, item.arm.name, item.attempt)]
-            return (
-                TargetOutput(
-                    output=prior.output, trace=prior.trace, tokens_in=prior.tokens_in,
-                    tokens_out=prior.tokens_out, cost_usd=prior.cost_usd, cached=prior.cached,
-                    truncated=prior.truncated,
-                ),
-                prior.error,
-                prior.latency_ms or 0.0,
-            )
-        assert item.arm.target is not None
-        ctx = CallContext(self.plan.run_id, suite.name, item.arm.name, item.attempt, services)
-        t0 = time.perf_counter()
-        # time spent waiting for an endpoint's rate limits is neither latency nor timeout
-        with case_clock() as clock:
-            try:
-                # asyncio.timeout, not wait_for: same semantics without a task per call
-                async with asyncio.timeout(suite.timeout_s) as deadline:
-                    clock.timeout = deadline
-                    out = await item.arm.target.call(item.case, ctx)
-            except TimeoutError:
-                err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {suite.timeout_s:g}s")
-                return None, err, (time.perf_counter() - t0 - clock.waited_s) * 1000
-            except (Exception, SystemExit) as exc:  # the product failed: an errored case, not a crash
-                # SystemExit too: a target calling sys.exit(0) must not end the run as a green gate
-                return None, _error(exc), (time.perf_counter() - t0 - clock.waited_s) * 1000
-        return out, None, (time.perf_counter() - t0 - clock.waited_s) * 1000
+    async def _produce(self, suite: SuitePlan, item: WorkItem) -> Produced:
+        source = item.arm.source
+        assert source is not None, "a suite planned without its targets is not run"
+        ctx = CallContext(self.plan.run_id, suite.name, item.arm.name, item.attempt, self.plan.services)
+        return await source.produce(item.case, ctx)
 
     async def _score(self, suite: SuitePlan, item: WorkItem, out: TargetOutput) -> list[Score]:
         from evalh.scorers.base import ScoreContext
 
-        subject = item.arm.target.config.model_id() if item.arm.target is not None else None
+        subject = item.arm.source.subject_model if item.arm.source is not None else None
         sctx = ScoreContext(
             run_id=self.plan.run_id, suite=suite.name, arm=item.arm.name, attempt=item.attempt,
             target_output=out, services=self.plan.services, subject_model=subject,
@@ -158,32 +126,46 @@ class Runner:
             try:
                 scores.append(await scorer.score(item.case, out.output, sctx))
             except Exception as exc:
-                err = _error(exc)
+                err = error_info(exc)
                 scores.append(
                     Score(scorer=scorer.config.display_name, error=f"{err.type}: {err.message}")
                 )
         return scores
 
     async def run_item(self, suite: SuitePlan, item: WorkItem) -> CaseResult:
+        """One (case, arm, attempt): its output from the arm's source, scored. What the
+        output cost is charged to the run's budget unless it was cached or recorded before."""
         from evalh.core.shuffle import present
 
         digest, metadata = self._facts(item.case)
-        prior = suite.stored.get((item.case.id, item.arm.name, item.attempt)) if suite.stored else None
+        # a stored output (rejudge) keeps the order and seed it was run with
+        recorded = getattr(item.arm.source, "results", None)
+        prior = recorded.get((item.case.id, item.arm.name, item.attempt)) if recorded else None
         shown = present(suite, item.case, item.attempt, self.plan.seed, prior)  # suites.S.shuffle
         case, item = shown.case, WorkItem(shown.case, item.arm, item.attempt)
-        started = now_iso()
         scope = CaseContext(self.plan.run_id, suite.name, case.id, item.arm.name, item.attempt, shown.seed)
         with case_scope(scope, alone=suite.concurrency == 1):
             await self._first_reply.before_call(suite)  # require.judge_not_subject
-            out, err, latency = await self._call(suite, item)
-            self._first_reply.after_reply(suite, out, self.plan.services.allow_self_judge)
+            produced = await self._produce(suite, item)
+            self._first_reply.after_reply(suite, produced.output, self.plan.services.allow_self_judge)
+        out, err = produced.output, produced.error
+        latency = round(produced.latency_ms, 3) if produced.latency_ms is not None else None
         base = dict(
             case_id=case.id, case_digest=digest, arm=item.arm.name, attempt=item.attempt,
             input=case.input, expected=case.expected, metadata=dict(metadata),
-            latency_ms=round(latency, 3), started_at=started, shuffle=shown.permutation, seed=shown.seed,
+            latency_ms=latency, started_at=produced.started_at, shuffle=shown.permutation, seed=shown.seed,
         )
         if out is None or err is not None:
-            return CaseResult(status="errored", error=err, **base)
+            result = CaseResult(status="errored", error=err, **base)
+        else:
+            result = await self._scored(suite, item, out, base)
+        if not result.cached and not produced.recorded:
+            self.plan.services.budget.charge(
+                cost_usd=result.cost_usd, tokens_in=result.tokens_in, tokens_out=result.tokens_out
+            )
+        return result
+
+    async def _scored(self, suite: SuitePlan, item: WorkItem, out: TargetOutput, base: dict[str, Any]) -> CaseResult:
         scores = await self._score(suite, item, out)
         judge_names = {s.config.display_name for s in suite.scorers if s.kind == "judge"}
         status, score = decide_status(scores, judge_names)
@@ -199,17 +181,13 @@ class Runner:
         if self._secrets is None:
             self._secrets = secret_env_values()
         output = scrub_value(out.output, env=self._secrets)
-        result = CaseResult(
+        return CaseResult(
             status=status, score=score, scores=scores, output=output,
             output_sha256=sha256_of(output), trace=out.trace,
             tokens_in=out.tokens_in, tokens_out=out.tokens_out,
             cost_usd=0.0 if out.cached else cost, cached=out.cached, truncated=out.truncated,
             error=error, measured=measure(output, out.tokens_out), **base,
         )
-        if suite.stored is not None:
-            prior = suite.stored[(case.id, item.arm.name, item.attempt)]
-            result.latency_ms, result.started_at = prior.latency_ms, prior.started_at
-        return result
 
     # ------------------------------------------------------------------ one suite
 
@@ -225,26 +203,9 @@ class Runner:
         rng.shuffle(items)
         return items
 
-    def _carry_over(self, suite: SuitePlan, items: list[WorkItem]) -> list[WorkItem]:
-        """For rejudge: results not selected for rescoring are copied as they were."""
-        if suite.stored is None or suite.rescore is None:
-            return items
-        todo = []
-        for item in items:
-            prior = suite.stored[(item.case.id, item.arm.name, item.attempt)]
-            if suite.rescore(prior):
-                todo.append(item)
-            else:
-                self._record(suite, prior)
-        return todo
-
     def _record(self, suite: SuitePlan, result: CaseResult) -> None:
         self.journal.append(suite.name, result)
         self.results[suite.name].append(result)
-        if not result.cached:
-            self.plan.services.budget.charge(
-                cost_usd=result.cost_usd, tokens_in=result.tokens_in, tokens_out=result.tokens_out
-            )
         self.observer.on_result(suite, result)
 
     async def _prepare_scorers(self, suite: SuitePlan) -> None:
@@ -300,7 +261,7 @@ class Runner:
         await self._prepare_scorers(suite)
         if self.stop_reason:
             return
-        items = self._carry_over(suite, self._items(suite, rng))
+        items = self._items(suite, rng)
         self.observer.on_suite(suite, len(items))
         queue: asyncio.Queue[WorkItem] = asyncio.Queue()
         for item in items:
@@ -339,10 +300,9 @@ class Runner:
                 key=lambda r: (order.get(r.case_id, 0), r.arm, r.attempt),
             )
             arms = {a.name: aggregate(r for r in results if r.arm == a.name) for a in suite.arms}
-            target = suite.config.arm_targets()[0][1]
             suites[suite.name] = SuiteResult(
-                regime=suite.config.regime,
-                target=_snapshot_target(target),
+                regime=suite.regime,
+                target=suite.target_snapshot,
                 dataset=DatasetInfo(
                     path=suite.dataset_display, sha256=self.dataset_sha(suite), cases=len(suite.cases)
                 ),
@@ -412,7 +372,7 @@ class Runner:
             status, reason = "partial", "interrupted"
             raise
         except BaseException as exc:  # a bug or a refusal mid-run: never written as complete
-            err = _error(exc)
+            err = error_info(exc)
             status, reason = "failed", f"{err.type}: {err.message}"
             # a refusal (a judge calibration below its threshold) before any case ran: nothing
             # ran, so nothing is written — exit 2 with its one line, as bad input is
@@ -449,12 +409,6 @@ def _restore_env(saved: dict[str, str | None]) -> None:
             os.environ[key] = value
 
 
-def _snapshot_target(target: Any) -> dict[str, Any]:
-    from evalh.snapshot import snapshot
-
-    return snapshot(target)
-
-
 def _limits(limits: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for name, lim in limits.items():
@@ -466,10 +420,10 @@ def _limits(limits: dict[str, Any]) -> dict[str, Any]:
 async def _close_targets(plan: RunPlan) -> None:
     for suite in plan.suites:
         for arm in suite.arms:
-            if arm.target is not None:
+            if arm.source is not None:
                 # closing must never hide the run's own outcome
                 with contextlib.suppress(Exception):
-                    await arm.target.aclose()
+                    await arm.source.aclose()
     if plan.services.providers:
         from evalh.providers.registry import close_providers
 

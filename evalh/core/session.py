@@ -64,11 +64,13 @@ class Prepared:
     under it); `execute` releases it."""
 
 
-def make_services(config: Config, options: RunOptions, runs_dir: Path) -> RunServices:
+def make_services(config: Config, options: RunOptions, runs_dir: Path, *, budget: Budget | None = None) -> RunServices:
+    """The run's services. `budget`: the run's budget, when not the options' or the config's
+    limits (a rejudge spends no budget)."""
     services = RunServices(
         root=config.root,
         prices=dict(config.prices),
-        budget=Budget(
+        budget=budget if budget is not None else Budget(
             max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else config.settings.max_cost_usd,
             max_tokens=options.max_tokens if options.max_tokens is not None else config.settings.max_tokens,
         ),
@@ -127,9 +129,9 @@ def cheapest_first(plan: RunPlan) -> None:
     they will call (a suite whose cost cannot be estimated — an unpriced model, a scorer
     that cannot say how many requests it makes — after those that can), then by name.
     The order is recorded in the plan's options, so a resumed run keeps it."""
-    tiers = [s.config.tier for s in plan.suites]
+    tiers = [s.tier for s in plan.suites]
     if len(set(tiers)) == len(tiers):  # every suite has its own tier: nothing to weigh
-        plan.suites.sort(key=lambda s: (s.config.tier, s.name))
+        plan.suites.sort(key=lambda s: (s.tier, s.name))
     else:
         from evalh.core.estimate import estimate_suite
 
@@ -137,9 +139,9 @@ def cheapest_first(plan: RunPlan) -> None:
             try:
                 total = estimate_suite(plan, suite).total
             except Exception:  # a case whose template fails errors when it runs, not here
-                return (suite.config.tier, 1, 0.0, suite.name)
+                return (suite.tier, 1, 0.0, suite.name)
             unknown = total.unpriced > 0 or total.requests_unknown > 0
-            return (suite.config.tier, int(unknown), total.cost_usd or 0.0, suite.name)
+            return (suite.tier, int(unknown), total.cost_usd or 0.0, suite.name)
 
         plan.suites.sort(key=key)
     plan.options["suites"] = [s.name for s in plan.suites]

@@ -1,4 +1,11 @@
-"""The target interface: what the runner calls for each (case, arm, attempt)."""
+"""The target interface, and the output sources the runner asks for each (case, arm, attempt).
+
+A `Target` is the product under test (a Python callable, an HTTP endpoint, a model). An
+`OutputSource` is where an arm's outputs come from: a live target (`evalh.core.sources.
+LiveSource` calls it, with the case's timeout and clock), or the outputs a run stored
+(`evalh.core.sources.StoredSource`, for rejudge). The runner asks the source and never asks
+which kind it is.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from evalh.models import Case
+    from evalh.models import Case, ErrorInfo
     from evalh.services import RunServices
 
 
@@ -63,5 +70,39 @@ class Target(Protocol):
     config: TargetConfig
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class Produced:
+    """What an `OutputSource` gives the runner for one (case, arm, attempt)."""
+
+    output: TargetOutput | None
+    """None when there is no output (`error` says why)."""
+    error: ErrorInfo | None = None
+    """The target failed or timed out: the result is `errored`."""
+    latency_ms: float | None = None
+    """The output's latency (a live call's, measured without rate-limit waits; a stored
+    output's as it was recorded)."""
+    started_at: str | None = None
+    """When the output was asked for (ISO time)."""
+    recorded: bool = False
+    """The output was recorded before this run (a stored run's): its tokens and cost were
+    spent then, and are not charged to this run's budget again."""
+
+
+class OutputSource(Protocol):
+    """Where an arm's outputs come from (see the module docstring)."""
+
+    @property
+    def subject_model(self) -> str | None:
+        """The model that produces (or produced) the outputs, if a model (judge ≠ subject)."""
+        ...
+
+    async def produce(self, case: Case, ctx: CallContext) -> Produced:
+        """The output for `case` at `ctx.arm`, `ctx.attempt`. Never raises for the product's
+        failure: that is a `Produced` with `error`."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -1,0 +1,98 @@
+"""The output sources of a planned arm (`evalh.targets.base.OutputSource`).
+
+- `LiveSource` calls a live target: with the suite's per-case timeout, and a clock that
+  leaves out the time spent waiting for an endpoint's rate limits. A target that raises
+  (or calls `sys.exit`) or times out gives an error, never a crash of the run. It is the
+  one place a target is called.
+- `StoredSource` gives back the outputs a run stored (rejudge): as they were recorded,
+  with their latency, tokens and cost, marked `recorded` so their cost is not charged to
+  the new run's budget. Later: another tool's logs.
+
+The runner asks a source for each (case, arm, attempt) and never asks which kind it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from typing import Any
+
+from evalh.models import Case, CaseResult, ErrorInfo
+from evalh.providers.waits import case_clock
+from evalh.store import now_iso
+from evalh.targets.base import CallContext, Produced, Target, TargetOutput
+
+ResultKey = tuple[str, str, int]
+"""The key of one result of a suite: (case id, arm, attempt)."""
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """An exception as a result's error: its type and (cut) message."""
+    message = str(exc) or repr(exc)
+    return ErrorInfo(type=type(exc).__name__, message=message[:2000])
+
+
+class LiveSource:
+    """Outputs from calling a live target (`target.call`), each within `timeout_s`."""
+
+    def __init__(self, target: Target, timeout_s: float) -> None:
+        self.target = target
+        self.timeout_s = timeout_s
+
+    @property
+    def subject_model(self) -> str | None:
+        return self.target.config.model_id()
+
+    async def produce(self, case: Case, ctx: CallContext) -> Produced:
+        started = now_iso()
+        t0 = time.perf_counter()
+        # time spent waiting for an endpoint's rate limits is neither latency nor timeout
+        with case_clock() as clock:
+            try:
+                # asyncio.timeout, not wait_for: same semantics without a task per call
+                async with asyncio.timeout(self.timeout_s) as deadline:
+                    clock.timeout = deadline
+                    out = await self.target.call(case, ctx)
+            except TimeoutError:
+                err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {self.timeout_s:g}s")
+                return Produced(None, err, (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
+            except (Exception, SystemExit) as exc:  # the product failed: an errored case, not a crash
+                # SystemExit too: a target calling sys.exit(0) must not end the run as a green gate
+                return Produced(None, error_info(exc), (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
+        return Produced(out, None, (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
+
+    async def aclose(self) -> None:
+        await self.target.aclose()
+
+
+class StoredSource:
+    """The outputs a run stored, keyed (case id, arm, attempt); `target` is the run's record
+    of the target that produced them (its snapshot: the judge ≠ subject guard reads its model)."""
+
+    def __init__(self, results: dict[ResultKey, CaseResult], target: dict[str, Any]) -> None:
+        self.results = results
+        self.target = target
+
+    @property
+    def subject_model(self) -> str | None:
+        model = self.target.get("model")
+        return model if isinstance(model, str) else None
+
+    async def produce(self, case: Case, ctx: CallContext) -> Produced:
+        prior = self.results[(case.id, ctx.arm, ctx.attempt)]
+        out = TargetOutput(
+            output=prior.output, trace=prior.trace, tokens_in=prior.tokens_in, tokens_out=prior.tokens_out,
+            cost_usd=prior.cost_usd, cached=prior.cached, truncated=prior.truncated,
+        )
+        return Produced(out, prior.error, prior.latency_ms, prior.started_at, recorded=True)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def target_record(snap: dict[str, Any]) -> dict[str, Any]:
+    """A run's record of its target (a config snapshot) as a new run document repeats it:
+    `kind` first (`stored` when the record has none)."""
+    rest = {k: copy.deepcopy(v) for k, v in snap.items() if k != "kind" and not k.startswith("_")}
+    return {"kind": str(snap.get("kind", "stored")), **rest}
