@@ -3,7 +3,8 @@ together as the run document one unsharded `evalh run` would have written.
 
 The shards must belong together, or nothing is written (exit 2, one line naming why):
 every run is a shard of the same N, each shard 1 … N is there exactly once, they share
-one config snapshot (the shard itself aside), seed, suites, dataset digests and git
+one config snapshot (the shard itself and the budgets `--max-cost` / `--max-tokens`
+aside: each shard may have its own, and the merged run keeps one only when all agree), seed, suites, dataset digests and git
 commit, no case is in two shards, every case is on the shard its id hashes to, and a
 complete shard holds every case of its share of the dataset. The datasets are read from
 the project (as `--resume` reads them): their digests must be the ones the shards ran on,
@@ -13,7 +14,8 @@ attempt, as the runner writes them).
 What the merged run holds: every shard's results, unchanged; the aggregates recomputed
 by `evalh.core.aggregate` over all of them (suite, arms, summary); the suite figures the
 scorers compute after a suite (`finalize`: judge counts, pairwise consistency,
-classification confusion) recomputed over all the results, with no model called; what
+classification confusion) and the suite's metrics and contrasts recomputed over all the
+results, with no model called; what
 the scorers set up before a suite (a judge's calibration) kept as the shards recorded
 it — the same on every shard, or each shard's under `by_shard` when they differ.
 `merged_from` lists the shard run ids. A shard that is `partial` (or `failed`) makes the
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalh.core.aggregate import aggregate
+from evalh.core.contrasts import suite_claims
 from evalh.core.outcome import summarize
 from evalh.core.shard import Shard, parse_shard, shard_of
 from evalh.errors import EvalhError
@@ -73,9 +76,37 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if canonical_json(a) == canonical_json(b) else (path or "(the whole value)")
 
 
-def unsharded_config(run: Run) -> dict[str, Any]:
-    """A shard's config snapshot without its shard: what every shard of one run shares."""
-    return {k: v for k, v in run.config.items() if k != "shard"}
+BUDGETS = ("max_cost_usd", "max_tokens")
+"""Run options each shard may have of its own (a shard resumed with a larger budget): they
+bound how much of a shard runs, not what a case yields."""
+
+
+def unsharded_config(run: Run, *, budgets: bool = True) -> dict[str, Any]:
+    """A shard's config snapshot without its shard (and without its budgets, unless
+    `budgets`): what every shard of one run shares."""
+    config = {k: v for k, v in run.config.items() if k != "shard"}
+    if not budgets and isinstance(config.get("run_options"), dict):
+        options = {k: v for k, v in config["run_options"].items() if k not in BUDGETS}
+        config["run_options"] = options
+        if not options:
+            del config["run_options"]
+    return config
+
+
+def merged_config(runs: Sequence[Run]) -> dict[str, Any]:
+    """The merged run's config: the shards' shared snapshot; a budget is kept only when
+    every shard had the same one."""
+    configs = [unsharded_config(r) for r in runs]
+    config = configs[0]
+    options = dict(config.get("run_options") or {})
+    for key in BUDGETS:
+        if len({canonical_json((c.get("run_options") or {}).get(key)) for c in configs}) > 1:
+            options.pop(key, None)
+    if options:
+        config["run_options"] = options
+    else:
+        config.pop("run_options", None)
+    return config
 
 
 def check_shards(runs: Sequence[Run]) -> list[ShardRun]:
@@ -103,7 +134,7 @@ def check_shards(runs: Sequence[Run]) -> list[ShardRun]:
         if s.run.seed != first.run.seed:
             raise MergeRefused(f"different seeds: {first.name} has seed {first.run.seed}, {s.name} has "
                                f"{s.run.seed}; run every shard with the same --seed")
-        where = first_difference(unsharded_config(first.run), unsharded_config(s.run))
+        where = first_difference(unsharded_config(first.run, budgets=False), unsharded_config(s.run, budgets=False))
         if where is not None:
             raise MergeRefused(f"different config: {first.name} and {s.name} differ at config.{where}; "
                                "the shards of one run share one config")
@@ -279,15 +310,12 @@ def merge_runs(runs: Sequence[Run], config: Config, *, label: str | None = None)
     suites: dict[str, SuiteResult] = {}
     for name, plan in plans.items():
         parts = [s.run.suites[name] for s in shards]
-        for s in shards:
-            if s.run.suites[name].metrics or s.run.suites[name].contrasts:
-                raise MergeRefused(f"suite {name!r} has suite metrics or contrasts ({s.name}): evalh merge "
-                                   "does not recompute them yet; run that suite unsharded")
         order = {c.id: i for i, c in enumerate(plan.cases)}
         results = sorted((r for p in parts for r in p.cases),
                          key=lambda r: (order.get(r.case_id, len(order)), r.arm, r.attempt))
         arm_names = list(parts[0].arms)
         finalized = _finalized(plan, results, services)
+        metrics, contrasts = suite_claims(config.suite(name), results, config.root)
         suites[name] = SuiteResult(
             regime=parts[0].regime, target=parts[0].target,
             dataset=DatasetInfo(path=parts[0].dataset.path, sha256=parts[0].dataset.sha256,
@@ -296,6 +324,8 @@ def merge_runs(runs: Sequence[Run], config: Config, *, label: str | None = None)
             arms={a: aggregate(r for r in results if r.arm == a) for a in arm_names},
             baseline_arm=parts[0].baseline_arm,
             details=_details(shards, name, finalized),
+            metrics=metrics,
+            contrasts=contrasts,
             cases=results,
         )
     status, reason = _status(shards)
@@ -304,7 +334,7 @@ def merge_runs(runs: Sequence[Run], config: Config, *, label: str | None = None)
         run_id=new_run_id(), label=label, status=status,  # type: ignore[arg-type]
         status_reason=reason, started_at=min(s.run.started_at for s in shards),
         finished_at=max(finished) if finished else now_iso(), git=first.git,
-        environment=first.environment, config=unsharded_config(first), seed=first.seed,
+        environment=first.environment, config=merged_config([s.run for s in shards]), seed=first.seed,
         merged_from=[s.run.run_id for s in shards], limits=first.limits, suites=suites,
     )
     run.summary = summarize(run)
