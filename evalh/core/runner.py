@@ -138,9 +138,9 @@ class Runner:
         from evalh.core.shuffle import present
 
         digest, metadata = self._facts(item.case)
-        # a stored output (rejudge) keeps the order and seed it was run with
-        recorded = getattr(item.arm.source, "results", None)
-        prior = recorded.get((item.case.id, item.arm.name, item.attempt)) if recorded else None
+        # a replayed output (rejudge) keeps the order and seed its case was shown with
+        source = item.arm.source
+        prior = source.recorded(item.case, item.arm.name, item.attempt) if source is not None else None
         shown = present(suite, item.case, item.attempt, self.plan.seed, prior)  # suites.S.shuffle
         case, item = shown.case, WorkItem(shown.case, item.arm, item.attempt)
         scope = CaseContext(self.plan.run_id, suite.name, case.id, item.arm.name, item.attempt, shown.seed)

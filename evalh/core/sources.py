@@ -62,6 +62,9 @@ class LiveSource:
                 return Produced(None, error_info(exc), (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
         return Produced(out, None, (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
 
+    def recorded(self, case: Case, arm: str, attempt: int) -> CaseResult | None:
+        return None
+
     async def aclose(self) -> None:
         await self.target.aclose()
 
@@ -86,6 +89,9 @@ class StoredSource:
             cost_usd=prior.cost_usd, cached=prior.cached, truncated=prior.truncated,
         )
         return Produced(out, prior.error, prior.latency_ms, prior.started_at, recorded=True)
+
+    def recorded(self, case: Case, arm: str, attempt: int) -> CaseResult | None:
+        return self.results.get((case.id, arm, attempt))
 
     async def aclose(self) -> None:
         return None

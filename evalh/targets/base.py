@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from evalh.models import Case, ErrorInfo
+    from evalh.models import Case, CaseResult, ErrorInfo
     from evalh.services import RunServices
 
 
@@ -103,6 +103,11 @@ class OutputSource(Protocol):
     async def produce(self, case: Case, ctx: CallContext) -> Produced:
         """The output for `case` at `ctx.arm`, `ctx.attempt`. Never raises for the product's
         failure: that is a `Produced` with `error`."""
+        ...
+
+    def recorded(self, case: Case, arm: str, attempt: int) -> CaseResult | None:
+        """The result the output was recorded in, when the source replays one (a stored
+        run's: the order and seed its case was shown with are kept); None for a live call."""
         ...
 
     async def aclose(self) -> None: ...
