@@ -379,7 +379,7 @@ def test_json_keys_are_the_documented_contract() -> None:
     s = doc["suites"]["s"]
     assert set(s) == {
         "suite", "regime", "verdict", "reasons", "partial", "thresholds", "thresholds_source",
-        "counts", "errors", "metrics", "arms", "cases", "cases_needed", "blocking",
+        "counts", "errors", "metrics", "arms", "cases", "cases_needed", "blocking", "advisory",
     }
     assert set(s["metrics"][0]) == {
         "arm", "name", "better", "base", "candidate", "delta", "change", "unit", "allowance",

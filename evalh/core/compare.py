@@ -72,7 +72,14 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         suites[name] = _compare_suite(
             name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th, source
         )
-    family = [m for s in suites.values() if s.regime == "stochastic" for m in s.metrics if m.gating]
+    from evalh.core.outcome import ADVISORY, advisory_suites
+
+    for name in advisory_suites(base, candidate) & set(suites):  # reported, never gates
+        suites[name].advisory = dict(ADVISORY)
+        suites[name].reasons.append("advisory suite (judgeUse: advisory-only, releaseDecision: "
+                                    "not-assessed): reported, never gates")
+    family = [m for s in suites.values() if s.regime == "stochastic" and s.advisory is None
+              for m in s.metrics if m.gating]
     alpha = apply_family(family, policy)
     tested = sum(1 for m in family if m.p_worse is not None)
     for s in suites.values():
@@ -83,7 +90,8 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
     if not suites:
         warnings.append("neither run has any suite")
     verdict = worst(compared, default="incomparable")
-    gate = [_gate_reason(s) for s in suites.values() if s.verdict == "regressed" or s.blocking]
+    gate = [_gate_reason(s) for s in suites.values()
+            if (s.verdict == "regressed" or s.blocking) and s.advisory is None]
     from evalh.core.suite_metrics import crossings
 
     for line, gates in crossings(base, candidate):  # a suite metric newly over its threshold
@@ -108,7 +116,8 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         ),
         inconclusive_worse=any(
             m.gating and m.verdict == "inconclusive" and m.direction == "worse"
-            for s in suites.values() if s.verdict not in ("added", "removed") for m in s.metrics
+            for s in suites.values() if s.verdict not in ("added", "removed") and s.advisory is None
+            for m in s.metrics
         ),
         policy=policy.model_dump(mode="json"),
     )

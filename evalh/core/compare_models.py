@@ -212,6 +212,9 @@ class SuiteComparison(_Out):
     blocking: list[str] = Field(default_factory=list)
     """Why this suite fails the gate although no row regressed (the candidate produced
     nothing that could be compared, or cases it passed before could not be scored now)."""
+    advisory: dict[str, str] | None = None
+    """Set for an advisory suite: `judgeUse: advisory-only`, `releaseDecision: not-assessed`
+    (it never gates)."""
     _arm_verdicts: dict[str, Any] = PrivateAttr(default_factory=dict)
     compared_cases: list[tuple[str, str, str, str]] = Field(default_factory=list, exclude=True)
     """Every compared (case_id, arm, base outcome, candidate outcome), for JUnit; not part

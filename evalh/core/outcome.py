@@ -125,17 +125,33 @@ class RunVerdict:
     a suite over its error rate, a run that did not finish."""
 
 
+ADVISORY = {"judgeUse": "advisory-only", "releaseDecision": "not-assessed"}
+"""What an advisory suite's figures say wherever they are reported."""
+
+
+def advisory_suites(*runs: Run) -> set[str]:
+    """Suites declared `advisory = true` in any of the runs' config snapshots: they never
+    change an exit code of `run` or `compare`."""
+    out = set()
+    for run in runs:
+        for name, cfg in ((run.config or {}).get("suites") or {}).items():
+            if isinstance(cfg, dict) and cfg.get("advisory") is True:
+                out.add(name)
+    return out
+
+
 def run_verdict(run: Run) -> RunVerdict:
     """1 when a deterministic case failed or errored, a suite's error rate is over its
     `max_error_rate` (deterministic or stochastic), a gating contrast's rules do not hold,
-    or the run is not complete; else 0."""
+    or the run is not complete; else 0. An advisory suite never changes the code."""
     from evalh.core.contrasts import contrast_reasons
 
-    reasons = [g.line() for g in error_gates(run) if g.over]
+    advisory = advisory_suites(run)
+    reasons = [g.line() for g in error_gates(run) if g.over and g.suite not in advisory]
     reasons += contrast_reasons(run)  # a gating contrast (suites.S.contrasts) whose rules do not hold
     code = 1 if reasons else 0
     if any(s.regime == "deterministic" and (s.aggregate.failed or s.aggregate.errored)
-           for s in run.suites.values()):
+           for name, s in run.suites.items() if name not in advisory):
         code = 1
     if run.status != "complete":
         reasons.append(f"run {run.run_id} is {run.status}: {run.status_reason}; not every case ran")
