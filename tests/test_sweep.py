@@ -71,7 +71,7 @@ def test_spec_shape_is_validated_with_a_one_line_message() -> None:
 
 
 def test_strict_win_is_recommended() -> None:
-    res = sweep(binary(grid={"threshold": "0.2,0.5,0.7"}), SEPARABLE)
+    res = sweep(binary(grid={"threshold": "0.2,0.5,0.7"}), SEPARABLE).to_dict()
     assert res["recommended"] == {"threshold": 0.5}
     assert res["tied_top"] == []
     assert res["candidates"][0]["correct"] == 4 and res["candidates"][1]["correct"] == 3
@@ -79,7 +79,7 @@ def test_strict_win_is_recommended() -> None:
 
 
 def test_tie_lists_tied_top_and_recommends_nothing() -> None:
-    res = sweep(binary(grid={"threshold": "0.45,0.5,0.55"}), SEPARABLE)
+    res = sweep(binary(grid={"threshold": "0.45,0.5,0.55"}), SEPARABLE).to_dict()
     assert res["recommended"] is None
     assert res["tied_top"] == [{"threshold": 0.45}, {"threshold": 0.5}, {"threshold": 0.55}]
     assert [r["rank"] for r in res["candidates"]] == [1, 1, 1]
@@ -88,27 +88,27 @@ def test_tie_lists_tied_top_and_recommends_nothing() -> None:
 
 def test_incumbent_is_marked_never_favoured() -> None:
     grid = {"threshold": "0.45,0.5,0.55"}
-    plain = sweep(binary(grid=grid), SEPARABLE)
+    plain = sweep(binary(grid=grid), SEPARABLE).to_dict()
     for current in (0.45, 0.55):
-        res = sweep(binary(grid=grid, current={"threshold": current}), SEPARABLE)
+        res = sweep(binary(grid=grid, current={"threshold": current}), SEPARABLE).to_dict()
         # same order, same (absent) recommendation whichever candidate is the incumbent
         assert [r["params"] for r in res["candidates"]] == [r["params"] for r in plain["candidates"]]
         assert res["recommended"] is None and len(res["tied_top"]) == 3
         assert [r["params"] for r in res["candidates"] if r["current"]] == [{"threshold": current}]
         assert res["current"]["rank"] == 1
     # a worse incumbent does not get to win
-    res = sweep(binary(grid={"threshold": "0.2,0.5"}, current={"threshold": 0.2}), SEPARABLE)
+    res = sweep(binary(grid={"threshold": "0.2,0.5"}, current={"threshold": 0.2}), SEPARABLE).to_dict()
     assert res["recommended"] == {"threshold": 0.5} and res["current"]["rank"] == 2
 
 
 def test_incumbent_outside_the_grid_is_scored_like_any_candidate() -> None:
-    res = sweep(binary(grid={"threshold": "0.2"}, current={"threshold": 0.5}), SEPARABLE)
+    res = sweep(binary(grid={"threshold": "0.2"}, current={"threshold": 0.5}), SEPARABLE).to_dict()
     assert {json.dumps(r["params"]) for r in res["candidates"]} == {'{"threshold": 0.2}', '{"threshold": 0.5}'}
     assert res["recommended"] == {"threshold": 0.5}
 
 
 def test_candidates_are_bounded_by_the_greatest_observed_value() -> None:
-    res = sweep(binary(grid={"threshold": "0.5,0.95,1.5"}, current={"threshold": 2}), SEPARABLE)
+    res = sweep(binary(grid={"threshold": "0.5,0.95,1.5"}, current={"threshold": 2}), SEPARABLE).to_dict()
     assert [r["params"]["threshold"] for r in res["candidates"]] == [0.5]
     assert res["left_out"]["above_observed"] == 2 and res["left_out"]["max_observed"] == 0.9
     assert res["current"]["rank"] is None and "no observed value reaches" in res["current"]["note"]
@@ -121,7 +121,7 @@ def test_tier_policies_need_strictly_decreasing_thresholds_and_rank_under_calls_
     spec = SweepConfig(tiers=["block", "review"], otherwise="ok", grid={"block": "1:3", "review": "1:3"},
                        tie_break="fewer_under_calls")
     data = obs((3, "block"), (2, "review"), (2, "block"), (0, "ok"), (1, "review"))
-    res = sweep(spec, data)
+    res = sweep(spec, data).to_dict()
     assert res["left_out"]["not_decreasing"] == 6  # of the 9 pairs, only (2,1), (3,1), (3,2) are ordered
     assert len(res["candidates"]) == 3
     by = {tuple(r["params"].values()): r for r in res["candidates"]}
@@ -130,13 +130,13 @@ def test_tier_policies_need_strictly_decreasing_thresholds_and_rank_under_calls_
     assert (by[(2, 1)]["under_calls"], by[(3, 1)]["under_calls"]) == (0, 1)
     assert res["recommended"] == {"block": 2, "review": 1} and res["won_on"] == "fewer_under_calls"
     # undeclared, the same counts are a tie on accuracy
-    plain = sweep(spec.model_copy(update={"tie_break": None}), data)
+    plain = sweep(spec.model_copy(update={"tie_break": None}), data).to_dict()
     assert plain["recommended"] is None and len(plain["tied_top"]) == 2
 
 
 def test_undecided_and_unlabelled_observations_are_counted_not_scored() -> None:
     data = [*SEPARABLE, *obs((None, "bad"), (0.3, None))]
-    res = sweep(binary(grid={"threshold": "0.5"}), data)
+    res = sweep(binary(grid={"threshold": "0.5"}), data).to_dict()
     o = res["observations"]
     assert (o["total"], o["scored"], o["undecided"], o["unlabelled"]) == (6, 4, 1, 1)
     assert res["candidates"][0]["n"] == 4
@@ -168,7 +168,7 @@ def test_sweep_run_counts_lens_verdicts_and_refuses_labels_outside_the_vocabular
         _case("c", {}, "block", status="errored"),
         _case("d", {"x": "refuted"}, None, status="skipped"),
     ])
-    res = sweep_run(run, "s", spec)
+    res = sweep_run(run, "s", spec).to_dict()
     o = res["observations"]
     assert (o["undecided"], o["errored"], o["unlabelled"], o["max"]) == (1, 1, 0, 2)
     assert res["recommended"] == {"block": 2}
@@ -247,7 +247,7 @@ TIERS = {"tiers": ["structural", "sharpen", "note"], "otherwise": "none"}
 def test_equal_objective_is_a_tie_not_broken_by_under_calls_unless_declared() -> None:
     grid = {"structural": "3", "sharpen": "1,2", "note": "0,1"}
     res = sweep(SweepConfig(**TIERS, grid=grid, current={"structural": 3, "sharpen": 2, "note": 1}),
-                TIED_ON_ACCURACY)
+                TIED_ON_ACCURACY).to_dict()
     by = {tuple(r["params"].values()): r for r in res["candidates"]}
     assert by[(3, 2, 1)]["objective"] == by[(3, 1, 0)]["objective"]
     assert by[(3, 2, 1)]["under_calls"] != by[(3, 1, 0)]["under_calls"]
@@ -263,13 +263,13 @@ def test_equal_objective_is_a_tie_not_broken_by_under_calls_unless_declared() ->
 def test_a_declared_tie_break_may_decide_and_is_named_as_the_reason() -> None:
     grid = {"structural": "3", "sharpen": "1,2", "note": "0,1"}
     spec = SweepConfig(**TIERS, grid=grid, tie_break="fewer_under_calls")
-    res = sweep(spec, TIED_ON_ACCURACY)
+    res = sweep(spec, TIED_ON_ACCURACY).to_dict()
     assert res["recommended"] == {"structural": 3, "sharpen": 1, "note": 0}
     assert res["won_on"] == "fewer_under_calls"
     assert "declared tie-break" in res["verdict"] and "fewer under-calls" in res["verdict"]
     assert "accuracy 0.667" in res["verdict"]
     # a win on the objective itself names the objective
-    strict = sweep(binary(grid={"threshold": "0.2,0.5"}, tie_break="fewer_under_calls"), SEPARABLE)
+    strict = sweep(binary(grid={"threshold": "0.2,0.5"}, tie_break="fewer_under_calls"), SEPARABLE).to_dict()
     assert strict["won_on"] == "accuracy" and strict["verdict"].startswith("strict win on accuracy")
     with pytest.raises(SweepError, match="tie_break"):
         resolve_spec({"positive": "bad", "tie_break": "incumbent"}, {})
@@ -290,7 +290,7 @@ ERRORED_LENS_RUN = [
 
 
 def test_an_errored_lens_is_excluded_by_default_never_a_silent_survive() -> None:
-    res = sweep_run(_run(ERRORED_LENS_RUN), "s", _panel_spec())
+    res = sweep_run(_run(ERRORED_LENS_RUN), "s", _panel_spec()).to_dict()
     o = res["observations"]
     assert (o["total"], o["scored"], o["errored"], o["undecided"]) == (4, 3, 1, 0)
     assert res["errored"] == "exclude"
@@ -302,7 +302,7 @@ def test_an_errored_lens_is_excluded_by_default_never_a_silent_survive() -> None
 
 
 def test_errored_miss_counts_an_errored_observation_wrong_for_every_candidate() -> None:
-    res = sweep_run(_run(ERRORED_LENS_RUN), "s", _panel_spec(errored="miss"))
+    res = sweep_run(_run(ERRORED_LENS_RUN), "s", _panel_spec(errored="miss")).to_dict()
     assert res["errored"] == "miss" and res["observations"]["scored"] == 4
     for row in res["candidates"]:
         assert row["n"] == 4 and row["errored"] == 1
@@ -324,7 +324,7 @@ def test_a_failed_target_and_a_judge_error_are_errored_not_undecided() -> None:
         CaseResult(case_id="d", status="skipped", expected={"bad": False}),
     ]
     assert [o.errored for o in observe(spec, results, "w")] == [False, True, True, False]
-    res = sweep(spec, observe(spec, results, "w"))
+    res = sweep(spec, observe(spec, results, "w")).to_dict()
     assert (res["observations"]["errored"], res["observations"]["undecided"]) == (2, 1)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,14 +25,6 @@ def _config(path: Path | None) -> Config | None:
         if path is not None:
             raise
         return None
-
-
-def _base_spec(cfg: Config | None, run_config: dict[str, Any], suite: str) -> dict[str, Any] | None:
-    """`[suites.S.sweep]` from evalh.toml, else from the run's config snapshot."""
-    if cfg is not None and suite in cfg.suites and cfg.suites[suite].sweep is not None:
-        return cfg.suites[suite].sweep.model_dump(exclude_defaults=True)  # type: ignore[union-attr]
-    snap = run_config.get("suites", {}).get(suite, {}).get("sweep")
-    return snap if isinstance(snap, dict) else None
 
 
 @translate_errors
@@ -81,41 +73,20 @@ def sweep(
     """
     from evalh.cli.project import open_store
     from evalh.console import out
-    from evalh.core.sweep import (
-        SweepError,
-        parse_current_option,
-        parse_grid_option,
-        resolve_spec,
-        sweep_run,
-    )
+    from evalh.core.sweep import sweep_request
     from evalh.report.terminal.sweep import render_sweep
 
     cfg = _config(config)
     run = open_store(runs_dir, config).load(run_id)
-    if suite is None:
-        if len(run.suites) != 1:
-            raise SweepError(f"run {run.run_id} has {len(run.suites)} suites: choose one with --suite")
-        suite = next(iter(run.suites))
-    base = _base_spec(cfg, run.config, suite)
-    overrides: dict[str, Any] = {
+    options = {
         "measure": measure, "label": label, "positive": positive, "otherwise": otherwise,
         "count_value": count_value, "objective": objective, "arm": arm,
-        "tie_break": tie_break, "errored": errored,
-        "tiers": [t.strip() for t in tiers.split(",") if t.strip()] if tiers else None,
+        "tie_break": tie_break, "errored": errored, "tiers": tiers,
     }
-    if grid:
-        overrides["grid"] = {**(base or {}).get("grid", {}), **dict(parse_grid_option(g) for g in grid)}
-    if current:
-        overrides["current"] = parse_current_option(current)
-    if base is None and not any(v is not None for v in overrides.values()):
-        raise SweepError(
-            f"suite {suite!r} has no [suites.{suite}.sweep] table: give --measure, --label, "
-            f"--positive or --tiers/--otherwise, and --grid"
-        )
-    result = sweep_run(run, suite, resolve_spec(base, overrides))
+    result = sweep_request(run, suite, cfg, options, grid=grid or (), current=current or ())
     if json_out:
         from evalh.jsonio import document_text
 
-        out().file.write(document_text(result))
+        out().file.write(document_text(result.to_dict()))
         return
     render_sweep(result, out(), top=top)

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from evalh.core.sweep_models import Candidate, CurrentPolicy, LeftOut, Observed, SweepResult
 from evalh.fields import MISSING, pick
 from evalh.models import CaseResult, Run
 from evalh.sweep_spec import (
@@ -51,10 +52,13 @@ from evalh.sweep_spec import (
     value_name,
 )
 
+if TYPE_CHECKING:
+    from evalh.config import Config
+
 __all__ = [
-    "SWEEP_SCHEMA", "Observation", "SweepConfig", "SweepError", "candidates", "decide",
+    "SWEEP_SCHEMA", "Observation", "SweepConfig", "SweepError", "SweepResult", "candidates", "decide",
     "evaluate", "grid_values", "observe", "parse_current_option", "parse_grid_option",
-    "resolve_spec", "sweep", "sweep_run",
+    "resolve_spec", "sweep", "sweep_request", "sweep_run",
 ]
 
 SWEEP_SCHEMA = "evalh.sweep/1"
@@ -196,7 +200,7 @@ def _params_dict(names: Sequence[str], params: Params) -> dict[str, float | int]
     return {n: plain_number(v) for n, v in zip(names, params, strict=True)}
 
 
-def candidates(spec: SweepConfig, max_observed: float) -> tuple[list[Params], dict[str, Any]]:
+def candidates(spec: SweepConfig, max_observed: float) -> tuple[list[Params], LeftOut]:
     """The grid's candidates, and what was left out and why.
 
     Left out: tier thresholds not strictly decreasing (a tier that could never fire before
@@ -225,8 +229,8 @@ def candidates(spec: SweepConfig, max_observed: float) -> tuple[list[Params], di
             unreachable += 1
         else:
             kept.append(params)
-    return kept, {"grid": total, "not_decreasing": unordered, "above_observed": unreachable,
-                  "max_observed": plain_number(max_observed)}
+    return kept, LeftOut(grid=total, not_decreasing=unordered, above_observed=unreachable,
+                         max_observed=plain_number(max_observed))
 
 
 # --------------------------------------------------------------------------- ranking
@@ -248,7 +252,7 @@ def _float(x: Fraction | None) -> float | None:
     return None if x is None else float(x)
 
 
-def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
+def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> SweepResult:
     """Rank every candidate policy on the observations; pure (no I/O)."""
     names, decisions = spec.params, spec.decisions
     decided_obs = [o for o in obs if o.value is not None and o.label is not None]
@@ -257,32 +261,34 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
     labels: dict[str, int] = {}
     for o in scored_obs:
         labels[o.label] = labels.get(o.label, 0) + 1  # type: ignore[index, arg-type]
-    observed = {
-        "total": len(obs),
-        "scored": len(scored_obs),
-        "undecided": sum(o.value is None and not o.errored for o in obs),
-        "errored": len(errored_obs),
-        "unlabelled": sum(o.label is None and (o.value is not None or o.errored) for o in obs),
-        "labels": {d: labels[d] for d in decisions if d in labels},
-        "min": plain_number(min(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
-        "max": plain_number(max(o.value for o in decided_obs)) if decided_obs else None,  # type: ignore[type-var, arg-type]
-    }
-    if not decided_obs:
+    values = [o.value for o in decided_obs if o.value is not None]
+    observed = Observed(
+        total=len(obs),
+        scored=len(scored_obs),
+        undecided=sum(o.value is None and not o.errored for o in obs),
+        errored=len(errored_obs),
+        unlabelled=sum(o.label is None and (o.value is not None or o.errored) for o in obs),
+        labels={d: labels[d] for d in decisions if d in labels},
+        min=plain_number(min(values)) if values else None,
+        max=plain_number(max(values)) if values else None,
+    )
+    if observed.max is None:
         raise SweepError("sweep: no result has both a measure and a label: nothing to rank")
-    pool, left_out = candidates(spec, float(observed["max"]))  # type: ignore[arg-type]
+    max_observed = float(observed.max)
+    pool, left_out = candidates(spec, max_observed)
     current = tuple(float(spec.current[n]) for n in names) if set(spec.current) >= set(names) else None
     current_note = None
     if current is not None and current not in pool:
         if any(a <= b for a, b in itertools.pairwise(current)):
             current_note = "the current policy's thresholds are not strictly decreasing"
-        elif any(v > float(observed["max"]) for v in current):  # type: ignore[arg-type]
+        elif any(v > max_observed for v in current):
             current_note = "the current policy has a threshold no observed value reaches"
         else:
             pool.append(current)  # outside the grid: scored like any other candidate
     if not pool:
         raise SweepError(
             f"sweep: no candidate left: every grid policy has a threshold above the greatest "
-            f"observed value ({observed['max']}) or tiers that are not strictly decreasing"
+            f"observed value ({observed.max}) or tiers that are not strictly decreasing"
         )
     rows = []
     for params in pool:
@@ -301,39 +307,41 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> dict[str, Any]:
     top = [r for r in rows if r["rank"] == 1]
     strict = len(top) == 1 and len(rows) > 1
     out_rows = [
-        {
-            "rank": r["rank"], "params": _params_dict(names, r["params"]),
-            "current": r["params"] == current, "objective": _float(r[spec.objective]),
-            "accuracy": _float(r["accuracy"]), "balanced_accuracy": _float(r["balanced_accuracy"]),
-            "correct": r["correct"], "n": r["n"], "under_calls": r["under_calls"],
-            "over_calls": r["over_calls"], "errored": r["errored"],
-            "errored_by_label": r["errored_by_label"], "confusion": r["confusion"],
-        }
+        Candidate(
+            rank=r["rank"], params=_params_dict(names, r["params"]),
+            current=r["params"] == current, objective=_float(r[spec.objective]),
+            accuracy=_float(r["accuracy"]), balanced_accuracy=_float(r["balanced_accuracy"]),
+            correct=r["correct"], n=r["n"], under_calls=r["under_calls"],
+            over_calls=r["over_calls"], errored=r["errored"],
+            errored_by_label=r["errored_by_label"], confusion=r["confusion"],
+        )
         for r in rows
     ]
-    current_row = next((r for r in out_rows if r["current"]), None)
-    result: dict[str, Any] = {
-        "schema": SWEEP_SCHEMA,
-        "measure": spec.measure, "label": spec.label, "objective": spec.objective,
-        "ranking": _ranking_text(spec), "tie_break": spec.tie_break, "errored": spec.errored,
-        "params": names, "decisions": decisions, "observations": observed,
-        "left_out": left_out,
-        "current": None if current is None else {
-            "params": _params_dict(names, current),
-            "rank": current_row["rank"] if current_row else None,
-            "note": current_note,
-        },
-        "recommended": _params_dict(names, top[0]["params"]) if strict else None,
-        "won_on": _won_on(rows, spec) if strict else None,
-        "tied_top": [] if strict else [_params_dict(names, r["params"]) for r in top],
-        "candidates": out_rows,
-    }
-    result.update(_pinning(names, top))
-    result["verdict"] = _verdict(result, rows, spec, strict)
-    return result
+    current_row = next((r for r in out_rows if r.current), None)
+    pinned, undetermined = _pinning(names, top)
+    result = SweepResult(
+        schema=SWEEP_SCHEMA,
+        measure=spec.measure, label=spec.label, objective=spec.objective,
+        ranking=_ranking_text(spec), tie_break=spec.tie_break, errored=spec.errored,
+        params=names, decisions=decisions, observations=observed,
+        left_out=left_out,
+        current=None if current is None else CurrentPolicy(
+            params=_params_dict(names, current),
+            rank=current_row.rank if current_row else None,
+            note=current_note,
+        ),
+        recommended=_params_dict(names, top[0]["params"]) if strict else None,
+        won_on=_won_on(rows, spec) if strict else None,
+        tied_top=[] if strict else [_params_dict(names, r["params"]) for r in top],
+        candidates=out_rows,
+        pinned=pinned, undetermined=undetermined,
+    )
+    return replace(result, verdict=_verdict(result, rows, spec, strict))
 
 
-def _pinning(names: Sequence[str], top: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _pinning(
+    names: Sequence[str], top: Sequence[dict[str, Any]]
+) -> tuple[dict[str, float | int], dict[str, list[float | int]]]:
     """Which parameters every top candidate agrees on (pinned) and which the data leaves open."""
     pinned, open_ = {}, {}
     for i, name in enumerate(names):
@@ -342,7 +350,7 @@ def _pinning(names: Sequence[str], top: Sequence[dict[str, Any]]) -> dict[str, A
             pinned[name] = plain_number(values[0])
         else:
             open_[name] = [plain_number(v) for v in values]
-    return {"pinned": pinned, "undetermined": open_}
+    return pinned, open_
 
 
 def _fmt(params: Mapping[str, Any]) -> str:
@@ -355,41 +363,42 @@ def _won_on(rows: Sequence[dict[str, Any]], spec: SweepConfig) -> str:
     return objective if rows[0][objective] != rows[1][objective] else str(spec.tie_break)
 
 
-def _verdict(result: dict[str, Any], rows: Sequence[dict[str, Any]], spec: SweepConfig, strict: bool) -> str:
+def _verdict(result: SweepResult, rows: Sequence[dict[str, Any]], spec: SweepConfig, strict: bool) -> str:
     obj = spec.objective.replace("_", " ")
     if strict:
         a, b = rows[0], rows[1]
-        if result["won_on"] == spec.objective:
+        recommended = result.recommended or {}
+        if result.won_on == spec.objective:
             text = (
-                f"strict win on {obj}: {_fmt(result['recommended'])} ({obj} "
+                f"strict win on {obj}: {_fmt(recommended)} ({obj} "
                 f"{float(a[spec.objective]):.3f}) beats the runner-up ({obj} {float(b[spec.objective]):.3f})"
             )
         else:
             text = (
                 f"win on the declared tie-break (fewer under-calls), not on {obj}: "
-                f"{_fmt(result['recommended'])} ties the runner-up on {obj} {float(a[spec.objective]):.3f} "
+                f"{_fmt(recommended)} ties the runner-up on {obj} {float(a[spec.objective]):.3f} "
                 f"and has {a['under_calls']} under-calls against {b['under_calls']}"
             )
     elif len(rows) == 1:
         text = "only one candidate: nothing to compare it with, so no recommendation"
     else:
-        n = len(result["tied_top"])
+        n = len(result.tied_top)
         on = f"{obj} and under-calls" if spec.tie_break else obj
         text = f"the data does not discriminate: {n} candidates tie at the top on {on}; no recommendation"
-        if result["pinned"]:
-            text += f"; pinned: {_fmt(result['pinned'])}"
-        if result["undetermined"]:
-            text += f"; under-determined: {', '.join(result['undetermined'])}"
-    cur = result["current"]
+        if result.pinned:
+            text += f"; pinned: {_fmt(result.pinned)}"
+        if result.undetermined:
+            text += f"; under-determined: {', '.join(result.undetermined)}"
+    cur = result.current
     if cur is not None:
         text += (
-            f". The current policy ({_fmt(cur['params'])}) "
-            + (f"ranks {cur['rank']} of {len(rows)}" if cur["rank"] else f"is not a candidate: {cur['note']}")
+            f". The current policy ({_fmt(cur.params)}) "
+            + (f"ranks {cur.rank} of {len(rows)}" if cur.rank else f"is not a candidate: {cur.note}")
         )
     return text + ". Advisory only: a person edits the policy; evalh never writes it."
 
 
-def sweep_run(run: Run, suite: str, spec: SweepConfig) -> dict[str, Any]:
+def sweep_run(run: Run, suite: str, spec: SweepConfig) -> SweepResult:
     """Sweep the stored results of one suite and arm of a run (no target is called)."""
     if suite not in run.suites:
         known = ", ".join(sorted(run.suites)) or "none"
@@ -401,5 +410,42 @@ def sweep_run(run: Run, suite: str, spec: SweepConfig) -> dict[str, Any]:
         raise SweepError(f"run {run.run_id}: suite {suite!r} has no arm {arm!r} (it has: {', '.join(arms)})")
     results = [r for r in sr.cases if r.arm == arm]
     obs = observe(spec, results, f"run {run.run_id}: suite {suite}")
-    out = sweep(spec, obs)
-    return {"run_id": run.run_id, "suite": suite, "arm": arm, **out}
+    return replace(sweep(spec, obs), run_id=run.run_id, suite=suite, arm=arm)
+
+
+def _base_spec(config: Config | None, run_config: dict[str, Any], suite: str) -> dict[str, Any] | None:
+    """`[suites.S.sweep]` from evalh.toml, else from the run's config snapshot."""
+    if config is not None and suite in config.suites:
+        configured = config.suites[suite].sweep
+        if configured is not None:
+            return configured.model_dump(exclude_defaults=True)
+    snap = run_config.get("suites", {}).get(suite, {}).get("sweep")
+    return snap if isinstance(snap, dict) else None
+
+
+def sweep_request(
+    run: Run, suite: str | None, config: Config | None, options: Mapping[str, Any],
+    *, grid: Sequence[str] = (), current: Sequence[str] = (),
+) -> SweepResult:
+    """`evalh sweep`: the suite (the run's only one by default), the spec of
+    `[suites.S.sweep]` in `config` (or the run's snapshot) with `options` over it (None: not
+    given; `tiers` comma-separated), `--grid NAME=RANGE` replacing NAME's configured grid
+    and `--current NAME=V[,NAME=V]`; then `sweep_run`."""
+    if suite is None:
+        if len(run.suites) != 1:
+            raise SweepError(f"run {run.run_id} has {len(run.suites)} suites: choose one with --suite")
+        suite = next(iter(run.suites))
+    base = _base_spec(config, run.config, suite)
+    overrides = dict(options)
+    tiers = overrides.get("tiers")
+    overrides["tiers"] = [t.strip() for t in tiers.split(",") if t.strip()] if tiers else None
+    if grid:
+        overrides["grid"] = {**(base or {}).get("grid", {}), **dict(parse_grid_option(g) for g in grid)}
+    if current:
+        overrides["current"] = parse_current_option(current)
+    if base is None and not any(v is not None for v in overrides.values()):
+        raise SweepError(
+            f"suite {suite!r} has no [suites.{suite}.sweep] table: give --measure, --label, "
+            f"--positive or --tiers/--otherwise, and --grid"
+        )
+    return sweep_run(run, suite, resolve_spec(base, overrides))
