@@ -141,7 +141,9 @@ def report(
 
             doc = orjson.loads(text)
             doc["field_stats"] = [s.to_dict() for s in stats]
-            text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+            from evalh.jsonio import document_text
+
+            text = document_text(doc)
     else:
         from evalh.report.pairs import case_pairs
 

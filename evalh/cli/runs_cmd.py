@@ -109,7 +109,6 @@ def runs(
 
         evalh runs -n 5 --json
     """
-    import orjson
 
     from evalh.baseline import read_baseline_ids
     from evalh.console import out, warn
@@ -141,7 +140,9 @@ def runs(
         })
     rows = list(reversed(newest))
     if json_out:
-        out().file.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        from evalh.jsonio import document_text
+
+        out().file.write(document_text(rows))
         return
     from evalh.report.terminal.runs import render_runs
 

@@ -12,8 +12,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from evalh.core.compare_models import CaseRef, Comparison, MetricRow, SuiteComparison
 from evalh.report.render import md_escape
 
@@ -64,8 +62,9 @@ def to_json(cmp: Comparison, notes: CompareNotes | None = None) -> str:
     """The `evalh.compare/2` document, indented, keys in their stable model order (the
     notes' keys, `baseline_runs` and `baseline_noise`, last)."""
     from evalh.core.compare_notes import comparison_doc
+    from evalh.jsonio import document_text
 
-    return orjson.dumps(comparison_doc(cmp, notes), option=orjson.OPT_INDENT_2).decode() + "\n"
+    return document_text(comparison_doc(cmp, notes))
 
 
 # --------------------------------------------------------------------------- formatting

@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import orjson
-
 from evalh.report.blocks import TERMINAL_RAW_ROWS, Heading, Note, Table, figure_blocks, layout
 from evalh.report.models import Report
 
@@ -20,7 +18,9 @@ if TYPE_CHECKING:
 
 def to_json(report: Report) -> str:
     """The `evalh.report/1` document, indented, keys in their stable model order."""
-    return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
+    from evalh.jsonio import document_text
+
+    return document_text(report.to_dict())
 
 
 # --------------------------------------------------------------------------- markdown
