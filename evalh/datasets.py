@@ -2,7 +2,7 @@
 
 Every rejection names the file and the line (for a JSON array, the item index) and exits 2:
 a malformed line, a byte that is not UTF-8, a case that does not validate, a duplicate id, a
-group that crosses splits, an integer beyond 64 bits (JSON parsers round it to a float, and
+group that crosses splits or sampling methods (`metadata.sampling`), an integer beyond 64 bits (JSON parsers round it to a float, and
 evalh keeps every value exact or refuses it: write such a number as a string), a value nested
 deeper than a digest can be taken of.
 """
@@ -14,6 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -139,6 +140,7 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
     cases: list[Case] = []
     seen: dict[str, int] = {}
     group_split: dict[str, tuple[str | None, int]] = {}
+    group_sampling: dict[str, tuple[Any, int]] = {}
     where = "item" if text.lstrip().startswith("[") else ""
     for lineno, record in _records(Path(shown), text):
         pos = f"{shown}:{where}{lineno}" if not where else f"{shown}: item {lineno}"
@@ -161,6 +163,14 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
                     f"{first_split!r} at {where or 'line'} {first_line}"
                 )
             group_split.setdefault(group, (split, lineno))
+            sampling = getattr(case.metadata, "sampling", None)
+            if group in group_sampling and group_sampling[group][0] != sampling:
+                first_sampling, first_line = group_sampling[group]
+                raise DatasetError(
+                    f"{pos}: group {group!r} crosses sampling methods: {sampling!r} here, "
+                    f"{first_sampling!r} at {where or 'line'} {first_line}"
+                )
+            group_sampling.setdefault(group, (sampling, lineno))
         cases.append(case)
     if not cases:
         raise DatasetError(f"{shown}: dataset has no cases")

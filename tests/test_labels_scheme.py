@@ -429,3 +429,14 @@ def test_report_gives_fleiss_and_krippendorff_per_field(tmp_path: Path) -> None:
     assert truth["subjects"] == 8 and len(truth["pairs"]) == 3
     assert truth["fleiss_kappa"]["kappa"] is not None and truth["krippendorff_alpha"]["nominal"]["alpha"] is not None
     assert fields["dimensions.relevance"]["fleiss_kappa"]["null_reason"].startswith("constant")
+
+
+def test_a_dataset_group_crossing_sampling_methods_is_refused(tmp_path: Path) -> None:
+    from evalh.datasets import load_dataset
+    from evalh.errors import DatasetError
+
+    f = tmp_path / "d.jsonl"
+    f.write_text(json.dumps({"id": "a", "input": 1, "metadata": {"group": "g", "sampling": "random"}}) + "\n"
+                 + json.dumps({"id": "b", "input": 2, "metadata": {"group": "g", "sampling": "hand-picked"}}) + "\n")
+    with pytest.raises(DatasetError, match=r"d\.jsonl:2: group 'g' crosses sampling methods: 'hand-picked' here, 'random' at line 1"):
+        load_dataset(f)
