@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from evalh.context import CaseContext, case_scope
 from evalh.core.aggregate import aggregate
+from evalh.core.contrasts import suite_claims
 from evalh.core.outcome import decide_status, summarize
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
 from evalh.core.requirements import FirstReply
@@ -300,6 +301,7 @@ class Runner:
                 key=lambda r: (order.get(r.case_id, 0), r.arm, r.attempt),
             )
             arms = {a.name: aggregate(r for r in results if r.arm == a.name) for a in suite.arms}
+            metrics, contrasts = suite_claims(suite.config, results, plan.root)  # suites.S.metrics, .contrasts
             suites[suite.name] = SuiteResult(
                 regime=suite.regime,
                 target=suite.target_snapshot,
@@ -309,7 +311,7 @@ class Runner:
                 aggregate=aggregate(results),
                 arms=arms,
                 baseline_arm=suite.arms[0].name if suite.arms else None,
-                details=suite.details,
+                details=suite.details, metrics=metrics, contrasts=contrasts,
                 cases=results,
             )
         run = Run(
