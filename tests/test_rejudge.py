@@ -291,3 +291,27 @@ def test_drift_note_does_not_suggest_all_when_all_was_given(tmp_path: Path) -> N
     missing = cli(cfg, "rejudge", run_id)
     assert missing.exit_code == 0, missing.output
     assert "no judgment to compare" in missing.stdout
+
+
+def test_rejudge_returns_typed_suites_and_its_json_keeps_their_keys(tmp_path: Path) -> None:
+    """`rejudge` returns a `SuiteRejudged` per suite with each judge's `Drift`; `--json`
+    writes them with the keys (and key order) it always had."""
+    from dataclasses import asdict
+
+    from evalh.config import load_config
+    from evalh.core.rejudge import RejudgeOptions, SuiteRejudged
+    from evalh.core.rejudge import rejudge as core_rejudge
+    from evalh.core.rejudge_drift import Drift
+    from evalh.store import RunStore
+
+    cfg, run_id, _ = original(tmp_path)
+    result = core_rejudge(load_config(cfg, check_datasets=False), RunStore(tmp_path / "runs"),
+                          RejudgeOptions(run=run_id, everything=True))
+    suite = result.suites["s"]
+    assert isinstance(suite, SuiteRejudged) and isinstance(suite.drift["judge"], Drift)
+    assert (suite.rescored, suite.carried_over, suite.judge_error_before, suite.judge_error_after) == (4, 1, 2, 0)
+    assert suite.drift["judge"].judged_again == 4 and suite.drift["judge"].agreement == 0.5
+    out, _ = rejudge(cfg, run_id, "--all")
+    shown = out["suites"]["s"]
+    assert list(shown) == ["rescored", "carried_over", "judge_error_before", "judge_error_after", "note", "drift"]
+    assert shown["drift"]["judge"] == asdict(suite.drift["judge"])

@@ -29,6 +29,7 @@ from typing import Any
 
 from evalh.config import Config
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan, resolve_seed
+from evalh.core.rejudge_drift import Drift
 from evalh.core.rejudge_parts import Rejudging, StoredScorer
 from evalh.core.runner import Observer, run_plan
 from evalh.core.session import RunOptions, make_services
@@ -67,12 +68,28 @@ class SuiteRejudge:
 
 
 @dataclass
+class SuiteRejudged:
+    """What a rejudge did to one suite (its entry in `evalh rejudge --json`'s `suites`:
+    the fields in this order)."""
+
+    rescored: int
+    """Results judged again (by at least one judge)."""
+    carried_over: int
+    """Results carried over as they were."""
+    judge_error_before: int
+    judge_error_after: int | None
+    note: str | None
+    """Why nothing was judged again in this suite, if so."""
+    drift: dict[str, Drift | None]
+    """Per judge scorer: its drift on the results it judged again (None: not measured)."""
+
+
+@dataclass
 class RejudgeResult:
     run: Run
     source: Run
     path: Path
-    suites: dict[str, dict[str, Any]]
-    """Per suite: results rescored and carried over, judge errors before/after, drift by scorer."""
+    suites: dict[str, SuiteRejudged]
 
 
 @dataclass(frozen=True)
@@ -227,22 +244,27 @@ def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tu
     return plan, source, infos
 
 
+def _drift(recorded: Any) -> Drift | None:
+    """A judge's drift as its finalize recorded it in the suite's details."""
+    return Drift(**recorded) if isinstance(recorded, dict) else None
+
+
 def rejudge(config: Config, store: RunStore, opts: RejudgeOptions, observer: Observer | None = None) -> RejudgeResult:
     """Judge again and write the new run; its suites' details hold each judge's drift."""
     plan, source, infos = prepare_rejudge(config, store, opts)
     run = run_plan(plan, store, observer)
-    suites: dict[str, dict[str, Any]] = {}
+    suites: dict[str, SuiteRejudged] = {}
     for info in infos:
         new_suite = run.suites.get(info.name)
         details = new_suite.details if new_suite else {}
-        drift = {j.config.display_name: (details.get(j.config.display_name) or {}).get("rejudge_drift")
+        drift = {j.config.display_name: _drift((details.get(j.config.display_name) or {}).get("rejudge_drift"))
                  for j in info.judges}
         judged = set().union(*(j.judged for j in info.judges)) if info.judges else set()
-        suites[info.name] = {
-            "rescored": len(judged),
-            "carried_over": (len(new_suite.cases) if new_suite else 0) - len(judged),
-            "judge_error_before": source.suites[info.name].aggregate.judge_error,
-            "judge_error_after": new_suite.aggregate.judge_error if new_suite else None,
-            "note": info.note, "drift": drift,
-        }
+        suites[info.name] = SuiteRejudged(
+            rescored=len(judged),
+            carried_over=(len(new_suite.cases) if new_suite else 0) - len(judged),
+            judge_error_before=source.suites[info.name].aggregate.judge_error,
+            judge_error_after=new_suite.aggregate.judge_error if new_suite else None,
+            note=info.note, drift=drift,
+        )
     return RejudgeResult(run=run, source=source, path=store.path_for(run.run_id), suites=suites)

@@ -20,13 +20,13 @@ def render_rejudge(result: RejudgeResult, console: Console) -> None:
     rejudged = result.run.config.get("rejudge")
     everything = isinstance(rejudged, dict) and bool(rejudged.get("all"))
     for name, s in result.suites.items():
-        line = safe_text(f"{name}: {s['rescored']} judged again, {s['carried_over']} carried over; "
-                    f"judge errors {s['judge_error_before']} → {s['judge_error_after']}")
-        if s.get("note"):
-            line.append(f" ({s['note']})", style="dim")
+        line = safe_text(f"{name}: {s.rescored} judged again, {s.carried_over} carried over; "
+                    f"judge errors {s.judge_error_before} → {s.judge_error_after}")
+        if s.note:
+            line.append(f" ({s.note})", style="dim")
         console.print(line)
-        for scorer, d in s["drift"].items():
-            _render_drift(console, name, scorer, d or {}, everything=everything)
+        for scorer, d in s.drift.items():
+            _render_drift(console, name, scorer, d.as_dict() if d is not None else {}, everything=everything)
 
 
 def _render_drift(console: Console, suite: str, scorer: str, d: dict[str, Any], *, everything: bool) -> None:
