@@ -16,6 +16,12 @@ def rate(value: float | None, part: int, whole: int, none: str | None = None) ->
     return f"{value:.1%} ({part}/{whole})"
 
 
+def pct(value: float) -> str:
+    """A share as a percentage with at most one decimal: `10 %`, `12.5 %`."""
+    text = f"{value * 100:.1f}".rstrip("0").rstrip(".")
+    return f"{text} %"
+
+
 def money(value: float | None, none: str = "unknown") -> str:
     """US dollars to four places (`$0.0123`), or `none` when the cost is unknown."""
     return none if value is None else f"${value:.4f}"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalh.config import DEFAULT_MAX_ERROR_RATE
 from evalh.models import CaseStatus, Run, Score
+from evalh.numbers import pct
 
 if TYPE_CHECKING:
     from evalh.core.compare_models import Comparison
@@ -75,18 +76,13 @@ class ErrorGate:
             what = "errored"
         if not self.of:
             return (f"suite {self.suite}: none of its {self.results} results ran (all skipped), "
-                    f"over max_error_rate {_pct(self.max_error_rate)}")
-        return (f"suite {self.suite}: {self.errors} of {self.of} results {what} ({_pct(self.errors / self.of)}), "
-                f"over max_error_rate {_pct(self.max_error_rate)}")
+                    f"over max_error_rate {pct(self.max_error_rate)}")
+        return (f"suite {self.suite}: {self.errors} of {self.of} results {what} ({pct(self.errors / self.of)}), "
+                f"over max_error_rate {pct(self.max_error_rate)}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"errors": self.errors, "errored": self.errored, "judge_error": self.judge_error,
                 "of": self.of, "rate": self.rate, "max_error_rate": self.max_error_rate, "over": self.over}
-
-
-def _pct(x: float) -> str:
-    text = f"{x * 100:.1f}".rstrip("0").rstrip(".")
-    return f"{text} %"
 
 
 def max_error_rate_for(config: dict[str, Any], suite: str) -> float:

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalh.numbers import money as money  # re-exported: the HTML template's filters
+from evalh.numbers import num as num
+from evalh.numbers import rate as rate
 from evalh.report.models import (
     ArmReport,
     Counts,
@@ -55,25 +58,15 @@ Block = Heading | Table | Note
 # --------------------------------------------------------------------------- formatting
 
 
-def rate(value: float | None, num: int, den: int) -> str:
-    """`75.0% (3/4)`; `n/a (0/0)` over a zero denominator."""
-    return f"n/a ({num}/{den})" if value is None else f"{value:.1%} ({num}/{den})"
+# `rate`, `num` and `money` are evalh.numbers' (one formatter for every surface).
 
 
-def share(value: float | None, num: int, den: int) -> str:
-    return rate(value, num, den)
-
-
-def num(value: float | None, spec: str = ".3f") -> str:
-    return "–" if value is None else format(value, spec)
+def share(value: float | None, part: int, whole: int) -> str:
+    return rate(value, part, whole)
 
 
 def ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0f}"
-
-
-def money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
+    return num(value, ".0f")
 
 
 def ci(iv: Interval) -> str:

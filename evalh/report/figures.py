@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalh.report.blocks import num, rate
+from evalh.numbers import num, rate
 from evalh.report.models import ArmReport, Figure, Report
 
 

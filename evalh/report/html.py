@@ -20,6 +20,7 @@ import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from evalh.numbers import rate
 from evalh.report import blocks
 from evalh.report.models import ArmReport, Report, SuiteReport
 
@@ -126,7 +127,7 @@ def _trend(report: Report) -> list[dict[str, Any]]:
         suite = suite_of(name)
         markers[suite] = markers.get(suite, -1) + 1
         pts = [{"x": round(pad + j * step + dx, 1), "y": round(h - pad - v[0] * (h - 2 * pad), 1),
-                "text": f"{v[0]:.1%} ({v[1]}/{v[2]})", "run": ids[j]} for j, v in enumerate(values) if v is not None]
+                "text": rate(v[0], v[1], v[2]), "run": ids[j]} for j, v in enumerate(values) if v is not None]
         out.append({"name": name, "points": pts, "cls": f"s{colors[suite]}", "square": markers[suite] % 2 == 1})
     return out
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalh.numbers import num
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -12,13 +14,13 @@ if TYPE_CHECKING:
 
 
 def _int(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
+    return num(value, ",", none="-")
 
 
 def _cost(t: Tally) -> str:
     if t.cost_usd is None:
         return "unpriced" if t.unpriced else "-"
-    return f"${t.cost_usd:,.4f}" + (" + unpriced" if t.unpriced else "")
+    return "$" + num(t.cost_usd, ",.4f") + (" + unpriced" if t.unpriced else "")
 
 
 def _requests(t: Tally) -> str:

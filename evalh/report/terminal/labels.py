@@ -66,6 +66,7 @@ def render_label_report(rep: dict[str, Any], console: Console) -> None:
             f"judge {j['scorer']} vs agreed human labels: overlap {j['overlap']}, raw agreement "
             f"{num(j['raw_agreement'], none='null')}, kappa {num(j['kappa'], none='null')}"
             + (f" ({j['kappa_null_reason']})" if j["kappa_null_reason"] else "")
+            + {True: "; same rubric as the humans", False: "; NOT the humans' rubric", None: ""}[j.get("same_rubric_as_humans")]
         ))
         for human, row in sorted(j["confusion"].items()):
             cells = ", ".join(f"judge {k}: {v}" for k, v in sorted(row.items()))
@@ -92,6 +93,8 @@ def render_label_report(rep: dict[str, Any], console: Console) -> None:
                                     f"{q['disputed']} disputed, {q['abstained']} abstained"))
     why: dict[str, list[str]] = {}
     for row in rep["strata"]:
+        if row.get("rates") and rep.get("positive") is None:
+            continue  # the rubric's rates are above; no --positive rate was asked for
         for reason in row["interval_null_reasons"]:
             why.setdefault(reason, []).append(row["stratum"])
     for reason, strata in why.items():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalh.numbers import money
+
 if TYPE_CHECKING:
     from evalh.core.plan import RunPlan, SuitePlan
     from evalh.models import CaseResult, Run
@@ -69,7 +71,7 @@ class ProgressObserver:
     def cost_text(self) -> str:
         """`$0.0123`; with unpriced results `$0.0123 + cost unknown (N)`, or `cost unknown (N)`
         when no result had a price: an unknown cost is not $0 (as in the results table)."""
-        known = f"${self.cost:.4f}" if self.cost is not None else ""
+        known = money(self.cost, none="")
         if not self.cost_unknown:
             return known or "$0.0000"
         unknown = f"cost unknown ({self.cost_unknown})"

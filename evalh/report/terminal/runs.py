@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalh.numbers import num
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -20,7 +22,7 @@ def render_runs(rows: list[dict[str, Any]], title: str, console: Console) -> Non
         table.add_column(col)
     for row in rows:
         sha = (row["git_sha"] or "–")[:8] + ("*" if row["dirty"] else "")
-        rates = "  ".join(f"{n} {'n/a' if v is None else f'{v:.0%}'}" for n, v in row["suites"].items())
+        rates = "  ".join(f"{n} {num(v, '.0%', none='n/a')}" for n, v in row["suites"].items())
         if row["resume"]:
             rates = f"resume with: {row['resume']}"
         elif row["status"] == "running" and not row["suites"]:
