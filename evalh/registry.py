@@ -1,13 +1,31 @@
-"""Registries of target kinds and scorer types.
+"""Registries of target kinds, scorer types, providers and report formats.
 
-Built-ins are registered the way a plugin would be: a kind or type name mapped to the
-module that defines its `Config` model and its `build` factory. Modules are imported only
-when a config names them, and provider SDKs only inside `build`, so `evalh --help` stays
-fast.
+Built-ins are registered the way a plugin is: a name mapped to the module that defines it.
+Installed packages add their own through entry points, one group per kind::
+
+    [project.entry-points."evalh.scorers"]
+    my_scorer = "my_pkg.scorer"          # a module with CONFIGS and build(config, root)
+
+    [project.entry-points."evalh.targets"]
+    my_target = "my_pkg.target"          # a module with CONFIGS and build(config, root)
+
+    [project.entry-points."evalh.providers"]
+    my_provider = "my_pkg.provider"      # a module with KEY_ENV, resolve_base_url, make_backend
+
+    [project.entry-points."evalh.report_formats"]
+    my_format = "my_pkg.report_format"   # a module with SUFFIX and render(runs, baseline)
+
+What each module defines is the Protocol of its kind, in evalh.scorers.base, evalh.targets.base,
+evalh.providers.base and evalh.report.formats (docs/plugins.md). Nothing is imported to
+register a name: entry points are read (metadata only) the first time a name is looked up,
+and a module is imported only when a config names it, so `evalh --help` stays fast. A
+plugin cannot replace a built-in: an entry point of a built-in's name is ignored, and listed
+as shadowed by `evalh plugins`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import ModuleType
 
 TARGET_KINDS: dict[str, str] = {
@@ -34,15 +52,126 @@ SCORER_TYPES: dict[str, str] = {
     "classification": "evalh.core.classify",
 }
 
-def target_module(kind: str) -> ModuleType:
-    """The module of a target kind (`evalh.imports.ImportFailure` when it cannot be imported)."""
+PROVIDERS: dict[str, str] = {
+    "anthropic": "evalh.providers.anthropic",
+    "openai": "evalh.providers.openai",
+}
+
+REPORT_FORMATS: dict[str, str] = {}
+"""Report formats added by plugins (`evalh report --format NAME`); the built-in ones
+(table, md, json, html) are the report command's own."""
+
+GROUPS: dict[str, str] = {
+    "evalh.scorers": "scorer",
+    "evalh.targets": "target",
+    "evalh.providers": "provider",
+    "evalh.report_formats": "report_format",
+}
+"""Entry-point group → the kind of plugin it registers."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point found in an installed distribution."""
+
+    kind: str
+    """scorer, target, provider or report_format."""
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+    status: str = "loaded"
+    """`loaded` (registered), `shadowed` (a built-in has the name) or `invalid` (its value
+    is not a module path)."""
+
+
+_TABLES: dict[str, dict[str, str]] = {
+    "scorer": SCORER_TYPES, "target": TARGET_KINDS, "provider": PROVIDERS,
+    "report_format": REPORT_FORMATS,
+}
+_found: list[Plugin] | None = None
+
+
+def _entry_points(group: str) -> list[object]:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=group))
+
+
+def load_plugins(*, reload: bool = False) -> list[Plugin]:
+    """Read the entry points of every group once (or again with `reload`) and register
+    their names; the list of what was found, in group and name order."""
+    global _found
+    if _found is not None and not reload:
+        return _found
+    if reload and _found is not None:
+        for p in _found:
+            if p.status == "loaded":
+                _TABLES[p.kind].pop(p.name, None)
+    found: list[Plugin] = []
+    for group, kind in GROUPS.items():
+        table = _TABLES[kind]
+        for ep in sorted(_entry_points(group), key=lambda e: getattr(e, "name", "")):
+            name: str = getattr(ep, "name", "")
+            value: str = getattr(ep, "value", "")
+            dist = getattr(ep, "dist", None)
+            dist_name = getattr(dist, "name", None) if dist is not None else None
+            version = getattr(dist, "version", None) if dist is not None else None
+            module, _, attr = value.partition(":")
+            module = module.strip()
+            if attr or not module or not all(part.isidentifier() for part in module.split(".")):
+                status = "invalid"
+            elif name in table:
+                status = "shadowed"
+            else:
+                status = "loaded"
+                table[name] = module
+            found.append(Plugin(kind, name, module, dist_name, version, status))
+    _found = found
+    return found
+
+
+def target_kinds() -> dict[str, str]:
+    load_plugins()
+    return TARGET_KINDS
+
+
+def scorer_types() -> dict[str, str]:
+    load_plugins()
+    return SCORER_TYPES
+
+
+def providers() -> dict[str, str]:
+    load_plugins()
+    return PROVIDERS
+
+
+def report_formats() -> dict[str, str]:
+    load_plugins()
+    return REPORT_FORMATS
+
+
+def _import(table: dict[str, str], name: str) -> ModuleType:
     from evalh.imports import import_user_module
 
-    return import_user_module(TARGET_KINDS[kind], what="plugin")
+    return import_user_module(table[name], what="plugin")
+
+
+def target_module(kind: str) -> ModuleType:
+    """The module of a target kind (`evalh.imports.ImportFailure` when it cannot be imported)."""
+    return _import(target_kinds(), kind)
 
 
 def scorer_module(type_: str) -> ModuleType:
     """The module of a scorer type (`evalh.imports.ImportFailure` when it cannot be imported)."""
-    from evalh.imports import import_user_module
+    return _import(scorer_types(), type_)
 
-    return import_user_module(SCORER_TYPES[type_], what="plugin")
+
+def provider_module(name: str) -> ModuleType:
+    """The module of a provider (`evalh.imports.ImportFailure` when it cannot be imported)."""
+    return _import(providers(), name)
+
+
+def report_format_module(name: str) -> ModuleType:
+    """The module of a plugin report format (`ImportFailure` when it cannot be imported)."""
+    return _import(report_formats(), name)

@@ -33,10 +33,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evalh.fields import MISSING, pick, short
 from evalh.models import Case, CaseResult, Score
-from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.base import ScoreContext, Scorer, ScorerConfig, SuiteView
 
 if TYPE_CHECKING:
-    from evalh.core.plan import SuitePlan
     from evalh.services import RunServices
 
 Outcome = Literal["tp", "fp", "tn", "fn", "errored"]
@@ -268,7 +267,7 @@ def suite_confusion(config: ClassificationConfig, results: Iterable[CaseResult])
     }
 
 
-class ClassificationScorer:
+class ClassificationScorer(Scorer):
     kind = "deterministic"
 
     def __init__(self, config: ClassificationConfig) -> None:
@@ -295,7 +294,7 @@ class ClassificationScorer:
         )
 
     async def finalize(
-        self, suite: SuitePlan, results: list[CaseResult], services: RunServices
+        self, suite: SuiteView, results: list[CaseResult], services: RunServices
     ) -> dict[str, Any]:
         """The suite-level confusion report, kept in the run under this scorer's name."""
         return suite_confusion(self.config, results)

@@ -28,6 +28,14 @@ from evalh.providers.resilience import (
     parse_retry_after,
 )
 
+KEY_ENV = "ANTHROPIC_API_KEY"
+"""The key's variable when a config names no `api_key_env` (evalh.providers.base.ProviderModule)."""
+
+
+def make_backend(config: ProviderConfig, api_key: str) -> AnthropicBackend:
+    """The provider's client (evalh.providers.base.ProviderModule)."""
+    return AnthropicBackend(config, api_key)
+
 
 def resolve_base_url(config: ProviderConfig) -> str:
     return config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"

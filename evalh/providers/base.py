@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -65,8 +65,9 @@ class ProviderConfig(BaseModel):
          "backoff_base_s", "backoff_max_s"}
     )
 
-    provider: Literal["anthropic", "openai"]
-    """`anthropic` (the official SDK) or `openai` (any OpenAI-compatible server, via aiohttp)."""
+    provider: str
+    """`anthropic` (the official SDK), `openai` (any OpenAI-compatible server, via aiohttp),
+    or a provider an installed plugin registers (`evalh plugins` lists them)."""
     model: str
     """The model id sent to the provider; also the key of its price."""
     base_url: str | None = None
@@ -96,6 +97,16 @@ class ProviderConfig(BaseModel):
     backoff_max_s: float = Field(30.0, ge=0)
     """Cap of one backoff wait (a server's `retry-after` is honoured even when longer)."""
 
+    @field_validator("provider")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from evalh import registry
+
+        if name not in registry.providers():
+            known = ", ".join(sorted(registry.providers()))
+            raise ValueError(f"unknown provider {name!r} (known: {known})")
+        return name
+
     @field_validator("base_url")
     @classmethod
     def _no_credentials_in_url(cls, url: str | None) -> str | None:
@@ -105,7 +116,42 @@ class ProviderConfig(BaseModel):
         return url
 
     def key_env(self) -> str:
-        return self.api_key_env or ("ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY")
+        if self.api_key_env:
+            return self.api_key_env
+        from evalh import registry
+
+        module: ProviderModule = registry.provider_module(self.provider)
+        return module.KEY_ENV
+
+
+class ProviderModule(Protocol):
+    """What a provider's module defines: the built-in `evalh.providers.anthropic` and
+    `evalh.providers.openai`, and a plugin's module named by an `evalh.providers` entry point
+    (docs/plugins.md). Everything above the wire — cache, retries, limits, prices, budget —
+    is evalh's (`evalh.providers.registry.get_provider`)."""
+
+    KEY_ENV: str
+    """The environment variable holding the key when a config names no `api_key_env`."""
+
+    def resolve_base_url(self, config: ProviderConfig) -> str:
+        """The server a config calls (its `base_url`, else the provider's default)."""
+        ...
+
+    def make_backend(self, config: ProviderConfig, api_key: str) -> Backend:
+        """One client for `config.base_url` (already resolved): its `send` makes one attempt
+        and raises `TransientError` (retried) or `PermanentError`."""
+        ...
+
+
+class Backend(Protocol):
+    """The wire client a provider module makes; shared by every request to its endpoint."""
+
+    provider: str
+    base_url: str
+
+    async def send(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...
 
 
 @dataclass

@@ -41,6 +41,14 @@ from evalh.providers.resilience import (
 )
 from evalh.snapshot import redact_url
 
+KEY_ENV = "OPENAI_API_KEY"
+"""The key's variable when a config names no `api_key_env` (evalh.providers.base.ProviderModule)."""
+
+
+def make_backend(config: ProviderConfig, api_key: str) -> OpenAIBackend:
+    """The provider's client (evalh.providers.base.ProviderModule)."""
+    return OpenAIBackend(config, api_key)
+
 
 def resolve_base_url(config: ProviderConfig) -> str:
     url = config.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"

@@ -18,25 +18,23 @@ import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from evalh.models import sha256_of
-from evalh.providers.base import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from evalh.providers.base import (
+    Backend,
+    ChatRequest,
+    ChatResponse,
+    ProviderConfig,
+    ProviderError,
+    ProviderModule,
+)
 from evalh.providers.prices import cost_usd
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_retries
 from evalh.snapshot import redact_url
 
 if TYPE_CHECKING:
     from evalh.services import RunServices
-
-
-class Backend(Protocol):
-    provider: str
-    base_url: str
-
-    async def send(self, request: ChatRequest) -> ChatResponse: ...
-
-    async def aclose(self) -> None: ...
 
 
 def _estimate_tokens(request: ChatRequest) -> int:
@@ -134,15 +132,21 @@ def api_key_for(config: ProviderConfig) -> str:
     return key
 
 
+def _provider_module(config: ProviderConfig) -> ProviderModule:
+    """The module of `config.provider` in `evalh.registry.PROVIDERS` (built-in or plugin)."""
+    from evalh import registry
+    from evalh.imports import ImportFailure
+
+    try:
+        module: ProviderModule = registry.provider_module(config.provider)
+    except ImportFailure as exc:
+        raise ProviderError(str(exc), retryable=False) from None
+    return module
+
+
 def _make_backend(config: ProviderConfig, base_url: str, key: str) -> Backend:
     live = config.model_copy(update={"base_url": base_url})
-    if config.provider == "anthropic":
-        from evalh.providers.anthropic import AnthropicBackend
-
-        return AnthropicBackend(live, key)
-    from evalh.providers.openai import OpenAIBackend
-
-    return OpenAIBackend(live, key)
+    return _provider_module(config).make_backend(live, key)
 
 
 def _resolved_base_url(config: ProviderConfig, services: RunServices) -> str:
@@ -150,11 +154,7 @@ def _resolved_base_url(config: ProviderConfig, services: RunServices) -> str:
 
     if config.base_url and is_mock_url(config.base_url):
         return mock_base_url(config.base_url, config.provider, services)
-    if config.provider == "anthropic":
-        from evalh.providers.anthropic import resolve_base_url
-    else:
-        from evalh.providers.openai import resolve_base_url
-    return resolve_base_url(config)
+    return _provider_module(config).resolve_base_url(config)
 
 
 def limits_name(provider: str, base_url: str) -> str:

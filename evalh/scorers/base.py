@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from evalh.models import Case, Score
 
 if TYPE_CHECKING:
+    from evalh.models import CaseResult
     from evalh.services import RunServices
     from evalh.targets.base import TargetOutput
 
@@ -42,10 +43,39 @@ class ScoreContext:
 
 
 class Scorer(Protocol):
+    """What a scorer type's `build(config, root)` returns (built-in or plugin).
+
+    `score` is required. The hooks below are optional: subclass `Scorer` to inherit their
+    no-op defaults and override the ones you need (docs/plugins.md). A default does exactly
+    what a scorer without the hook gets.
+    """
+
     config: ScorerConfig
     kind: ClassVar[Literal["deterministic", "judge"]]
+    """`judge` scorers' failures are `judge_error` (never the product's), and they are
+    refused on their own subject's model."""
 
     async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score: ...
+
+    async def prepare(self, suite: SuiteView, services: RunServices) -> dict[str, Any] | None:
+        """Before the suite's first case (calibration, a client): suite details to record
+        under the scorer's name, or None."""
+        return None
+
+    async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
+        """After the suite's last case, with every result (suite-level figures, or a pass
+        over all results): details to record under the scorer's name, or None."""
+        return None
+
+    def guard_self_judge(self, suite: SuiteView, services: RunServices) -> dict[str, Any] | None:
+        """Before the suite runs: raise `EvalhError` to refuse judging its own subject,
+        or return details to record; None when there is nothing to say."""
+        return None
+
+    def incomplete(self, score: Score | None) -> bool:
+        """Whether `evalh rejudge` judges this stored score again (default: missing or
+        failed)."""
+        return score is None or score.error is not None
 
 
 class ArmView(Protocol):
@@ -76,7 +106,7 @@ class SuiteView(Protocol):
         ...
 
 
-class DeterministicScorer:
+class DeterministicScorer(Scorer):
     """Base of the deterministic scorers: a sync `check` wrapped as the async `score`."""
 
     kind: ClassVar[Literal["deterministic"]] = "deterministic"

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from evalh.imports import import_callable
 from evalh.models import Case, Score
-from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.base import ScoreContext, Scorer, ScorerConfig
 
 
 class CustomConfig(ScorerConfig):
@@ -31,7 +31,7 @@ class CustomConfig(ScorerConfig):
 CONFIGS: dict[str, type[ScorerConfig]] = {"custom": CustomConfig}
 
 
-class CustomScorer:
+class CustomScorer(Scorer):
     kind = "deterministic"
 
     def __init__(self, config: CustomConfig, root: Path) -> None:

@@ -1,0 +1,127 @@
+"""Plugins by entry point, in-process: the demo plugin of tests/plugin_pkg found through a
+dist-info on sys.path (as an installed package is), its scorer, target and provider used by
+a suite; names a built-in has and entry points that name no module are not registered.
+(tests/test_installed.py installs the same package with pip into the wheel's venv.)"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from evalh import registry
+from evalh.cli.main import app
+
+PLUGIN = Path(__file__).resolve().parent / "plugin_pkg"
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def entry_points_txt(extra: dict[str, dict[str, str]] | None = None) -> str:
+    groups = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]["entry-points"]
+    for group, eps in (extra or {}).items():
+        groups.setdefault(group, {}).update(eps)
+    return "".join(f"[{g}]\n" + "".join(f"{n} = {v}\n" for n, v in eps.items()) + "\n"
+                   for g, eps in groups.items())
+
+
+@pytest.fixture
+def plugin_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    site = tmp_path_factory.mktemp("site")
+    info = site / "evalh_demo_plugin-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evalh-demo-plugin\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(entry_points_txt({
+        "evalh.scorers": {"exact": "evalh_demo_plugin.scorer", "broken": "evalh_demo_plugin.scorer:build"},
+    }))
+    sys.path[:0] = [str(site), str(PLUGIN / "src")]
+    registry.load_plugins(reload=True)
+    yield
+    for p in (str(site), str(PLUGIN / "src")):
+        sys.path.remove(p)
+    registry.load_plugins(reload=True)
+    for name in [m for m in sys.modules if m.startswith("evalh_demo_plugin")]:
+        del sys.modules[name]
+
+
+def project(root: Path) -> Path:
+    (root / "cases.jsonl").write_text(
+        '{"id": "short", "input": {"text": "hello"}}\n'
+        '{"id": "long", "input": {"text": "a sentence well over twenty characters"}}\n')
+    (root / "evalh.toml").write_text(
+        '[suites.demo]\ndataset = "cases.jsonl"\ntarget = { kind = "demo_shout" }\n'
+        'scorers = [{ type = "demo_length", max_chars = 20 }]\n')
+    return root / "evalh.toml"
+
+
+def test_a_suite_runs_on_the_plugin_scorer_target_and_provider(
+    plugin_installed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEMO_ECHO_KEY", "sk-demo-secret-0123456789")
+    config = project(tmp_path)
+    assert invoke("validate", "--config", str(config)).exit_code == 0
+    result = invoke("run", "--config", str(config), "--json")
+    assert result.exit_code == 1, result.output  # the long case fails the length scorer
+    doc = json.loads(result.stdout)
+    run = json.loads(Path(doc["path"]).read_bytes())
+    suite = run["suites"]["demo"]
+    by_id = {r["case_id"]: r for r in suite["cases"]}
+    assert by_id["short"]["output"] == "HELLO"  # the provider's reply, through the target
+    assert by_id["short"]["status"] == "passed" and by_id["long"]["status"] == "failed"
+    assert "at most 20" in by_id["long"]["scores"][0]["rationale"]
+    assert suite["details"]["demo_length"] == {"longest": len("a sentence well over twenty characters")}
+    assert "sk-demo-secret" not in Path(doc["path"]).read_text()
+
+
+def test_evalh_plugins_lists_loaded_shadowed_and_invalid(plugin_installed: None) -> None:
+    result = invoke("plugins", "--json")
+    assert result.exit_code == 0
+    rows = {(r["kind"], r["name"]): r for r in json.loads(result.stdout)["plugins"]}
+    assert rows[("scorer", "demo_length")]["status"] == "loaded"
+    assert rows[("scorer", "demo_length")]["distribution"] == "evalh-demo-plugin"
+    assert rows[("target", "demo_shout")]["status"] == "loaded"
+    assert rows[("provider", "demo_echo")]["status"] == "loaded"
+    assert rows[("report_format", "demo_csv")]["status"] == "loaded"
+    assert rows[("scorer", "exact")]["status"] == "shadowed"
+    assert registry.SCORER_TYPES["exact"] == "evalh.scorers.match"  # the built-in wins
+    assert rows[("scorer", "broken")]["status"] == "invalid"
+    assert "broken" not in registry.SCORER_TYPES
+
+
+def test_unknown_names_list_plugin_types_and_go_away_with_the_plugin(tmp_path: Path) -> None:
+    config = project(tmp_path)
+    result = invoke("validate", "--config", str(config))  # not installed: one line, exit 2
+    assert result.exit_code == 2
+    assert "unknown target kind 'demo_shout'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_scorer_type_names_the_installed_plugins(plugin_installed: None, tmp_path: Path) -> None:
+    config = project(tmp_path)
+    config.write_text(config.read_text().replace("demo_length", "demo_lenght"))
+    result = invoke("validate", "--config", str(config))
+    assert result.exit_code == 2
+    assert "unknown scorer type 'demo_lenght'" in result.stderr and "demo_length" in result.stderr
+
+
+def test_providers_are_validated_against_the_registry(plugin_installed: None) -> None:
+    from pydantic import ValidationError
+
+    from evalh.providers.base import ProviderConfig
+
+    assert ProviderConfig(provider="demo_echo", model="m").key_env() == "DEMO_ECHO_KEY"
+    assert ProviderConfig(provider="anthropic", model="m").key_env() == "ANTHROPIC_API_KEY"
+    with pytest.raises(ValidationError, match="unknown provider 'nope'.*demo_echo"):
+        ProviderConfig(provider="nope", model="m")
+
+
+def test_reading_entry_points_imports_no_plugin_module(plugin_installed: None) -> None:
+    registry.load_plugins(reload=True)
+    assert not [m for m in sys.modules if m.startswith("evalh_demo_plugin")]
