@@ -123,9 +123,9 @@ class ModelTarget:
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
         from evalh.providers import ChatRequest, get_provider
-        from evalh.targets.pacing import pace
+        from evalh.targets.pacing import before_call
 
-        await pace(self.config, ctx.services)
+        await before_call(self.config, case, ctx.services)
         system, messages = self.render(case)
         services = ctx.services
         cache = services.cache

@@ -1,4 +1,11 @@
-"""`pace_ms`: a pause between the calls of one target (the reference harness's `--sleep-ms`).
+"""What every target does before it is called: refuse a case whose generation failed, and
+wait for its pace.
+
+A generated case the generator could not write (`metadata.generation_error`,
+`evalh.core.generate`) never reaches the target: the call raises `GenerationFailed`, and the
+run records the case `errored` with that error type.
+
+`pace_ms`: a pause between the calls of one target (the reference harness's `--sleep-ms`).
 
 Calls of a paced target start at least `pace_ms` apart, across the suite's concurrency. The
 pause is a wait evalh imposes, like a rate limit (`evalh.providers.waits.waiting`): it is
@@ -14,6 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalh.services import RunServices
+
+
+class GenerationFailed(Exception):
+    """The case was never written: its generation failed (the message says why)."""
+
+
+async def before_call(config: Any, case: Any, services: RunServices | None) -> None:
+    """Refuse a failed generation, then pace the call."""
+    metadata = getattr(case, "metadata", None)
+    problem = getattr(metadata, "generation_error", None) if metadata is not None else None
+    if problem:
+        raise GenerationFailed(f"the case could not be generated: {problem}")
+    await pace(config, services)
 
 
 class Pacer:

@@ -50,9 +50,9 @@ class PythonTarget:
         self._is_async = inspect.iscoroutinefunction(self._fn)
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
-        from evalh.targets.pacing import pace
+        from evalh.targets.pacing import before_call
 
-        await pace(self.config, ctx.services)
+        await before_call(self.config, case, ctx.services)
         arg = case if self._wants_case else case.input
         if self._is_async:
             result = await self._fn(arg)
