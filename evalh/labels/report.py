@@ -397,8 +397,9 @@ def _rate(
             hits.append(hit)
             if why:
                 whys.append(why)
-                incomplete[why] += 1
         outcome = True if any(hits) else (None if whys else False)
+        if outcome is None:  # an error on any attempt settles the item; else every gap counts
+            incomplete.update(whys)
         work.append(WorkItem(key=qs[0].result.case_id, results=[q.result for q in qs], outcome=outcome))
     verdict = interval_where_valid(
         work, source="human", arms=arms, attested_random=random_sample, claim_rate=rate.claim_field is not None,
