@@ -120,8 +120,8 @@ class DashboardApi:
                 "baseline": self.baseline() == run_id}
 
     def report(self, run_id: str) -> dict[str, Any]:
-        """The run's report (`build_report`), without the raw-attempts rows, which the
-        case list pages through."""
+        """The run's report (`build_report`), without the raw-attempts and raw-runs rows,
+        which the case list pages through."""
         loaded = self.index.load(run_id)
         if "report" not in loaded.extra:
             from evalh.gcpause import gc_paused
@@ -134,6 +134,8 @@ class DashboardApi:
                 for arm in suite["arms"]:
                     if arm.get("repeats"):
                         arm["repeats"]["raw"] = []
+                    if arm.get("runs"):  # the raw-runs table too (a row per result)
+                        arm["runs"]["rows"], arm["runs"]["arithmetic"] = [], []
             loaded.extra["report"] = report
         return loaded.extra["report"]
 
