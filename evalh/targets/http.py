@@ -19,7 +19,8 @@ value redacted there). Every credential evalh sends is a registered secret, scru
 everything evalh writes or shows should the product echo it: header values, `${VAR}`
 values, the user, password and `Authorization: Basic` value of a `user:pass@` URL, and
 the values of credential-looking query parameters (`?token=`, `?api_key=`, `?sig=`). Every
-request carries `X-Evalh-Run-Id`, `X-Evalh-Case-Id` and `X-Evalh-Attempt`.
+request carries `X-Evalh-Run-Id`, `X-Evalh-Case-Id`, `X-Evalh-Attempt` and `X-Evalh-Seed` (the
+attempt's seed, `evalh.core.shuffle`); the body template sees `attempt` and `seed` too.
 
 429, 5xx, timeouts and dropped connections are retried like provider calls (backoff,
 `retry-after`, bounded attempts); any other non-2xx reply, or a 2xx that is not JSON,
