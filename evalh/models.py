@@ -140,8 +140,10 @@ class CaseResult(_Model):
     given to the target through `evalh.context.current()` and used for its shuffle."""
 
 
-class Aggregate(_Model):
-    """Counts with their denominators. A rate over zero is null, never 0 or 1."""
+class Counts(_Model):
+    """Outcomes of a set of results with their denominators (`core.aggregate` counts them;
+    a run's `Aggregate` and a report's counts are these). A rate over zero is null, never 0
+    or 1."""
 
     n: int = 0
     passed: int = 0
@@ -153,8 +155,20 @@ class Aggregate(_Model):
     """passed / (passed + failed): errored and judge_error are counted apart."""
     pass_rate_denominator: int = 0
     error_rate: float | None = None
+    """errored / `error_rate_denominator`."""
     mean_score: float | None = None
     mean_score_denominator: int = 0
+    """Passed and failed results with a score."""
+
+    @property
+    def error_rate_denominator(self) -> int:
+        """The results that ran: every one but the skipped ones."""
+        return self.n - self.skipped
+
+
+class Aggregate(Counts):
+    """A suite's or an arm's counts, tokens, cost and latency (stored in the run)."""
+
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from evalh import models
 
 REPORT_SCHEMA = "evalh.report/1"
 
@@ -22,24 +24,25 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Counts(_Out):
-    """Outcomes of a set of results. `errored` and `judge_error` are counted apart and
-    never enter `pass_rate` (passed / (passed + failed))."""
+class Counts(models.Counts):
+    """Outcomes of a set of results: the run's counts (`evalh.models.Counts`), with
+    `error_rate_denominator` beside `error_rate` in the JSON. `errored` and `judge_error`
+    are counted apart and never enter `pass_rate` (passed / (passed + failed))."""
 
-    n: int = 0
-    passed: int = 0
-    failed: int = 0
-    errored: int = 0
-    judge_error: int = 0
-    skipped: int = 0
-    pass_rate: float | None = None
-    pass_rate_denominator: int = 0
-    error_rate: float | None = None
-    """errored / (n − skipped)."""
-    error_rate_denominator: int = 0
-    mean_score: float | None = None
-    mean_score_denominator: int = 0
-    """Passed and failed results with a score."""
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def of(cls, agg: models.Counts) -> Counts:
+        return cls(**{name: getattr(agg, name) for name in models.Counts.model_fields})
+
+    @model_serializer(mode="wrap")
+    def _with_error_rate_denominator(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        for key, value in handler(self).items():
+            doc[key] = value
+            if key == "error_rate":
+                doc["error_rate_denominator"] = self.error_rate_denominator
+        return doc
 
 
 class Interval(_Out):

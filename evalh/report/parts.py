@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from evalh.core.aggregate import aggregate, percentile
+from evalh.core.aggregate import aggregate, percentile, rate
 from evalh.models import Aggregate, CaseResult, Score
 from evalh.report.models import (
     Breakdown,
@@ -36,22 +36,10 @@ a `pass_verdicts` list."""
 MISSING = "(none)"
 
 
-def _rate(num: int, den: int) -> float | None:
-    return num / den if den else None
-
-
 def counts(results: Sequence[CaseResult], agg: Aggregate | None = None) -> Counts:
     """Outcome counts with denominators, from the one `aggregate` the runner uses
     (`agg`: that aggregate of `results`, when the caller already has it)."""
-    agg = agg or aggregate(results)
-    den = agg.n - agg.skipped
-    return Counts(
-        n=agg.n, passed=agg.passed, failed=agg.failed, errored=agg.errored,
-        judge_error=agg.judge_error, skipped=agg.skipped, pass_rate=agg.pass_rate,
-        pass_rate_denominator=agg.pass_rate_denominator, error_rate=_rate(agg.errored, den),
-        error_rate_denominator=den, mean_score=agg.mean_score,
-        mean_score_denominator=agg.mean_score_denominator,
-    )
+    return Counts.of(agg or aggregate(results))
 
 
 def economics(results: Sequence[CaseResult], agg: Aggregate | None = None) -> Economics:
@@ -121,7 +109,7 @@ def verdicts(results: Sequence[CaseResult]) -> list[VerdictDistribution]:
         for scorer in sorted(table):
             c = table[scorer]
             total = sum(c.values())
-            rows = [VerdictCount(verdict=v, count=n, share=_rate(n, total), denominator=total)
+            rows = [VerdictCount(verdict=v, count=n, share=rate(n, total), denominator=total)
                     for v, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
             out.append(VerdictDistribution(scorer=scorer, level=level, total=total, verdicts=rows))  # type: ignore[arg-type]
     return out
@@ -233,7 +221,7 @@ def tool_usage(results: Sequence[CaseResult]) -> ToolUsage | None:
                 decisive[r.case_id] = decisive.get(r.case_id, False) or r.status in BAD
         bad = sum(decisive.values())
         rows.append(ToolRow(tool=tool, cases=len({r.case_id for r in rs}), results=len(rs),
-                            calls=calls[tool], bad=bad, bad_share=_rate(bad, len(decisive)),
+                            calls=calls[tool], bad=bad, bad_share=rate(bad, len(decisive)),
                             denominator=len(decisive)))
     rows.sort(key=lambda t: (-(t.bad_share or 0.0), -t.cases, t.tool))
     return ToolUsage(rows=rows, results_with_trace=with_trace,
