@@ -189,3 +189,13 @@ def test_a_plugin_installed_with_pip_runs_a_suite(venv: Venv, tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-2000:]
     run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
     assert run["suites"]["demo"]["cases"][0]["output"] == "HI THERE"
+
+
+def test_the_pytest_plugin_comes_with_the_wheel(venv: Venv, tmp_path: Path) -> None:
+    """The `pytest11` entry point: a user's test gets the `evalh` fixture without `-p`."""
+    project = tmp_path / "withtests"
+    project.mkdir()
+    venv.run("evalh", "init", "-q", cwd=project)
+    (project / "test_evals.py").write_text('def test_smoke(evalh):\n    evalh.check("smoke")\n')
+    proc = venv.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_evals.py", cwd=project)
+    assert "1 passed" in proc.stdout
