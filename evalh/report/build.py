@@ -16,6 +16,7 @@ from evalh.core.aggregate import aggregate
 from evalh.models import CaseResult, Run, SuiteResult
 from evalh.report.models import ArmReport, BaselineVerdict, Headline, Report, RunHeader, SuiteReport
 from evalh.report.parts import breakdown, counts, economics, tool_usage, verdicts, worst_cases
+from evalh.report.raw_runs import raw_runs
 from evalh.report.repeats import interval, repeats
 
 
@@ -127,7 +128,8 @@ def arm_report(
         counts=counts(results, agg), interval=interval(results, regime),
         economics=economics(results, agg), verdicts=verdicts(results),
         worst=worst_cases(results, worst), breakdowns=[breakdown(results, f) for f in by],
-        tools=tool_usage(results), repeats=repeats(results),
+        tools=tool_usage(results), repeats=(rep := repeats(results)),
+        runs=raw_runs(results) if rep is not None else None,
     )
 
 
