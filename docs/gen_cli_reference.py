@@ -22,7 +22,7 @@ WIDTH = 80
 ORDER = [
     ["init"], ["run"], ["validate"], ["runs"], ["show"], ["baseline"], ["baseline", "set"],
     ["baseline", "show"], ["baseline", "noise"], ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"],
-    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["mock-provider"],
+    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["mock-provider"], ["plugins"],
 ]
 
 HEADER = """\

@@ -256,8 +256,8 @@ def _target(path: Path, where: str, raw: Any) -> TargetConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: {where}: expected 'module:function' or a table with `kind`")
     kind = raw.get("kind")
-    if kind not in registry.TARGET_KINDS:
-        known = ", ".join(sorted(registry.TARGET_KINDS))
+    if kind not in registry.target_kinds():  # built-ins and installed plugins
+        known = ", ".join(sorted(registry.target_kinds()))
         raise ConfigError(f"{path}: {where}.kind: unknown target kind {kind!r} (known: {known})")
     model = _kind_module(path, f"{where}.kind", registry.target_module, kind).CONFIGS[kind]
     try:
@@ -270,8 +270,8 @@ def _scorer(path: Path, where: str, raw: Any) -> ScorerConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: {where}: expected a table with `type`")
     type_ = raw.get("type")
-    if type_ not in registry.SCORER_TYPES:
-        known = ", ".join(sorted(registry.SCORER_TYPES))
+    if type_ not in registry.scorer_types():  # built-ins and installed plugins
+        known = ", ".join(sorted(registry.scorer_types()))
         raise ConfigError(f"{path}: {where}.type: unknown scorer type {type_!r} (known: {known})")
     model = _kind_module(path, f"{where}.type", registry.scorer_module, type_).CONFIGS[type_]
     try:

@@ -1,4 +1,4 @@
-"""`evalh label import` and `evalh label report`."""
+"""`evalh label import`, `evalh label report` and `evalh label serve`."""
 
 from __future__ import annotations
 
@@ -128,3 +128,62 @@ def report(
         out().file.write(document_text(result))
         return
     render_label_report(result, out())
+
+
+@app.command("serve")
+@translate_errors
+def serve(
+    run: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document, exported with `evalh export-requests`.")],
+    rater: Annotated[str, typer.Option("--rater", help="Your name as a rater: every rating saved on the page carries it.")],
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (0: any free port).")] = 4024,
+    host: Annotated[str, typer.Option("--host", help="Loopback address to bind (127.0.0.1, ::1 or localhost); nothing else is accepted.")] = "127.0.0.1",
+    rubric: Annotated[Path | None, typer.Option("--rubric", help="Rate under this rubric version (default: the latest export's).", exists=True, dir_okay=False)] = None,
+    config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
+) -> None:
+    """Serve a local labelling page for one rater over a run's exported requests.
+
+    The page shows each blinded request (input, output with its claim spans highlighted),
+    the rubric, and a question per field, claim field and quality dimension of the
+    request's kind, with "cannot tell" where the rubric allows null. Keys: 1–9 choose an
+    answer, 0 cannot tell, ↑/↓ move between questions, Enter save and go on, ←/→ previous
+    or next request. Progress is shown; a reload resumes at the first request not yet
+    rated. Each saved rating is validated like `evalh label import` and written atomically
+    to the ratings store. Loopback only, with the dashboard's escaping and CSP; nothing
+    hidden (labels, rationales, case names, metadata, other raters) reaches the page.
+    Stop it with Ctrl-C.
+
+    Examples:
+
+        evalh label serve RUN_ID --rater alice
+
+        evalh label serve RUN_ID --rater bob --port 0
+    """
+    from evalh.cli.project import open_store
+    from evalh.console import err, safe_text
+    from evalh.errors import EvalhError
+    from evalh.labels import load_labels, sidecar_path
+    from evalh.labels.export import sha256_of_bytes
+    from evalh.labels.store import load_store
+    from evalh.ui.label_server import LabelSession, make_label_server
+
+    store = open_store(runs_dir, config)
+    run_path = store.resolve(run)
+    doc = store.load(run)
+    labels = load_labels(sidecar_path(run_path, doc.run_id), doc.run_id)
+    digest = sha256_of_bytes(rubric.read_bytes()) if rubric is not None else None
+    session = LabelSession(doc, labels, load_store(store.runs_dir), rater, rubric=digest)
+    try:
+        server = make_label_server(session, host, port)
+    except OSError as exc:
+        raise EvalhError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another with --port)") from None
+    bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    err().print(safe_text(f"evalh labelling page for {rater} on http://{shown}:{bound_port}/ — "
+                          f"{len(session.requests)} requests of run {doc.run_id} (Ctrl-C to stop)"))
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -21,6 +21,7 @@ from evalh.cli import (
     label_cmd,
     merge_cmd,
     mock_provider_cmd,
+    plugins_cmd,
     rejudge_cmd,
     report_cmd,
     run_cmd,
@@ -51,6 +52,7 @@ app.add_typer(label_cmd.app, name="label")
 app.command("report")(report_cmd.report)
 app.command("ui")(ui_cmd.ui)
 app.command("mock-provider")(mock_provider_cmd.mock_provider)
+app.command("plugins")(plugins_cmd.plugins)
 app.command("rejudge")(rejudge_cmd.rejudge)
 app.command("compare")(compare_cmd.compare)
 app.add_typer(baseline_cmd.app, name="baseline")
