@@ -164,9 +164,10 @@ def compute_contrasts(suite: SuiteConfig, results: Sequence[CaseResult],
     return out
 
 
-def suite_claims(suite: SuiteConfig, results: Sequence[CaseResult], root: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(metrics, contrasts) of a suite's results: what the runner stores in the suite."""
-    if not suite.metrics and not suite.contrasts:
+def suite_claims(suite: SuiteConfig | None, results: Sequence[CaseResult], root: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(metrics, contrasts) of a suite's results: what the runner stores in the suite (none
+    for a suite planned without its config)."""
+    if suite is None or not suite.metrics and not suite.contrasts:
         return [], []
     from evalh.core.suite_metrics import compute_metrics
 
