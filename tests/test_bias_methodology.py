@@ -523,3 +523,14 @@ def test_http_targets_receive_attempt_and_seed() -> None:
         body = target.request_body(case)
     assert headers["X-Evalh-Attempt"] == "2" and headers["X-Evalh-Seed"] == "777"
     assert body == {"q": "why?", "attempt": 2, "seed": 777}
+
+
+def test_documents_without_the_new_fields_still_load() -> None:
+    old = {"schema": "evalh.run/1", "run_id": "r", "started_at": "t", "status": "complete",
+           "environment": {"evalh": "0", "python": "3", "platform": "p"},
+           "suites": {"s": {"dataset": {"path": "d", "sha256": "0", "cases": 1},
+                            "cases": [{"case_id": "c", "status": "passed"}]}}}
+    run = Run.model_validate(old)
+    suite = run.suites["s"]
+    assert suite.metrics == [] and suite.contrasts == []
+    assert suite.cases[0].measured is None and suite.cases[0].shuffle is None and suite.cases[0].seed is None
