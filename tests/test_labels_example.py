@@ -104,6 +104,7 @@ def _units(example: dict[str, Any], field: str) -> dict[tuple[str, str], dict[st
     return units
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt")  # statsmodels, kappa variance
 def test_agreement_matches_statsmodels_and_krippendorff(example: dict[str, Any]) -> None:
     import krippendorff
     import numpy as np
