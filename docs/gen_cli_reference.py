@@ -20,9 +20,9 @@ WIDTH = 80
 
 # A user's order: run and check, look at runs, gate, read, then the specialised commands.
 ORDER = [
-    ["init"], ["run"], ["validate"], ["runs"], ["show"], ["baseline"], ["baseline", "set"],
+    ["init"], ["run"], ["merge"], ["generate"], ["validate"], ["runs"], ["show"], ["baseline"], ["baseline", "set"],
     ["baseline", "show"], ["baseline", "noise"], ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"],
-    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["mock-provider"], ["plugins"],
+    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["label", "serve"], ["mock-provider"], ["plugins"],
 ]
 
 HEADER = """\

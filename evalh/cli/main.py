@@ -17,6 +17,7 @@ from evalh.cli import (
     baseline_cmd,
     compare_cmd,
     export_cmd,
+    generate_cmd,
     init_cmd,
     label_cmd,
     merge_cmd,
@@ -43,6 +44,7 @@ app = typer.Typer(
 app.command("init")(init_cmd.init)
 app.command("run")(run_cmd.run)
 app.command("merge")(merge_cmd.merge)
+app.command("generate")(generate_cmd.generate)
 app.command("validate")(validate_cmd.validate)
 app.command("runs")(runs_cmd.runs)
 app.command("show")(runs_cmd.show)

@@ -31,6 +31,7 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
     max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, metavar="RATE", help="Exit 1 when more than this share (0-1) of a suite's results errored or got no judgment; overrides every suite's max_error_rate (default 0.1).")] = None,
+    iterations: Annotated[int | None, typer.Option("--iterations", min=1, metavar="N", help="Generate N cases for each suite with a `generate` table (overrides its count); the run's seed draws them.")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", metavar="MODEL", help="Judge with this model instead of the configured judges (one judge, the first judge's provider settings); recorded in the run's config and checked against the subject like any judge.")] = None,
     sleep_ms: Annotated[float | None, typer.Option("--sleep-ms", min=0, metavar="MS", help="Pace every Python and model target: its calls start at least MS milliseconds apart (its pace_ms; neither latency nor timeout).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
@@ -76,6 +77,16 @@ def run(
         from evalh.core.overrides import with_judge_model, with_pace
 
         cfg = with_pace(with_judge_model(cfg, judge_model), sleep_ms)
+    from evalh.core.generate import for_run  # generated cases written and frozen before planning
+    from evalh.store import resolve_runs_dir
+
+    gen = for_run(cfg, suites=suite, runs_dir=resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir), seed=seed,
+                  iterations=iterations, max_cost_usd=max_cost, max_tokens=max_tokens, resume=resume,
+                  dry_run=dry_run, allow_self=allow_self_judge)
+    cfg, seed, max_cost, max_tokens = gen.config, gen.seed, gen.max_cost_usd, gen.max_tokens
+    for note in gen.notes:
+        if not quiet and not json_out:
+            err().print(note, markup=False, highlight=False)
     request = RunRequest(
         suites=suite, label=label, repeats=repeats, concurrency=concurrency, timeout_s=timeout,
         seed=seed, max_cost_usd=max_cost, max_tokens=max_tokens, no_cache=no_cache,

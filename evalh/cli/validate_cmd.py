@@ -28,6 +28,9 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     from evalh.core.requirements import check_cases
 
     cfg = load_config(config)
+    from evalh.core.generate import for_validate  # generating suites: corpus and templates, no call
+
+    cfg, _placeholders = for_validate(cfg)
     rows: list[dict[str, Any]] = []
     for suite in cfg.suites_in_order():
         missing = suite.missing_env()

@@ -44,8 +44,8 @@ def is_rooted(name: str) -> bool:
 def value_at(r: CaseResult, path: str) -> Any:
     """The value at a rooted path of one result (MISSING when there is none)."""
     if path in RESULT_FIELDS:
-        if path == "latency_ms" and r.cached:
-            return MISSING
+        if path == "latency_ms" and (r.cached or (r.error is not None and r.error.type == "GenerationFailed")):
+            return MISSING  # a cached reply or a case never written took no time of the target's
         v = getattr(r, path)
         return MISSING if v is None else v
     root, _, rest = path.partition(".")
