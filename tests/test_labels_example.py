@@ -183,7 +183,11 @@ def test_a_rerun_with_one_item_changed_keeps_the_other_ratings(example: dict[str
     outputs[ask] += " Also, the docs are stale."  # the claims' spans still hold; the content changed
     (root / "outputs.json").write_text(json.dumps(outputs))
     rerun = run_example(root, runs)
-    # a new run needs its own export to know its rubric; its request ids are new
+    # never exported: the rubric file says what to verify the stored ratings against
+    direct = json.loads(cli("label", "report", rerun, "--runs-dir", str(runs), "--rubric", str(root / "rubric.toml"),
+                            "--json").stdout)
+    assert (direct["counts"]["unlabelled"], direct["stale"]["ratings_of_changed_content"]) == (1, 1)
+    # exported (new request ids): the same
     cli("export-requests", rerun, "--runs-dir", str(runs), "--rubric", str(root / "rubric.toml"),
         "-o", str(example["tmp"] / "rerun.json"))
     rep = json.loads(cli("label", "report", rerun, "--runs-dir", str(runs), "--by", "split", "--json").stdout)

@@ -79,7 +79,7 @@ def report(
     positive: Annotated[str | None, typer.Option("--positive", help="The value of the request's first field whose work-item rate is reported per stratum (e.g. `defect`).")] = None,
     random_sample: Annotated[bool, typer.Option("--random-sample", help="Attest the cases are a random sample, for cases whose metadata.sampling says nothing (it never overrides a case's own sampling).")] = False,
     by: Annotated[list[str] | None, typer.Option("--by", metavar="FIELD", help="Metadata field(s) to report apart (repeatable: crossed strata, e.g. --by practice --by destination). Default: stratum.")] = None,
-    rubric: Annotated[Path | None, typer.Option("--rubric", help="Report the ratings of this rubric version (default: the latest export's).", exists=True, dir_okay=False)] = None,
+    rubric: Annotated[Path | None, typer.Option("--rubric", help="Report the ratings of this rubric file (default: the latest export's); with it, a run never exported is reported from the ratings of byte-identical requests.", exists=True, dir_okay=False)] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -110,7 +110,7 @@ def report(
     from evalh.cli.project import open_store
     from evalh.console import out
     from evalh.labels import label_report, load_labels, sidecar_path
-    from evalh.labels.export import sha256_of_bytes
+    from evalh.labels.rubric import parse_rubric
     from evalh.labels.store import load_store
     from evalh.report.terminal.labels import render_label_report
 
@@ -119,9 +119,9 @@ def report(
     doc = store.load(run)
     labels = load_labels(sidecar_path(run_path, doc.run_id), doc.run_id)
     ratings = load_store(store.runs_dir)
-    digest = sha256_of_bytes(rubric.read_bytes()) if rubric is not None else None
+    scheme = parse_rubric(rubric.read_bytes(), rubric.name) if rubric is not None else None
     result = label_report(doc, labels, ratings, suites=suite, arm=arm, positive=positive,
-                          random_sample=random_sample, by=by, rubric=digest)
+                          random_sample=random_sample, by=by, scheme=scheme)
     if json_out:
         from evalh.jsonio import document_text
 

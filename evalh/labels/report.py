@@ -143,9 +143,13 @@ def label_report(
     random_sample: bool = False,
     by: Sequence[str] | None = None,
     rubric: str | None = None,
+    scheme: Rubric | None = None,
 ) -> dict[str, Any]:
-    """The report as a dict (see the module doc). `positive` is compared as text."""
-    scheme = rubric_of(labels, rubric)
+    """The report as a dict (see the module doc). `positive` is compared as text. The
+    rubric is `scheme` when given (a rubric file: the run need not have been exported —
+    ratings of byte-identical requests of other runs apply), else the export's of digest
+    `rubric` (default: the latest)."""
+    scheme = scheme or rubric_of(labels, rubric)
     by = list(by or ["stratum"])
     chosen = suites or sorted({ref.suite for ref in labels.requests.values()}) or sorted(run.suites)
     for name in chosen:
