@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalh.config import DEFAULT_MAX_ERROR_RATE
-from evalh.models import CaseStatus, Run, Score
+from evalh.models import Aggregate, CaseStatus, DerivedFrom, GitInfo, Regime, Run, Score
 from evalh.numbers import pct
 
 if TYPE_CHECKING:
@@ -168,37 +168,114 @@ def gate_exit_code(cmp: Comparison, *, fail_on_regression: bool, fail_on_inconcl
     return 0
 
 
-def summarize(run: Run) -> dict[str, Any]:
-    """Headline numbers. Per-suite figures, never one blended pass rate across suites."""
-    totals = {"cases": 0, "passed": 0, "failed": 0, "errored": 0, "judge_error": 0, "skipped": 0}
-    per_suite: dict[str, dict[str, Any]] = {}
-    cost: float | None = None
-    tokens_in = tokens_out = 0
-    for name, s in run.suites.items():
-        a = s.aggregate
-        totals["cases"] += a.n
-        for k in ("passed", "failed", "errored", "judge_error", "skipped"):
-            totals[k] += getattr(a, k)
-        tokens_in += a.tokens_in
-        tokens_out += a.tokens_out
-        if a.cost_usd is not None:
-            cost = (cost or 0.0) + a.cost_usd
-        per_suite[name] = {
-            "regime": s.regime, "n": a.n, "passed": a.passed, "failed": a.failed,
-            "errored": a.errored, "judge_error": a.judge_error, "pass_rate": a.pass_rate,
-            "mean_score": a.mean_score,
+@dataclass(frozen=True)
+class SuiteSummary:
+    """One suite of a run, as its summaries show it."""
+
+    regime: Regime
+    cases: int
+    """The dataset's cases (not results: repeats and arms multiply those)."""
+    aggregate: Aggregate
+    arms: dict[str, Aggregate]
+    baseline_arm: str | None
+    error_gate: ErrorGate | None
+    """None for a suite without results (a partial run stopped before it)."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The one summary of a run: its identity and, per suite, the stored aggregates and the
+    error gate. The run document's `summary` (`document`) and the dashboard's history row
+    (`history_row`) are its two forms; `evalh runs` lists the pass rates the document's
+    summary stores (`evalh.run_header`)."""
+
+    run_id: str
+    label: str | None
+    status: str
+    status_reason: str | None
+    started_at: str
+    finished_at: str | None
+    git: GitInfo
+    derived_from: DerivedFrom | None
+    suites: dict[str, SuiteSummary]
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The known cost of the suites that have one; None when none has."""
+        costs = [s.aggregate.cost_usd for s in self.suites.values() if s.aggregate.cost_usd is not None]
+        return sum(costs, 0.0) if costs else None
+
+    @property
+    def deterministic_ok(self) -> bool:
+        return all(
+            s.aggregate.failed == 0 and s.aggregate.errored == 0
+            and not (s.error_gate is not None and s.error_gate.over)
+            for s in self.suites.values() if s.regime == "deterministic"
+        )
+
+    def document(self) -> dict[str, Any]:
+        """Headline numbers, as the run document stores them (`Run.summary`). Per-suite
+        figures, never one blended pass rate across suites."""
+        totals = dict.fromkeys(("cases", "passed", "failed", "errored", "judge_error", "skipped"), 0)
+        per_suite: dict[str, dict[str, Any]] = {}
+        for name, s in self.suites.items():
+            a = s.aggregate
+            totals["cases"] += a.n
+            for k in ("passed", "failed", "errored", "judge_error", "skipped"):
+                totals[k] += getattr(a, k)
+            per_suite[name] = {
+                "regime": s.regime, "n": a.n, "passed": a.passed, "failed": a.failed,
+                "errored": a.errored, "judge_error": a.judge_error, "pass_rate": a.pass_rate,
+                "mean_score": a.mean_score,
+            }
+            if s.error_gate is not None:
+                per_suite[name]["error_gate"] = s.error_gate.to_dict()
+        return {
+            **totals,
+            "tokens_in": sum(s.aggregate.tokens_in for s in self.suites.values()),
+            "tokens_out": sum(s.aggregate.tokens_out for s in self.suites.values()),
+            "cost_usd": self.cost_usd, "deterministic_ok": self.deterministic_ok,
+            "error_rate_ok": not any(s.error_gate.over for s in self.suites.values() if s.error_gate),
+            "suites": per_suite,
         }
+
+    def history_row(self) -> dict[str, Any]:
+        """The dashboard's history row: identity, status, git, and per suite and arm the
+        stored aggregates (counts with denominators, rates null over zero)."""
+        return {
+            "run_id": self.run_id, "label": self.label, "status": self.status,
+            "status_reason": self.status_reason, "started_at": self.started_at,
+            "finished_at": self.finished_at, "git": self.git.model_dump(mode="json"),
+            "derived_from": self.derived_from.model_dump(mode="json") if self.derived_from else None,
+            "suites": {
+                name: {
+                    "regime": s.regime, "cases": s.cases, "aggregate": s.aggregate.model_dump(mode="json"),
+                    "arms": {a: v.model_dump(mode="json") for a, v in s.arms.items()} if len(s.arms) > 1 else {},
+                    "baseline_arm": s.baseline_arm,
+                }
+                for name, s in self.suites.items()
+            },
+            "cost_usd": self.cost_usd,
+            "cost_suites": sum(s.aggregate.cost_usd is not None for s in self.suites.values()),
+        }
+
+
+def run_summary(run: Run) -> RunSummary:
+    """The summary of `run`, from its suites' aggregates (its cases are not read)."""
     gates = {g.suite: g for g in error_gates(run)}
-    for name, g in gates.items():
-        per_suite[name]["error_gate"] = g.to_dict()
-    gate_ok = all(
-        s.aggregate.failed == 0 and s.aggregate.errored == 0
-        and not (name in gates and gates[name].over)
-        for name, s in run.suites.items()
-        if s.regime == "deterministic"
+    return RunSummary(
+        run_id=run.run_id, label=run.label, status=run.status, status_reason=run.status_reason,
+        started_at=run.started_at, finished_at=run.finished_at, git=run.git,
+        derived_from=run.derived_from,
+        suites={
+            name: SuiteSummary(regime=s.regime, cases=s.dataset.cases, aggregate=s.aggregate,
+                               arms=dict(s.arms), baseline_arm=s.baseline_arm,
+                               error_gate=gates.get(name))
+            for name, s in run.suites.items()
+        },
     )
-    return {
-        **totals, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost,
-        "deterministic_ok": gate_ok, "error_rate_ok": not any(g.over for g in gates.values()),
-        "suites": per_suite,
-    }
+
+
+def summarize(run: Run) -> dict[str, Any]:
+    """`Run.summary`: the document form of `run_summary(run)`."""
+    return run_summary(run).document()

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from evalh.core.outcome import run_summary
 from evalh.errors import RunDocumentError, RunNotFound, first_validation_error
 from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
@@ -31,28 +32,9 @@ def _file_key(path: Path) -> FileKey:
 
 
 def history_row(run: Run) -> dict[str, Any]:
-    """The history row of a run: identity, status, git, and per suite and arm the stored
-    aggregates (counts with denominators, rates null over zero)."""
-    suites: dict[str, Any] = {}
-    costs = []
-    for name, s in run.suites.items():
-        agg = s.aggregate.model_dump(mode="json")
-        suites[name] = {
-            "regime": s.regime, "cases": s.dataset.cases, "aggregate": agg,
-            "arms": {a: v.model_dump(mode="json") for a, v in s.arms.items()} if len(s.arms) > 1 else {},
-            "baseline_arm": s.baseline_arm,
-        }
-        if s.aggregate.cost_usd is not None:
-            costs.append(s.aggregate.cost_usd)
-    return {
-        "run_id": run.run_id, "label": run.label, "status": run.status,
-        "status_reason": run.status_reason, "started_at": run.started_at,
-        "finished_at": run.finished_at, "git": run.git.model_dump(mode="json"),
-        "derived_from": run.derived_from.model_dump(mode="json") if run.derived_from else None,
-        "suites": suites,
-        "cost_usd": sum(costs) if costs else None,
-        "cost_suites": len(costs),
-    }
+    """The history row of a run: the dashboard's form of its one summary
+    (`core.outcome.run_summary`)."""
+    return run_summary(run).history_row()
 
 
 def _split(raw: dict[str, Any], shown: str) -> tuple[Run, dict[str, list[Any]]]:
