@@ -109,7 +109,8 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
         import anthropic  # noqa: F401
 
     from evalh.config import load_config
-    from evalh.core.session import RunOptions, execute, prepare_run
+    from evalh.core.prepare import RunOptions, prepare_run
+    from evalh.core.runner import run_plan
     from evalh.store import RunStore
 
     observer = None
@@ -122,7 +123,7 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
     t0, cpu0 = time.perf_counter(), time.process_time()
     cfg = load_config(config)
     prepared = prepare_run(cfg, RunOptions(seed=1, use_cache=False), Path(runs_dir))
-    run = execute(prepared, RunStore(Path(runs_dir)), observer)
+    run = run_plan(prepared.plan, RunStore(Path(runs_dir)), observer)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     agg = run.suites["b"].aggregate
     assert run.finished_at is not None

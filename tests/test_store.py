@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from evalh import registry, store
 from evalh.cli.main import app
 from evalh.config import load_config
-from evalh.core.session import RunOptions, execute, prepare_run
+from evalh.core.prepare import RunOptions, prepare_run
+from evalh.core.runner import run_plan
 from evalh.errors import InvalidRunId, RunNotFound
 from evalh.models import CaseResult, EnvironmentInfo, Run
 from evalh.provenance import git_info
@@ -247,7 +248,7 @@ scorers = [{{ type = "exact", field = "verdict" }}]
     runs = RunStore(project / "runs")
     prepared = prepare_run(cfg, RunOptions(seed=1), runs.runs_dir)
     spy = _JournalSpy(runs.journal_path(prepared.plan.run_id))
-    run = execute(prepared, runs, spy)
+    run = run_plan(prepared.plan, runs, spy)
     assert run.summary["passed"] == 3
     document = runs.path_for(run.run_id).read_bytes()
     assert spy.seen, "the journal was never written"

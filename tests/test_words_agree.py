@@ -17,7 +17,7 @@ from evalh.store import RunStore
 
 
 def test_every_doc_that_orders_suites_names_the_estimated_cost(repo_root: Path) -> None:
-    """The code orders by tier, then estimated cost, then name (session.cheapest_first)."""
+    """The code orders by tier, then estimated cost, then name (prepare.cheapest_first)."""
     seen = 0
     for name in ("concepts.md", "running.md", "config.md"):
         text = (repo_root / "docs" / name).read_text(encoding="utf-8")

@@ -106,7 +106,7 @@ def select_suites(
     config: Config, names: list[str] | None, *, require_credentials: bool = True
 ) -> tuple[list[SuiteConfig], list[tuple[str, list[str]]]]:
     """The suites to run and those skipped for want of credentials. The run order is the
-    plan's (`evalh.core.session.cheapest_first`), which weighs estimated cost.
+    plan's (`evalh.core.prepare.cheapest_first`), which weighs estimated cost.
 
     Suites named explicitly must be runnable: a missing key is an error (exit 2), unless
     `require_credentials` is false (a dry run only estimates; nothing is called). With no

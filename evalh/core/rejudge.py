@@ -29,10 +29,10 @@ from typing import Any
 
 from evalh.config import Config
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan, resolve_seed
+from evalh.core.prepare import RunOptions, make_services
 from evalh.core.rejudge_drift import Drift
 from evalh.core.rejudge_parts import Rejudging, StoredScorer
 from evalh.core.runner import Observer, run_plan
-from evalh.core.session import RunOptions, make_services
 from evalh.core.sources import ResultKey, StoredSource, target_record
 from evalh.datasets import Dataset
 from evalh.errors import ConfigError, EvalhError

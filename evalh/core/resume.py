@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.config import Config
 from evalh.core.plan import SuitePlan
-from evalh.core.session import Prepared, RunOptions, prepare_run
+from evalh.core.prepare import Prepared, RunOptions, prepare_run
 from evalh.errors import EvalhError, RunDocumentError, RunNotFound, first_validation_error
 from evalh.models import CaseResult, canonical_json
 from evalh.store import Journal, RunStore
@@ -260,7 +260,7 @@ def prepare_resume(
     store = RunStore(runs_dir)
     if not store.journal_path(run_id).is_file() and not store.path_for(run_id).is_file():
         raise RunNotFound(f"no run {run_id!r} to resume in {store.runs_dir} (no journal, no document)")
-    # Held until the run is written (session.execute lets go); a sweep holding it for an
+    # Held until the run is written (`core.runner.run_plan` lets go); a sweep holding it for an
     # instant is waited for.
     lock = store.lock(run_id, wait_s=1.0)
     try:

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from evalh.core.compare_models import Comparison
     from evalh.core.compare_notes import CompareNotes
     from evalh.core.estimate import PlanEstimate
+    from evalh.core.prepare import Prepared
     from evalh.core.runner import Observer
-    from evalh.core.session import Prepared
     from evalh.models import Run
     from evalh.store import RunStore
 
@@ -119,7 +119,7 @@ class RunOutcome:
 
 
 def prepare_request(config: Config, request: RunRequest, runs_dir: Path | None = None) -> PreparedRequest:
-    """Plan the request: a new run (`core.session.prepare_run`) or the rest of one
+    """Plan the request: a new run (`core.prepare.prepare_run`) or the rest of one
     (`core.resume.prepare_resume`). Raises `EvalhError` (exit 2) for flags `--resume`
     refuses and for bad input."""
     from evalh.store import RunStore, resolve_runs_dir
@@ -138,7 +138,7 @@ def prepare_request(config: Config, request: RunRequest, runs_dir: Path | None =
             use_cache=False if request.no_cache else None,
         )
     else:
-        from evalh.core.session import RunOptions, prepare_run
+        from evalh.core.prepare import RunOptions, prepare_run
 
         options = RunOptions(
             suites=request.suites, label=request.label, seed=request.seed, repeats=request.repeats,
@@ -180,9 +180,9 @@ def run_request(
             raise TypeError("run_request: --compare-baseline needs load_reference")
         reference = load_reference()
     from evalh.core.outcome import gate_exit_code, run_verdict
-    from evalh.core.session import execute
+    from evalh.core.runner import run_plan
 
-    run = execute(req.prepared, req.store, observer)
+    run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock)
     verdict = run_verdict(run)
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
                          path=req.store.path_for(run.run_id))

@@ -34,7 +34,7 @@ from evalh.core.requirements import FirstReply
 from evalh.core.sizes import measure
 from evalh.core.sources import error_info
 from evalh.core.workers import DaemonExecutor
-from evalh.errors import BudgetExceeded, EvalhError
+from evalh.errors import BudgetExceeded, EvalhError, WriteFailed
 from evalh.models import (
     Case,
     CaseResult,
@@ -48,7 +48,7 @@ from evalh.models import (
 )
 from evalh.provenance import environment_info, git_info
 from evalh.snapshot import scrub_value, secret_env_values
-from evalh.store import RunStore, now_iso
+from evalh.store import RunLock, RunStore, now_iso
 from evalh.targets.base import CallContext, Produced, TargetOutput
 
 
@@ -332,7 +332,8 @@ class Runner:
         except Exception:
             return GitInfo()
 
-    async def execute(self) -> Run:
+    async def run(self) -> Run:
+        """Every suite of the plan, then the run document (see the module docstring)."""
         # git state is asked in the background (three subprocesses) while the cases run.
         git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
         self._git = git_pool.submit(git_info, self.plan.root)
@@ -455,12 +456,36 @@ def _cancel_on_sigterm() -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGTERM)
 
 
-def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -> Run:
-    """Execute a plan to completion (or to its budget) and return the written run.
+def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None, *,
+             lock: RunLock | None = None) -> Run:
+    """Execute a plan to completion (or to its budget) and return the written run: the one
+    entry of the runner, for `evalh run`, `--resume` and `evalh rejudge` alike.
 
-    Ctrl-C or SIGTERM writes the run as `partial` (reason `interrupted`), keeps its
-    journal and raises `RunInterrupted` (exit 130) saying how to resume.
+    The run's lock is held throughout (`lock`, when preparing took it already — a resume
+    reads its record under it —, else taken here): a second process resuming the run is
+    refused. What finished or dead runs left in the runs directory is removed first. Ctrl-C
+    or SIGTERM writes the run as `partial` (reason `interrupted`), keeps its journal and
+    raises `RunInterrupted` (exit 130) saying how to resume. A write the OS refuses
+    (`WriteFailed`, exit 4) says how to finish the run once the disk has room again.
     """
+    lock = lock or store.lock(plan.run_id)
+    try:
+        store.sweep(own=plan.run_id)
+        try:
+            return _run_to_the_end(plan, store, observer)
+        except WriteFailed as exc:
+            journal = store.journal_path(plan.run_id)
+            if not journal.is_file() or plan.derived_from is not None:  # only `evalh run` resumes
+                raise
+            raise WriteFailed(
+                f"{exc.message}; the journal {journal} is kept: free space, then finish the run "
+                f"with: evalh run --resume {plan.run_id}", exit_code=exc.exit_code,
+            ) from None
+    finally:
+        lock.release()
+
+
+def _run_to_the_end(plan: RunPlan, store: RunStore, observer: Observer | None) -> Run:
     runner = Runner(plan, store, observer)
     done: list[Run] = []
 
@@ -469,7 +494,7 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None) -
         # task when it restores the SIGINT handler, and a Run of 10,000 results takes
         # seconds to repr.
         with _cancel_on_sigterm():
-            done.append(await runner.execute())
+            done.append(await runner.run())
 
     # Imports, config and plan: full collections during the run skip them. Only when nothing
     # is frozen yet: a host that froze its own objects (before forking workers) keeps them so.

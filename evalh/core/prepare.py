@@ -1,4 +1,6 @@
-"""The `run` front door: options → a RunPlan → the runner → a run document."""
+"""Preparing a run: the options of `evalh run` → a validated `RunPlan` with its services,
+before the first case (`prepare_run`; a resume's is `core.resume.prepare_resume`). The plan
+is then executed by `core.runner.run_plan`."""
 
 from __future__ import annotations
 
@@ -15,11 +17,8 @@ from evalh.core.plan import (
     resolve_seed,
     select_suites,
 )
-from evalh.core.runner import Observer, run_plan
-from evalh.errors import WriteFailed
-from evalh.models import Run
 from evalh.services import Budget, RunServices
-from evalh.store import RunLock, RunStore, new_run_id
+from evalh.store import RunLock, new_run_id
 
 
 @dataclass
@@ -61,7 +60,7 @@ class Prepared:
     """Suites not run for want of credentials, with the variables they need."""
     lock: RunLock | None = None
     """The run's lock, when preparing already took it (a resume reads the run's record
-    under it); `execute` releases it."""
+    under it); `core.runner.run_plan` releases it."""
 
 
 def make_services(config: Config, options: RunOptions, runs_dir: Path, *, budget: Budget | None = None) -> RunServices:
@@ -145,25 +144,3 @@ def cheapest_first(plan: RunPlan) -> None:
 
         plan.suites.sort(key=key)
     plan.options["suites"] = [s.name for s in plan.suites]
-
-
-def execute(prepared: Prepared, store: RunStore, observer: Observer | None = None) -> Run:
-    """Run the plan holding the run's lock (a second process resuming it is refused), after
-    removing what finished or dead runs left in the runs directory. A write the OS refuses
-    (`WriteFailed`, exit 4) says how to finish the run once the disk has room again."""
-    plan = prepared.plan
-    lock, prepared.lock = prepared.lock or store.lock(plan.run_id), None
-    try:
-        store.sweep(own=plan.run_id)
-        try:
-            return run_plan(plan, store, observer)
-        except WriteFailed as exc:
-            journal = store.journal_path(plan.run_id)
-            if not journal.is_file():
-                raise
-            raise WriteFailed(
-                f"{exc.message}; the journal {journal} is kept: free space, then finish the run "
-                f"with: evalh run --resume {plan.run_id}", exit_code=exc.exit_code,
-            ) from None
-    finally:
-        lock.release()
