@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -36,6 +37,7 @@ def run(
     sleep_ms: Annotated[float | None, typer.Option("--sleep-ms", min=0, metavar="MS", help="Pace every Python and model target: its calls start at least MS milliseconds apart (its pace_ms; neither latency nor timeout).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
     shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", help="Run only the cases whose id hashes to shard K of N (every arm and attempt of a case on one shard; needs --seed); put the shards together with `evalh merge`.")] = None,
+    junit_xml: Annotated[Path | None, typer.Option("--junit-xml", metavar="FILE", help="Also write JUnit XML here: a testcase per case (per arm and attempt), failures naming the scorer and why, errors as <error>.", dir_okay=False)] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -114,6 +116,11 @@ def run(
         else:
             render_estimate(outcome.estimate, out())
         return
+    if junit_xml is not None and outcome.run is not None:
+        from evalh.report.junit import run_to_junit_xml
+        from evalh.store import atomic_write_bytes
+
+        atomic_write_bytes(junit_xml, run_to_junit_xml(outcome.run).encode("utf-8"))  # refused: exit 4
     for reason in outcome.reasons:  # what fails the run that the results table does not say
         err().print(safe_text(reason, style="red"))
     if json_out:

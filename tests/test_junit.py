@@ -1,0 +1,92 @@
+"""JUnit XML from `evalh run --junit-xml` and `evalh compare --junit-xml`: a testcase per
+case (per arm and attempt where there are several), `time`, failures that name the scorer
+and say why, errored cases as <error>; both valid against tests/data/junit.xsd."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from typer.testing import CliRunner, Result
+
+from evalh.cli.main import app
+
+XSD = Path(__file__).resolve().parent / "data" / "junit.xsd"
+
+SUITES = """
+[suites.arms]
+dataset = "data/smoke.jsonl"
+repeats = 2
+scorers = [{ type = "exact", field = "verdict" }]
+target = "evalh_fixture_target:answer"
+arms = [
+  { name = "real", target = "evalh_fixture_target:answer" },
+  { name = "yes_man", target = "evalh_fixture_target:always_accept" },
+]
+
+[suites.crashy]
+dataset = "data/smoke.jsonl"
+target = "evalh_fixture_target:crash_on_no"
+scorers = [{ type = "exact", field = "verdict" }]
+"""
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def validate(path: Path) -> None:
+    from lxml import etree  # the dev extra's XSD validator
+
+    schema = etree.XMLSchema(etree.parse(str(XSD)))
+    doc = etree.parse(str(path))
+    assert schema.validate(doc), schema.error_log
+
+
+def cases(root: ET.Element, suite: str) -> dict[str, ET.Element]:
+    el = root.find(f"testsuite[@name='{suite}']")
+    assert el is not None
+    return {tc.get("name", ""): tc for tc in el.findall("testcase")}
+
+
+def test_run_junit_names_each_case_arm_and_attempt(project: Path) -> None:
+    with (project / "evalh.toml").open("a") as fh:
+        fh.write(SUITES)
+    config, runs, xml = str(project / "evalh.toml"), str(project / "runs"), project / "reports" / "run.xml"
+    result = invoke("run", "--config", config, "--runs-dir", runs, "-q", "--junit-xml", str(xml))
+    assert result.exit_code == 1, result.output  # the yes-man arm fails smoke.no; crashy errors
+    validate(xml)
+    root = ET.parse(xml).getroot()
+    assert root.get("tests") == str(3 * 2 * 2 + 3 + 3)
+
+    arms = cases(root, "arms")
+    assert len(arms) == 12 and "smoke.no [arm yes_man] #1" in arms and "smoke.yes [arm real] #0" in arms
+    failure = arms["smoke.no [arm yes_man] #0"].find("failure")
+    assert failure is not None and failure.get("type") == "failed"
+    assert failure.get("message", "").startswith("exact: ")
+    assert "accept" in failure.get("message", "") and "reject" in failure.get("message", "")
+    assert "exact: failed" in (failure.text or "") and 'output: {"verdict":"accept"}' in (failure.text or "")
+    assert arms["smoke.no [arm real] #0"].find("failure") is None
+    assert all(float(tc.get("time", "-1")) >= 0 for tc in arms.values())
+
+    crashy = cases(root, "crashy")
+    assert set(crashy) == {"smoke.yes", "smoke.no", "smoke.maybe"}  # one arm, one attempt: bare ids
+    error = crashy["smoke.no"].find("error")
+    assert error is not None and "cannot handle a refusal" in error.get("message", "")
+    suite_el = root.find("testsuite[@name='crashy']")
+    assert suite_el is not None and suite_el.get("errors") == "1" and suite_el.get("failures") == "0"
+
+
+def test_compare_junit_is_valid_too(project: Path) -> None:
+    config, runs = str(project / "evalh.toml"), str(project / "runs")
+    assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 0
+    toml = project / "evalh.toml"
+    toml.write_text(toml.read_text().replace("evalh_fixture_target:answer", "evalh_fixture_target:always_accept"))
+    assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 1
+    base, cand = sorted(p.stem for p in (project / "runs").glob("*.json"))
+    xml = project / "compare.xml"
+    result = invoke("compare", base, cand, "--config", config, "--runs-dir", runs, "--junit-xml", str(xml))
+    assert result.exit_code == 0, result.output
+    validate(xml)
+    regressed = cases(ET.parse(xml).getroot(), "smoke")["smoke.no"].find("failure")
+    assert regressed is not None and regressed.get("type") == "regression"
