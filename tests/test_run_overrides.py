@@ -69,6 +69,21 @@ def test_judge_model_judges_is_recorded_and_checked_against_the_subject(tmp_path
     assert "subject-1" in result.stderr
 
 
+def test_a_python_products_reported_model_is_recorded_and_guarded(tmp_path: Path) -> None:
+    cfg = project(tmp_path, '"product:answer"')
+    result, doc = run(cfg)
+    assert doc is not None, result.output
+    assert doc["suites"]["s"]["target"]["model"] == "prod-model-1"
+    assert doc["config"]["suites"]["s"]["target"]["model"] is None  # not declared, only reported
+    # a judge of the product's own (reported) model is refused on every case
+    (tmp_path / "b").mkdir()
+    cfg = project(tmp_path / "b", '"product:answer"', judge_model="prod-model-1")
+    result, doc = run(cfg)
+    assert doc is not None, result.output
+    assert {c["status"] for c in doc["suites"]["s"]["cases"]} == {"judge_error"}
+    assert all("prod-model-1" in c["scores"][0]["error"] for c in doc["suites"]["s"]["cases"])
+
+
 def test_a_declared_product_model_is_refused_as_judge_before_the_run(tmp_path: Path) -> None:
     cfg = project(tmp_path, '{ kind = "python", callable = "product:plain", model = "prod-model-1" }',
                   judge_model="prod-model-1")

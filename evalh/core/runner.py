@@ -50,6 +50,7 @@ from evalh.provenance import environment_info, git_info
 from evalh.snapshot import scrub_value, secret_env_values
 from evalh.store import RunLock, RunStore, now_iso
 from evalh.targets.base import CallContext, Produced, TargetOutput
+from evalh.targets.python_callable import with_reported_model
 
 
 class Observer(Protocol):
@@ -304,7 +305,7 @@ class Runner:
             metrics, contrasts = suite_claims(suite.config, results, plan.root)  # suites.S.metrics, .contrasts
             suites[suite.name] = SuiteResult(
                 regime=suite.regime,
-                target=suite.target_snapshot,
+                target=with_reported_model(suite.target_snapshot, suite.config),  # a Python product's own model
                 dataset=DatasetInfo(
                     path=suite.dataset_display, sha256=self.dataset_sha(suite), cases=len(suite.cases)
                 ),

@@ -70,6 +70,16 @@ class PythonTarget:
         return None
 
 
+def with_reported_model(target_snapshot: dict[str, Any], suite_config: Any) -> dict[str, Any]:
+    """The suite's target as the run document records it, with the model its Python product
+    reported during the run (`TargetOutput.model`) when none was declared."""
+    if suite_config is None or target_snapshot.get("kind") != "python" or target_snapshot.get("model"):
+        return target_snapshot
+    target = suite_config.arm_targets()[0][1]
+    model = getattr(target, "model", None)
+    return {**target_snapshot, "model": model} if model else target_snapshot
+
+
 def _jsonable(value: Any) -> Any:
     """Outputs are persisted as JSON: reject what orjson cannot serialize, naming the type."""
     import orjson
