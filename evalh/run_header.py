@@ -1,4 +1,5 @@
-"""The header of a run document, read without loading its cases.
+"""The header of a run document, read without loading its cases, and the listing of
+`evalh runs` made from the headers and the journals of unfinished runs (`list_runs`).
 
 `evalh runs` needs a handful of fields per run (id, label, status, git, per-suite pass
 rates). Loading whole documents to get them cost memory in proportion to the directory
@@ -24,14 +25,17 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from evalh.errors import RunDocumentError, first_validation_error
 from evalh.models import RUN_SCHEMA, Run
+
+if TYPE_CHECKING:
+    from evalh.store import RunStore
 
 CHUNK = 64 * 1024
 _WS = " \t\n\r"
@@ -303,3 +307,132 @@ def read_run_header(path: Path) -> RunHeader:
     if rates is not None and not run.suites:
         header.pass_rates = rates
     return header
+
+
+# --------------------------------------------------------------------------- the listing
+
+
+@dataclass
+class RunListing:
+    """One line of `evalh runs` (`to_dict`: one item of `evalh runs --json`)."""
+
+    run_id: str
+    label: str | None
+    status: str
+    started_at: str | None
+    git_sha: str | None
+    dirty: bool | None
+    baseline: bool
+    suites: dict[str, float | None]
+    """Suite → pass rate, as the document's summary stores it (`core.outcome.run_summary`)."""
+    resume: str | None
+    """The command that finishes an interrupted run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def list_runs(
+    store: RunStore, limit: int, *, baseline: set[str], runs_dir: Path | None = None
+) -> tuple[list[RunListing], list[str]]:
+    """The newest `limit` runs, newest last, and why each unreadable one was left out. A run
+    with a journal and no document is `interrupted` (with the command that resumes it, in
+    `runs_dir` when one was given) or `running`. `baseline`: the runs BASELINE names.
+
+    Newest first, header only, until `limit` are listed: memory is one header at a time and
+    the documents older than the newest `limit` readable ones are not opened."""
+    documents = store.list_ids()
+    journal_only = set(_journal_only_ids(store, set(documents)))
+    newest: list[RunListing] = []
+    left_out: list[str] = []
+    for ref in sorted({*documents, *journal_only}, reverse=True):
+        if len(newest) == limit:
+            break
+        try:
+            if ref in journal_only:
+                newest.append(_journal_row(store, ref, runs_dir))
+                continue
+            h = read_run_header(store.path_for(ref))
+        except RunDocumentError as exc:
+            left_out.append(exc.message)
+            continue
+        newest.append(RunListing(
+            run_id=h.run_id, label=h.label, status=h.status, started_at=h.started_at,
+            git_sha=h.git_sha, dirty=h.git_dirty, baseline=h.run_id in baseline,
+            suites=h.pass_rates, resume=None,
+        ))
+    return list(reversed(newest)), left_out
+
+
+_JOURNAL_SUFFIX = ".journal.jsonl"
+_HEADER_LIMIT = 1 << 20
+"""A journal's first line is read up to this many bytes (its header holds the config snapshot)."""
+
+
+def _journal_only_ids(store: RunStore, documents: set[str]) -> list[str]:
+    """Runs with a journal and no document: killed outright (SIGKILL, a crash), or running."""
+    from evalh.errors import InvalidRunId
+    from evalh.store import SIDECAR_SUFFIXES, validate_run_id
+
+    if not store.runs_dir.is_dir():
+        return []
+    ids = []
+    for p in store.runs_dir.glob(f"*{_JOURNAL_SUFFIX}"):
+        run_id = p.name[: -len(_JOURNAL_SUFFIX)]
+        try:
+            validate_run_id(run_id)
+        except InvalidRunId:
+            continue
+        if run_id not in documents and not run_id.endswith(SIDECAR_SUFFIXES):
+            ids.append(run_id)
+    return ids
+
+
+def _held_by_a_live_process(lock: Path) -> bool:
+    """Whether the pid a run's lock file names is alive. Read only: taking the lock, even for
+    a moment, could make a run starting at that instant refuse itself."""
+    import os
+
+    try:
+        pid = int(lock.read_text(encoding="ascii").strip() or 0)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: alive, another user's
+        return True
+    return True
+
+
+def _journal_row(store: RunStore, run_id: str, runs_dir: Path | None) -> RunListing:
+    """A listing row from a journal's header line; `RunDocumentError` when it is unreadable."""
+    import orjson
+
+    path = store.journal_path(run_id)
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(_HEADER_LIMIT)
+        header = orjson.loads(first).get("header")
+        if not isinstance(header, dict):
+            raise ValueError
+    except OSError as exc:
+        raise RunDocumentError(f"{path}: cannot read the journal: {exc.strerror or exc}") from None
+    except (ValueError, AttributeError):
+        raise RunDocumentError(f"{path}: line 1: not a journal header") from None
+    running = _held_by_a_live_process(store.lock_path(run_id))
+    import shlex
+
+    # the directory `evalh runs` was pointed at is where the resume must look too
+    resume = f"evalh run --resume {run_id}" + (f" --runs-dir {shlex.quote(str(runs_dir))}" if runs_dir else "")
+    label, started = header.get("label"), header.get("started_at")
+    return RunListing(
+        run_id=run_id, label=label if isinstance(label, str) else None,
+        status="running" if running else "interrupted",
+        started_at=started if isinstance(started, str) else None,
+        git_sha=None, dirty=None, baseline=False, suites={},
+        resume=None if running else resume,
+    )
