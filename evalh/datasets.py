@@ -119,6 +119,14 @@ def _records(path: Path, text: str) -> list[tuple[int, object]]:
     return out
 
 
+def case_positions(path: Path, shown: str) -> list[str]:
+    """Where each case of a dataset is, in file order: `file:line` (JSONL) or `file: item i`
+    (a JSON array), named as `shown` — for messages about a case after it loaded."""
+    text = path.read_text(encoding="utf-8")
+    array = text.lstrip().startswith("[")
+    return [f"{shown}: item {line}" if array else f"{shown}:{line}" for line, _ in _records(Path(shown), text)]
+
+
 def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
     """Load and validate a dataset. `display` is how the path is named in errors."""
     path = Path(path)

@@ -72,15 +72,12 @@ def _schema(config: Config, suite: SuiteConfig, which: str) -> dict[str, Any] | 
 
 def _positions(path: Path, shown: str, n: int) -> list[str]:
     """`file:line` (JSONL) or `file: item i` (a JSON array) of each case, in file order."""
-    from evalh.datasets import _records
+    from evalh.datasets import case_positions
 
     try:
-        text = path.read_text(encoding="utf-8")
-        records = _records(Path(shown), text)
+        out = case_positions(path, shown)
     except Exception:  # the dataset loaded already; a re-read that fails names no line
         return [shown] * n
-    array = text.lstrip().startswith("[")
-    out = [f"{shown}: item {line}" if array else f"{shown}:{line}" for line, _ in records]
     return out if len(out) == n else [shown] * n
 
 
