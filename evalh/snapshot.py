@@ -108,10 +108,13 @@ def snapshot(model: BaseModel) -> dict[str, Any]:
     `SNAPSHOT_JSON_TEXT` hold JSON templates: their credential-looking values are redacted."""
     allowed: frozenset[str] = getattr(type(model), "SNAPSHOT", frozenset())
     json_text: frozenset[str] = getattr(type(model), "SNAPSHOT_JSON_TEXT", frozenset())
+    if_set: frozenset[str] = getattr(type(model), "SNAPSHOT_IF_SET", frozenset())
     out = {}
     for name in type(model).model_fields:
         if name in allowed:
             value = getattr(model, name)
+            if value is None and name in if_set:  # a later key, unset: the snapshot reads as before it
+                continue
             if name in json_text and isinstance(value, str):
                 value = redact_json_text(value)
             out[name] = _value(value)

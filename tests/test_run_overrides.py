@@ -74,7 +74,7 @@ def test_a_python_products_reported_model_is_recorded_and_guarded(tmp_path: Path
     result, doc = run(cfg)
     assert doc is not None, result.output
     assert doc["suites"]["s"]["target"]["model"] == "prod-model-1"
-    assert doc["config"]["suites"]["s"]["target"]["model"] is None  # not declared, only reported
+    assert "model" not in doc["config"]["suites"]["s"]["target"]  # not declared, only reported
     # a judge of the product's own (reported) model is refused on every case
     (tmp_path / "b").mkdir()
     cfg = project(tmp_path / "b", '"product:answer"', judge_model="prod-model-1")

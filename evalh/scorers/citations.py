@@ -69,6 +69,7 @@ class CitationJudgeConfig(JudgeBase):
         "mention_patterns", "max_source_chars", "min_supported_share",
     }
     rubric_required: ClassVar[bool] = False
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"sources_from"})
 
     type: Literal["citation_judge"]
     verdicts: dict[str, VerdictSpec] | None = None

@@ -52,6 +52,7 @@ class ExternalScoreConfig(ScorerConfig):
         "sources_field", "sources_from", "source_text_key", "max_source_chars", "transform", "pass_at",
         "timeout_s", "retries",
     })
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"sources_from"})
 
     type: Literal["external_score"]
     url: str | None = None

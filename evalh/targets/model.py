@@ -46,6 +46,7 @@ class ModelTargetConfig(TargetConfig, ProviderConfig):
     """A model target. `provider` follows `kind` and need not be written."""
 
     SNAPSHOT = ProviderConfig.SNAPSHOT | frozenset({"kind", "prompt", "system", "messages", "output", "pace_ms"})
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"pace_ms"})
 
     kind: Literal["anthropic", "openai"]
     provider: Literal["anthropic", "openai"] | None = None  # type: ignore[assignment]

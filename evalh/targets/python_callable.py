@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -22,6 +22,7 @@ from evalh.targets.base import CallContext, TargetConfig, TargetOutput
 
 class PythonTargetConfig(TargetConfig):
     SNAPSHOT = frozenset({"kind", "callable", "model", "pace_ms"})
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"model", "pace_ms"})
     kind: Literal["python"] = "python"
     callable: str
     """`module:function`, importable from the project root."""
