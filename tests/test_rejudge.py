@@ -315,3 +315,29 @@ def test_rejudge_returns_typed_suites_and_its_json_keeps_their_keys(tmp_path: Pa
     shown = out["suites"]["s"]
     assert list(shown) == ["rescored", "carried_over", "judge_error_before", "judge_error_after", "note", "drift"]
     assert shown["drift"]["judge"] == asdict(suite.drift["judge"])
+
+
+def test_a_rejudge_charges_its_budget_with_its_judges_only(tmp_path: Path) -> None:
+    """Stored outputs were paid for by the original run: their tokens and cost come back as
+    recorded and are not charged to the rejudge's budget again (only its judge calls are),
+    so a budget far below what the stored outputs used does not stop it."""
+    from evalh.config import load_config
+    from evalh.core.rejudge import RejudgeOptions, prepare_rejudge
+    from evalh.core.runner import run_plan
+    from evalh.services import Budget
+    from evalh.store import RunStore
+
+    cfg, run_id, _ = original(tmp_path)
+    path = tmp_path / "runs" / f"{run_id}.json"
+    doc = json.loads(path.read_bytes())
+    for case in doc["suites"]["s"]["cases"]:
+        case.update(tokens_in=100_000, tokens_out=5, cost_usd=2.5, latency_ms=123.0)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    store = RunStore(tmp_path / "runs")
+    plan, _, _ = prepare_rejudge(load_config(cfg, check_datasets=False), store, RejudgeOptions(run=run_id, everything=True))
+    plan.services.budget = Budget(max_tokens=50_000)  # a tenth of one stored output's tokens
+    run = run_plan(plan, store)
+    assert run.status == "complete", run.status_reason
+    cases = run.suites["s"].cases
+    assert [(c.tokens_in, c.tokens_out, c.cost_usd, c.latency_ms) for c in cases] == [(100_000, 5, 2.5, 123.0)] * 5
+    assert plan.services.budget.tokens < 50_000  # the judges' own tokens, nothing stored
