@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalh import registry
 from evalh.errors import ConfigError
+from evalh.generate_spec import GeneratorConfig
 from evalh.methodology_spec import (
     ContrastConfig,
     MetricConfig,
@@ -87,13 +88,18 @@ class SuiteConfig(_Strict):
             "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
             "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
-            "require", "metrics", "contrasts", "shuffle",
+            "require", "metrics", "contrasts", "shuffle", "generate", "advisory",
         }
     )
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"generate"})
 
     name: str = ""
-    dataset: str
-    """The cases: a JSONL file (one case a line) or a JSON array, relative to the project root."""
+    dataset: str = ""
+    """The cases: a JSONL file (one case a line) or a JSON array, relative to the project root.
+    Required unless the suite has a `generate` table (then its cases come before these)."""
+    generate: GeneratorConfig | None = None
+    """`[suites.S.generate]`: cases a model writes from a corpus or a palette before the suite
+    runs (see docs/generated-cases.md)."""
     target: TargetConfig
     """The system under test: `"module:function"` or a table with `kind`."""
     regime: Literal["deterministic", "stochastic"] = "deterministic"
@@ -135,6 +141,10 @@ class SuiteConfig(_Strict):
     """The case metadata field whose cases are related (same source document): `compare`'s
     intervals count these clusters, not the cases. Cases without the field are their own
     cluster; `cluster = "case"` turns clustering off."""
+    advisory: bool = False
+    """Advisory (a suite judged only by an LLM judge, say): its figures are reported with
+    `judgeUse: advisory-only` and `releaseDecision: not-assessed`, and it never changes the
+    exit code of `evalh run` or `evalh compare` (docs/labels-and-sweeps.md)."""
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""
@@ -367,8 +377,15 @@ def load_config(path: Path | str | None = None, *, check_datasets: bool = True) 
         prices=prices,
         suites=suites,
     )
+    for suite in suites.values():
+        if not suite.dataset and suite.generate is None:
+            raise ConfigError(f"{cfg_path}: suites.{suite.name}.dataset: missing (give `dataset`, or a `generate` table)")
     if check_datasets:
         for suite in suites.values():
+            if suite.generate is not None and suite.generate.corpus and not config.resolve(suite.generate.corpus).exists():
+                raise ConfigError(f"{cfg_path}: suites.{suite.name}.generate.corpus: not found: {suite.generate.corpus}")
+            if not suite.dataset and suite.generate is not None:
+                continue
             if not config.resolve(suite.dataset).is_file():
                 raise ConfigError(
                     f"{cfg_path}: suites.{suite.name}.dataset: file not found: {suite.dataset}"
