@@ -180,7 +180,7 @@ jobs:
         # Exit 1 (a case failed) is left to the comparison; 2 (bad config) stops here.
         run: |
           set +e
-          evalh run --label "ci ${{GITHUB_SHA::10}}" --quiet
+          evalh run --label "ci ${{GITHUB_SHA::10}}" --quiet --junit-xml reports/evalh-run.xml
           code=$?
           if [ "$code" -gt 1 ]; then exit "$code"; fi
           exit 0
@@ -192,10 +192,10 @@ jobs:
             --junit-xml reports/evalh-compare.xml >> "$GITHUB_STEP_SUMMARY"
 
       - name: Show failing cases in the checks tab
-        if: always() && hashFiles('reports/evalh-compare.xml') != ''
+        if: always() && hashFiles('reports/*.xml') != ''
         uses: mikepenz/action-junit-report@v4
         with:
-          report_paths: reports/evalh-compare.xml
+          report_paths: reports/*.xml
           check_name: evalh
 """
 
