@@ -8,6 +8,7 @@ else is run as written, with the evalh of this checkout on PATH."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -160,3 +161,24 @@ def test_ci_budget_stopped_run_still_reaches_the_compare_step(repo_project: Path
     compare = bash(str(steps[1]["run"]), root, env)  # the next step runs, and compares
     assert compare.returncode == 0, compare.stderr  # flat over the cases both runs finished
     assert "partial" in summary.read_text()
+
+
+def test_the_mock_script_reference_example_replies_as_described(tmp_path: Path) -> None:
+    (script,) = blocks("docs/providers.md", "json", "### The mock-provider script format")
+    (tmp_path / "script.json").write_text(script)
+    (tmp_path / "cases.jsonl").write_text("\n".join([
+        '{"id": "paris1", "input": {"q": "What is the capital of France?"}, "expected": "garbage"}',
+        '{"id": "json", "input": {"q": "json please"}, "expected": "{\\"answer\\":42}"}',
+        '{"id": "other", "input": {"q": "anything else"}, "expected": "ok"}',
+    ]) + "\n")
+    (tmp_path / "evalh.toml").write_text(
+        '[suites.mock]\ndataset = "cases.jsonl"\nconcurrency = 1\nscorers = [{ type = "exact" }]\n'
+        'target = { kind = "anthropic", model = "claude-haiku-4-5", base_url = "mock:script.json", '
+        'prompt = "{{ input.q }}", backoff_base_s = 0.01 }\n')
+    env = env_for(tmp_path)
+    proc = bash("evalh run --json --no-cache", tmp_path, env)
+    ok(proc, "evalh run against the documented script")
+    run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
+    by_id = {r["case_id"]: r for r in run["suites"]["mock"]["cases"]}
+    assert by_id["paris1"]["output"] == "garbage" and by_id["json"]["output"] == '{"answer":42}'
+    assert by_id["json"]["tokens_out"] == 7 and by_id["other"]["output"] == "ok"
