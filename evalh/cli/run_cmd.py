@@ -75,37 +75,29 @@ def run(
     from evalh.report.terminal.progress import ProgressObserver
 
     cfg = load_config(config)
-    if judge_model or sleep_ms is not None:  # the config rewritten before anything is planned
-        from evalh.core.overrides import with_judge_model, with_pace
-
-        cfg = with_pace(with_judge_model(cfg, judge_model), sleep_ms)
-    from evalh.core.generate import for_run  # generated cases written and frozen before planning
-    from evalh.store import resolve_runs_dir
-
-    gen = for_run(cfg, suites=suite, runs_dir=resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir), seed=seed,
-                  iterations=iterations, max_cost_usd=max_cost, max_tokens=max_tokens, resume=resume,
-                  dry_run=dry_run, allow_self=allow_self_judge)
-    cfg, seed, max_cost, max_tokens = gen.config, gen.seed, gen.max_cost_usd, gen.max_tokens
-    for note in gen.notes:
-        if not quiet and not json_out:
-            err().print(note, markup=False, highlight=False)
     request = RunRequest(
         suites=suite, label=label, repeats=repeats, concurrency=concurrency, timeout_s=timeout,
         seed=seed, max_cost_usd=max_cost, max_tokens=max_tokens, no_cache=no_cache,
         resume=resume, dry_run=dry_run, allow_self_judge=allow_self_judge,
         max_error_rate=max_error_rate, compare_baseline=compare_baseline, shard=shard,
+        judge_model=judge_model, sleep_ms=sleep_ms, iterations=iterations,
     )
-    prepared = prepare_request(cfg, request, runs_dir)
+    talk = not quiet and not json_out
+
+    def say(note: str) -> None:
+        if talk:
+            err().print(note, markup=False, highlight=False)
+
+    prepared = prepare_request(cfg, request, runs_dir, say=say)
     for warning in prepared.warnings:
         warn(warning)
-    talk = not quiet and not json_out
     if prepared.resume_note and talk:
         err().print(prepared.resume_note, markup=False, highlight=False)
 
     def load_reference() -> LoadedBaseline:
         from evalh.baseline import load_baseline
 
-        return load_baseline(cfg.root, prepared.store)  # every run it names, of one configuration
+        return load_baseline(prepared.config.root, prepared.store)  # every run it names, of one configuration
 
     outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference)
     if outcome.estimate is not None:

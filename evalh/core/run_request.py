@@ -48,6 +48,12 @@ class RunRequest:
     compare_baseline: bool = False
     shard: str | None = None
     """`--shard K/N`: run only the cases whose id hashes to shard K of N (`core.shard`)."""
+    judge_model: str | None = None
+    """`--judge-model`: the run's judges swapped before planning (`core.overrides`)."""
+    sleep_ms: float | None = None
+    """`--sleep-ms`: every Python and model target paced (`core.overrides`)."""
+    iterations: int | None = None
+    """`--iterations`: cases generated per suite with a `generate` table (`core.generate`)."""
 
     def refused_with_resume(self) -> list[str]:
         """The flags given that `--resume` refuses: the run keeps its own."""
@@ -118,13 +124,34 @@ class RunOutcome:
         return doc
 
 
-def prepare_request(config: Config, request: RunRequest, runs_dir: Path | None = None) -> PreparedRequest:
-    """Plan the request: a new run (`core.prepare.prepare_run`) or the rest of one
+def prepare_request(
+    config: Config, request: RunRequest, runs_dir: Path | None = None,
+    *, say: Callable[[str], None] | None = None,
+) -> PreparedRequest:
+    """Plan the request: the config rewritten by `--judge-model` and `--sleep-ms`, the
+    generated cases written and frozen (`core.generate.for_run`, whose notes go to `say` as
+    they come), then a new run (`core.prepare.prepare_run`) or the rest of one
     (`core.resume.prepare_resume`). Raises `EvalhError` (exit 2) for flags `--resume`
     refuses and for bad input."""
+    from dataclasses import replace
+
+    from evalh.core.generate import for_run
     from evalh.store import RunStore, resolve_runs_dir
 
+    if request.judge_model or request.sleep_ms is not None:  # before anything is planned
+        from evalh.core.overrides import with_judge_model, with_pace
+
+        config = with_pace(with_judge_model(config, request.judge_model), request.sleep_ms)
     directory = resolve_runs_dir(runs_dir, config.root, config.settings.runs_dir)
+    gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
+                  iterations=request.iterations, max_cost_usd=request.max_cost_usd,
+                  max_tokens=request.max_tokens, resume=request.resume, dry_run=request.dry_run,
+                  allow_self=request.allow_self_judge)
+    config = gen.config
+    request = replace(request, seed=gen.seed, max_cost_usd=gen.max_cost_usd, max_tokens=gen.max_tokens)
+    for note in gen.notes:
+        if say is not None:
+            say(note)
     if request.resume is not None:
         from evalh.core.resume import prepare_resume
 
