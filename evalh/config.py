@@ -339,7 +339,7 @@ def find_config(start: Path | None = None) -> Path:
     for d in (here, *here.parents):
         if (d / CONFIG_FILENAME).is_file():
             return d / CONFIG_FILENAME
-    raise ConfigError(f"no {CONFIG_FILENAME} found in {here} or its parents (use --config PATH)")
+    raise ConfigError(f"no {CONFIG_FILENAME} found in {here} or its parents: `evalh init` writes one (or use --config PATH)")
 
 
 def load_config(path: Path | str | None = None, *, check_datasets: bool = True) -> Config:

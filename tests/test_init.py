@@ -120,3 +120,10 @@ def test_help_hint_follows_whether_a_config_exists(tmp_path: Path) -> None:
     assert "start with `evalh init`" in first_hint(tmp_path)
     (tmp_path / "evalh.toml").write_text("")
     assert "Run `evalh run` (evalh.toml found)" in first_hint(tmp_path)
+
+
+def test_a_missing_config_says_evalh_init(tmp_path: Path) -> None:
+    os.chdir(tmp_path)
+    result = invoke("run")
+    assert result.exit_code == 2
+    assert "no evalh.toml found" in result.stderr and "`evalh init` writes one" in result.stderr
