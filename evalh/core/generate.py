@@ -456,7 +456,7 @@ def generating_suites(config: Config, names: list[str] | None, *, dry_run: bool 
 
 def with_generated(config: Config, names: list[str] | None, runs_dir: Path, *, seed: int,
                    iterations: int | None, max_cost_usd: float | None, max_tokens: int | None,
-                   allow_self: bool = False) -> tuple[Config, dict[str, float]]:
+                   allow_self: bool = False, use_cache: bool = True) -> tuple[Config, dict[str, float]]:
     """The config with every chosen generating suite's cases written and frozen, and what
     generating spent (`cost_usd`, `tokens`), for the run's budget."""
 
@@ -464,7 +464,7 @@ def with_generated(config: Config, names: list[str] | None, runs_dir: Path, *, s
     spent = {"cost_usd": 0.0, "tokens": 0.0}
     if not suites:
         return config, spent
-    services = _services(config, max_cost_usd, max_tokens, allow_self)
+    services = _services(config, max_cost_usd, max_tokens, allow_self, use_cache)
     updated = dict(config.suites)
     for suite in suites:
         generated = generate_suite(config, suite, seed=seed, count=iterations, services=services, allow_self=allow_self)
@@ -585,7 +585,7 @@ def for_validate(config: Config) -> tuple[Config, Any]:
 
 def for_run(config: Config, *, suites: list[str] | None, runs_dir: Path, seed: int | None, iterations: int | None,
             max_cost_usd: float | None, max_tokens: int | None, resume: str | None, dry_run: bool,
-            allow_self: bool) -> RunGeneration:
+            allow_self: bool, use_cache: bool = True) -> RunGeneration:
     """The generation step of `evalh run`, before anything is planned."""
     if not any(getattr(s, "generate", None) is not None for s in config.suites.values()):
         if iterations is not None:
@@ -602,15 +602,19 @@ def for_run(config: Config, *, suites: list[str] | None, runs_dir: Path, seed: i
         cfg, notes, keep = with_placeholders(config, generating_suites(config, suites, dry_run=True), seed, iterations)
         return RunGeneration(cfg, seed, max_cost_usd, max_tokens, notes, keep)
     cfg, spent = with_generated(config, suites, runs_dir, seed=seed, iterations=iterations,
-                                max_cost_usd=max_cost_usd, max_tokens=max_tokens, allow_self=allow_self)
+                                max_cost_usd=max_cost_usd, max_tokens=max_tokens, allow_self=allow_self,
+                                use_cache=use_cache)
     cost = max_cost_usd if max_cost_usd is not None else config.settings.max_cost_usd
     toks = max_tokens if max_tokens is not None else config.settings.max_tokens
     notes = []
     for s in cfg.suites.values():
         rec = s.generate.record if s.generate is not None else None
         if rec and (s.name in (suites or [s.name])):
+            u = rec["usage"]
+            spent_text = f"${u['cost_usd']:.4f}" + (f" + {u['cost_unknown']} unpriced" if u["cost_unknown"] else "")
             notes.append(f"suite {s.name}: generated {rec['generated']} of {rec['requested']} cases "
-                         f"({rec['failed']} failed, {rec['rejected_duplicates']} near-duplicates asked again)"
+                         f"({rec['failed']} failed, {rec['rejected_duplicates']} near-duplicates asked again; "
+                         f"{u['calls']} generator calls" + (f" ({u['cached']} cached)" if u["cached"] else "") + f", {u['tokens_in'] + u['tokens_out']} tokens, {spent_text})"
                          + (f"; stopped: {rec['stopped']}" if rec.get("stopped") else ""))
     return RunGeneration(
         cfg, seed,
@@ -623,7 +627,8 @@ def for_run(config: Config, *, suites: list[str] | None, runs_dir: Path, seed: i
 # --------------------------------------------------------------------------- `evalh generate`
 
 
-def _services(config: Config, max_cost_usd: float | None, max_tokens: int | None, allow_self: bool) -> RunServices:
+def _services(config: Config, max_cost_usd: float | None, max_tokens: int | None, allow_self: bool,
+              use_cache: bool = True) -> RunServices:
     from evalh.providers.cache import ResponseCache, default_cache_dir
     from evalh.providers.prices import merged_prices
     from evalh.services import Budget, RunServices
@@ -634,7 +639,8 @@ def _services(config: Config, max_cost_usd: float | None, max_tokens: int | None
                       max_tokens=max_tokens if max_tokens is not None else config.settings.max_tokens),
         allow_self_judge=allow_self, max_retry_wait_s=config.settings.max_retry_wait_s,
     )
-    services.cache = ResponseCache(default_cache_dir(config.root))
+    if use_cache:
+        services.cache = ResponseCache(default_cache_dir(config.root))
     return services
 
 

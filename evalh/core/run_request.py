@@ -146,7 +146,7 @@ def prepare_request(
     gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
                   iterations=request.iterations, max_cost_usd=request.max_cost_usd,
                   max_tokens=request.max_tokens, resume=request.resume, dry_run=request.dry_run,
-                  allow_self=request.allow_self_judge)
+                  allow_self=request.allow_self_judge, use_cache=not request.no_cache)
     config = gen.config
     request = replace(request, seed=gen.seed, max_cost_usd=gen.max_cost_usd, max_tokens=gen.max_tokens)
     for note in gen.notes:
