@@ -166,6 +166,33 @@ def check_poolable(runs: Sequence[Run]) -> None:
         )
 
 
+def check_baseline_runs(store: RunStore, refs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The ids of the runs `refs` name, refused (`EvalhError`, exit 2) unless they make one
+    baseline (each named once, runs of one configuration), and what to warn about: a run
+    outside the runs directory, an unfinished run, a suite missing from some of the runs."""
+    from evalh.core.pool import suite_coverage
+
+    loaded = [store.load(ref) for ref in refs]
+    ids = [r.run_id for r in loaded]
+    dup = next((i for i in ids if ids.count(i) > 1), None)
+    if dup is not None:
+        raise EvalhError(f"run {dup} is named twice: name each baseline run once")
+    check_poolable(loaded)
+    warnings = []
+    for ref, run in zip(refs, loaded, strict=True):
+        if not store.path_for(run.run_id).is_file():
+            warnings.append(f"{ref} is not in {store.runs_dir}: `evalh compare` will look for "
+                            f"{run.run_id} there")
+        if run.status != "complete":
+            warnings.append(f"run {run.run_id} is {run.status}: comparisons against it say so")
+    if len(loaded) > 1:
+        for name, having in suite_coverage(loaded).items():
+            if len(having) < len(loaded):
+                warnings.append(f"suite {name} is in {len(having)} of the {len(loaded)} baseline "
+                                "runs: its pool holds only those")
+    return ids, warnings
+
+
 @dataclass
 class LoadedBaseline:
     """The marker's runs, loaded, and the one run a comparison uses as its base."""

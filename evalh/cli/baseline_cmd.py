@@ -49,30 +49,14 @@ def set_(
 
         evalh baseline set RUN_A RUN_B RUN_C && evalh baseline noise && git add BASELINE BASELINE.noise.json
     """
-    from evalh.baseline import check_poolable, noise_path, write_baseline
+    from evalh.baseline import check_baseline_runs, noise_path, write_baseline
     from evalh.cli.project import open_project
     from evalh.console import err, warn
-    from evalh.core.pool import suite_coverage
-    from evalh.errors import EvalhError
 
     root, store = open_project(config, runs_dir)
-    loaded = [store.load(run) for run in runs]
-    ids = [r.run_id for r in loaded]
-    dup = next((i for i in ids if ids.count(i) > 1), None)
-    if dup is not None:
-        raise EvalhError(f"run {dup} is named twice: name each baseline run once")
-    check_poolable(loaded)
-    for ref, run in zip(runs, loaded, strict=True):
-        if not store.path_for(run.run_id).is_file():
-            warn(f"{ref} is not in {store.runs_dir}: `evalh compare` will look for "
-                 f"{run.run_id} there")
-        if run.status != "complete":
-            warn(f"run {run.run_id} is {run.status}: comparisons against it say so")
-    if len(loaded) > 1:
-        for name, having in suite_coverage(loaded).items():
-            if len(having) < len(loaded):
-                warn(f"suite {name} is in {len(having)} of the {len(loaded)} baseline runs: "
-                     "its pool holds only those")
+    ids, warnings = check_baseline_runs(store, runs)
+    for warning in warnings:
+        warn(warning)
     path = write_baseline(root, ids)
     shown = ids[0] if len(ids) == 1 else f"{len(ids)} runs ({', '.join(ids)})"
     err().print(f"baseline: {shown} (wrote {path})", markup=False, highlight=False)
