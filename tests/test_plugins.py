@@ -125,3 +125,15 @@ def test_providers_are_validated_against_the_registry(plugin_installed: None) ->
 def test_reading_entry_points_imports_no_plugin_module(plugin_installed: None) -> None:
     registry.load_plugins(reload=True)
     assert not [m for m in sys.modules if m.startswith("evalh_demo_plugin")]
+
+
+def test_a_plugin_scorer_must_subclass_the_protocol(plugin_installed: None, tmp_path: Path) -> None:
+    """Hooks are called directly (their defaults come from subclassing `Scorer`): a scorer
+    that only looks like one is refused before anything runs, in one line."""
+    config = project(tmp_path)
+    config.write_text(config.read_text().replace('{ type = "demo_length", max_chars = 20 }', '{ type = "demo_bare" }'))
+    result = invoke("run", "--config", str(config))
+    assert result.exit_code == 2, result.output
+    assert "does not subclass evalh.scorers.base.Scorer" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "eval_runs").exists() or not list((tmp_path / "eval_runs").glob("*.json"))

@@ -22,6 +22,7 @@ from evalh.core.prepare import RunOptions, prepare_run
 from evalh.core.runner import run_plan
 from evalh.errors import EvalhError
 from evalh.models import Case, Score
+from evalh.scorers.base import Scorer
 from evalh.store import RunStore
 from tests.runner_project import TARGET_MODULE, by_triple, evalh_process, load, write_project
 
@@ -268,7 +269,7 @@ def test_budget_from_config(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- a run that fails
 
 
-class _RefusingScorer:
+class _RefusingScorer(Scorer):
     """A scorer whose suite-level `prepare` refuses, as a judge failing calibration does
     (or, with `bug`, fails as a bug would)."""
 
@@ -420,7 +421,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path, monkeypatch:
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before, "nothing written"
 
 
-class _Judge:
+class _Judge(Scorer):
     kind: ClassVar[str] = "judge"
 
     def __init__(self, name: str, per_case: int | None = None, estimate: bool = False) -> None:

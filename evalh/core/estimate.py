@@ -33,6 +33,7 @@ import orjson
 
 from evalh.core.plan import RunPlan, SuitePlan
 from evalh.models import Case
+from evalh.scorers.base import Scorer
 
 CHARS_PER_TOKEN = 4
 
@@ -197,36 +198,32 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
 
 
 def _judge_requests(
-    plan: RunPlan, scorer: Any, case: Case, todo: int, est: SuiteEstimate, bases: dict[str, None],
+    plan: RunPlan, scorer: Scorer, case: Case, todo: int, est: SuiteEstimate, bases: dict[str, None],
     arm: str, baseline: str,
 ) -> None:
     name = scorer.config.display_name
-    estimate: Any = getattr(scorer, "estimate", None)
-    per_arm = getattr(scorer, "estimate_arm", None)
-    if callable(per_arm) or callable(estimate):
-        requests = list(per_arm(case, arm, baseline) if callable(per_arm) else estimate(case))
+    requests = scorer.estimate_arm(case, arm, baseline)  # the Scorer hooks (evalh.scorers.base)
+    if requests is None:
+        requests = scorer.estimate(case)
+    if requests is not None:
         bases[f"scorer {name}: its own estimate"] = None
         for _ in range(todo):
             for model, tokens_in, tokens_out in requests:
                 est.judges.add(model, tokens_in, tokens_out, plan)
         return
-    per_case = getattr(scorer, "requests_per_case", None)
-    if callable(per_case):
-        n = int(per_case())
+    n = scorer.requests_per_case()
+    if n is not None:
         if n:
             bases[f"scorer {name}: {n} request(s) per case, tokens unknown"] = None
         for _ in range(todo * n):
             est.judges.add(None, None, None, plan)
-    elif getattr(scorer, "kind", "deterministic") == "judge":
+    elif scorer.kind == "judge":
         bases[f"scorer {name}: cannot say how many requests it makes"] = None
         est.judges.requests_unknown += todo
 
 
-def _setup_requests(plan: RunPlan, scorer: Any, est: SuiteEstimate, bases: dict[str, None]) -> None:
-    setup = getattr(scorer, "estimate_setup", None)
-    if not callable(setup):
-        return
-    requests = list(setup())
+def _setup_requests(plan: RunPlan, scorer: Scorer, est: SuiteEstimate, bases: dict[str, None]) -> None:
+    requests = scorer.estimate_setup()
     if requests:
         bases[f"scorer {scorer.config.display_name}: {len(requests)} calibration request(s) "
               "before the first case, output given"] = None

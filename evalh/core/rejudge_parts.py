@@ -15,27 +15,23 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from evalh.core.rejudge_drift import measure
 from evalh.core.sources import ResultKey
 from evalh.models import Case, CaseResult, Score
-from evalh.scorers.base import ScoreContext, ScorerConfig
+from evalh.scorers.base import ScoreContext, Scorer, ScorerConfig, SuiteView
 from evalh.scorers.judge_base import find_score
 
 if TYPE_CHECKING:
-    from evalh.core.plan import SuitePlan
     from evalh.services import RunServices
 
-def incomplete(scorer: Any, score: Score | None) -> bool:
-    """Whether a stored judgment needs judging again: missing or failed (a scorer may say
-    more precisely through its own `incomplete`, e.g. a null external score)."""
-    own = getattr(scorer, "incomplete", None)
-    if own is not None:
-        return bool(own(score))
-    return score is None or score.error is not None
+def incomplete(scorer: Scorer, score: Score | None) -> bool:
+    """Whether a stored judgment needs judging again: the scorer's `incomplete` hook
+    (default: missing or failed; an external scorer also counts a null score)."""
+    return bool(scorer.incomplete(score))
 
 
 def key_of(ctx: ScoreContext, case: Case) -> ResultKey:
     return (case.id, ctx.arm, ctx.attempt)
 
 
-class StoredScorer:
+class StoredScorer(Scorer):
     """Replays one scorer's stored scores (by name)."""
 
     def __init__(self, name: str, stored: dict[ResultKey, CaseResult], kind: Literal["deterministic", "judge"]) -> None:
@@ -51,12 +47,12 @@ class StoredScorer:
         return score.model_copy(deep=True)
 
 
-class Rejudging:
+class Rejudging(Scorer):
     """A judge scorer that judges again only what `select` asks for."""
 
     kind: ClassVar[Literal["judge"]] = "judge"
 
-    def __init__(self, inner: Any, stored: dict[ResultKey, CaseResult], everything: bool) -> None:
+    def __init__(self, inner: Scorer, stored: dict[ResultKey, CaseResult], everything: bool) -> None:
         self.inner = inner
         self.config = inner.config
         self.stored = stored
@@ -77,14 +73,12 @@ class Rejudging:
         self.judged.add(key)
         return await self.inner.score(case, output, ctx)
 
-    async def prepare(self, suite: SuitePlan, services: RunServices) -> dict[str, Any] | None:
-        hook = getattr(self.inner, "prepare", None)
-        return await hook(suite, services) if hook else None
+    async def prepare(self, suite: SuiteView, services: RunServices) -> dict[str, Any] | None:
+        return await self.inner.prepare(suite, services)
 
-    async def finalize(self, suite: SuitePlan, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
+    async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:
         """The judge's own suite figures, plus its drift against the stored judgments."""
-        hook = getattr(self.inner, "finalize", None)
-        info = (await hook(suite, results, services) if hook else None) or {}
+        info = (await self.inner.finalize(suite, results, services)) or {}
         new = {(r.case_id, r.arm, r.attempt): r for r in results}
         info["rejudge_drift"] = measure(suite.name, self.config.display_name, self.judged, self.stored, new).as_dict()
         return info

@@ -215,7 +215,7 @@ class Runner:
         suite's first case (a judge calibrates there and may refuse itself by raising an
         EvalhError); what it returns is kept in the suite's `details` under its name."""
         for scorer in suite.scorers:
-            prepare = getattr(scorer, "prepare", None)
+            prepare = scorer.prepare  # a Scorer hook (no-op default)
             if prepare is not None:
                 try:
                     info = await prepare(suite, self.plan.services)
@@ -247,7 +247,7 @@ class Runner:
 
     async def _finalize_each(self, suite: SuitePlan) -> None:
         for scorer in suite.scorers:
-            finalize = getattr(scorer, "finalize", None)
+            finalize = scorer.finalize  # a Scorer hook (no-op default)
             if finalize is not None:
                 try:
                     info = await finalize(suite, self.results[suite.name], self.plan.services)
@@ -355,7 +355,7 @@ class Runner:
         # written, whichever suite it is in (exit 2, nothing half-written).
         for suite in self.plan.suites:
             for scorer in suite.scorers:
-                guard = getattr(scorer, "guard_self_judge", None)
+                guard = scorer.guard_self_judge  # a Scorer hook (no-op default)
                 if guard is not None:
                     guard(suite, self.plan.services)
         journal_is_new = not self.journal.path.exists()

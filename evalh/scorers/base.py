@@ -77,6 +77,26 @@ class Scorer(Protocol):
         failed)."""
         return score is None or score.error is not None
 
+    # For `evalh run --dry-run` and budgets: the requests a scorer makes, as
+    # (model, prompt tokens, max output tokens). None: the scorer cannot say.
+
+    def estimate(self, case: Case, output: Any = None) -> list[tuple[str, int, int]] | None:
+        """The requests judging `case` (its output unknown before the run)."""
+        return None
+
+    def estimate_arm(self, case: Case, arm: str, baseline: str) -> list[tuple[str, int, int]] | None:
+        """The requests judging `case` in `arm` (against `baseline`), where that differs by
+        arm (pairwise judges); None: `estimate` decides."""
+        return None
+
+    def requests_per_case(self) -> int | None:
+        """How many requests a case costs when their tokens are unknown (external scorers)."""
+        return None
+
+    def estimate_setup(self) -> list[tuple[str, int, int]]:
+        """The requests made before the suite's first case (calibration)."""
+        return []
+
 
 class ArmView(Protocol):
     @property

@@ -33,7 +33,7 @@ from pydantic import Field, field_validator, model_validator
 
 from evalh.fields import as_text, pick
 from evalh.models import Case, CaseResult, Score
-from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
+from evalh.scorers.base import ScoreContext, Scorer, ScorerConfig, SuiteView
 from evalh.scorers.citations_sources import check_paths, find_sources, paths_of
 from evalh.scorers.citations_text import cited_numbers, paragraphs
 
@@ -119,7 +119,7 @@ class Unreachable(Exception):
     """The endpoint could not give a score (the message says why)."""
 
 
-class ExternalScorer:
+class ExternalScorer(Scorer):
     kind: ClassVar[Literal["judge"]] = "judge"
 
     def __init__(self, config: ExternalScoreConfig) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from evalh.errors import EvalhError, MissingCredentials
 from evalh.models import CaseResult, Score
 from evalh.providers.base import ChatRequest, ProviderClient, ProviderConfig, ProviderError
+from evalh.scorers.base import Scorer
 from evalh.scorers.judge_config import JudgeBase, JudgeModel
 from evalh.scorers.judge_panel import Panel, Usage, panel_score, run_panel
 from evalh.scorers.judge_scale import NO_MAJORITY, Scale
@@ -51,7 +52,7 @@ def model_key(model: str) -> str:
     return re.sub(r"-latest$", "", m)
 
 
-class JudgeScorerBase:
+class JudgeScorerBase(Scorer):
     """Base of `judge`, `pairwise_judge` and `citation_judge`."""
 
     kind: ClassVar[Literal["judge"]] = "judge"
