@@ -111,15 +111,16 @@ def test_error_and_warning_lines_drop_control_sequences(capsys: pytest.CaptureFi
 
 
 def test_label_sidecar_is_scrubbed_of_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalh.labels.models import LabelStore, Rating, save_labels
+    # ratings now live in the content-bound ratings store (issue 15): it is scrubbed too
+    from evalh.labels.store import RatingRecord, load_store
 
     secret = "sk-review-0123456789abcdef"
     monkeypatch.setenv("REVIEW_API_KEY", secret)
-    store = LabelStore(run_id=BASE_ID, ratings=[Rating(
-        request_id="r1", request_sha256="0" * 64, rubric_sha256="1" * 64, rater="ann",
-        label="pass", note=f"the output quoted {secret}", source=f"/tmp/{secret}.jsonl:1")])
-    path = tmp_path / f"{BASE_ID}.labels.json"
-    save_labels(path, store)
+    store = load_store(tmp_path)
+    path = store.append([RatingRecord(
+        request_sha256="0" * 64, rubric_sha256="1" * 64, rater="ann", item="request", field="label",
+        value="pass", note=f"the output quoted {secret}", source=f"/tmp/{secret}.jsonl:1")])
+    assert path is not None
     assert secret not in path.read_text() and "[REDACTED]" in path.read_text()
 
 
