@@ -100,7 +100,7 @@ class MetricConfig(_Strict):
     gate: bool = False
     """`evalh compare` fails the gate when the candidate crosses the threshold and the base
     did not (off: the crossing is called out, never gating)."""
-    case_field: str | None = Field(None, pattern=_PATH)
+    case_field: str | None = None
     """Which cases count (a truthy value): sycophancy's wrong-premise cases (default
     `metadata.wrong_premise`), anchoring's cases with a better alternative (default
     `metadata.better_alternative`), pattern_bias's cases (default: all)."""
@@ -111,7 +111,7 @@ class MetricConfig(_Strict):
     terms: list[str] | dict[str, list[str]] = Field(default_factory=list)
     """sycophancy: phrases of agreement looked for (case-folded) in the output text.
     pattern_bias: vendor terms: a list (one figure) or name → terms (one figure each)."""
-    first_field: str = Field("input.options.0", pattern=_PATH)
+    first_field: str = "input.options.0"
     """anchoring: the user's first option, as presented (after any shuffle)."""
     match: Literal["equals", "contains"] = "equals"
     """anchoring: the chosen option equals the first (case-folded), or the output text contains it."""
@@ -122,6 +122,13 @@ class MetricConfig(_Strict):
     `{value, numerator, denominator, threshold?, direction?, note?}`."""
     per_arm: bool = True
     """With several arms: one figure per arm (pooled when false)."""
+
+    @field_validator("case_field", "first_field")
+    @classmethod
+    def _rooted(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(_PATH, v):
+            raise ValueError(f"{v!r}: a path starts with input, expected, metadata or output")
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> MetricConfig:
