@@ -179,7 +179,7 @@ FAKE_KIND = '''
 import os
 from typing import Literal
 
-from evalh.targets.base import TargetConfig, TargetOutput
+from evalh.targets.base import Target, TargetConfig, TargetOutput
 
 
 class FakeHttpConfig(TargetConfig):
@@ -193,7 +193,7 @@ class FakeHttpConfig(TargetConfig):
 CONFIGS = {"fakehttp": FakeHttpConfig}
 
 
-class FakeHttp:
+class FakeHttp(Target):
     def __init__(self, config):
         self.config = config
 

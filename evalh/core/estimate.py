@@ -34,6 +34,7 @@ import orjson
 from evalh.core.plan import RunPlan, SuitePlan
 from evalh.models import Case
 from evalh.scorers.base import Scorer
+from evalh.targets.base import Target
 
 CHARS_PER_TOKEN = 4
 
@@ -143,21 +144,18 @@ def _chars_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _prompt_tokens(target: Any, case: Case) -> tuple[int, str]:
-    estimate = getattr(target, "estimate_tokens", None)
-    if callable(estimate):
-        return int(estimate(case)), "target's own estimate"
-    render = getattr(target, "render", None)
-    if callable(render):
-        system, messages = render(case)
-        text = (system or "") + "".join(str(m.get("content", "")) for m in messages)
+def _prompt_tokens(target: Target, case: Case) -> tuple[int, str]:
+    own = target.estimate_tokens(case)  # the Target hooks (evalh.targets.base)
+    if own is not None:
+        return int(own), "target's own estimate"
+    text = target.prompt_text(case)
+    if text is not None:
         return _chars_tokens(text), "rendered template chars/4"
     return _chars_tokens(orjson.dumps(case.input).decode()), "case input chars/4"
 
 
-def _max_tokens(target: Any) -> int | None:
-    value = getattr(getattr(target, "config", None), "max_tokens", None)
-    return value if isinstance(value, int) else None
+def _max_tokens(target: Target) -> int | None:
+    return target.max_output_tokens()
 
 
 def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
@@ -179,7 +177,7 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
             if not todo:
                 continue
             est.items += todo
-            if model is not None:
+            if model is not None and target is not None:
                 prompt, how = _prompt_tokens(target, case)
                 bases[f"arm {arm.name}: {how}; output ≤ max_tokens"] = None
                 for _ in range(todo):

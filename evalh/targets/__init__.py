@@ -13,4 +13,15 @@ __all__ = ["CallContext", "Target", "TargetConfig", "TargetOutput", "build_targe
 
 
 def build_target(config: TargetConfig, root: Path) -> Target:
-    return registry.target_module(config.kind).build(config, root)
+    """Build a target. What a kind's `build` returns must subclass `Target` (its optional
+    hooks are called directly, with their no-op defaults): a plugin that does not is bad
+    config."""
+    from evalh.errors import ConfigError
+
+    target = registry.target_module(config.kind).build(config, root)
+    if Target not in type(target).__mro__:  # nominal: the hooks are inherited, not just named
+        module = registry.TARGET_KINDS.get(config.kind, "?")
+        raise ConfigError(
+            f"target kind {config.kind!r} ({module}): build() returned a "
+            f"{type(target).__name__}, which does not subclass evalh.targets.base.Target")
+    return target

@@ -65,13 +65,31 @@ class CallContext:
 
 
 class Target(Protocol):
-    """A built target. `call` must be safe to run concurrently."""
+    """A built target (a kind's `build(config, root)` returns one, built-in or plugin).
+
+    `call` is required and must be safe to run concurrently. The rest are optional hooks
+    with no-op defaults: subclass `Target` to inherit them (docs/plugins.md)."""
 
     config: TargetConfig
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput: ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release what the target holds, once, at the end of the run."""
+        return None
+
+    def estimate_tokens(self, case: Case) -> int | None:
+        """For `--dry-run` and budgets: the prompt tokens of one call (None: estimated
+        from `prompt_text`, else from the case's input, at 4 characters a token)."""
+        return None
+
+    def prompt_text(self, case: Case) -> str | None:
+        """The text one call sends (a model target's rendered templates), for estimates."""
+        return None
+
+    def max_output_tokens(self) -> int | None:
+        """The most tokens one reply can have, for estimates (None: unknown)."""
+        return None
 
 
 @dataclass

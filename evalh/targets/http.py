@@ -42,7 +42,7 @@ from evalh.errors import TargetError
 from evalh.models import Case
 from evalh.providers.base import ProviderError
 from evalh.snapshot import register_secret, register_url_secrets
-from evalh.targets.base import CallContext, TargetConfig, TargetOutput
+from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ def _env_value(name: str, where: str) -> str:
     return value
 
 
-class HttpTarget:
+class HttpTarget(Target):
     def __init__(self, config: HttpTargetConfig) -> None:
         self.config = config
         self._env: dict[str, str] = {}

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evalh.errors import TargetError
 from evalh.models import Case
 from evalh.providers.base import ProviderConfig
-from evalh.targets.base import CallContext, TargetConfig, TargetOutput
+from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
 
 
@@ -98,7 +98,7 @@ CONFIGS: dict[str, type[TargetConfig]] = {
 }
 
 
-class ModelTarget:
+class ModelTarget(Target):
     def __init__(self, config: ModelTargetConfig) -> None:
         self.config = config
         self._provider_config = config.provider_config()
@@ -121,6 +121,13 @@ class ModelTarget:
             for role, tpl, name in self._messages
         ]
         return system, messages
+
+    def prompt_text(self, case: Case) -> str | None:
+        system, messages = self.render(case)
+        return (system or "") + "".join(str(m.get("content", "")) for m in messages)
+
+    def max_output_tokens(self) -> int | None:
+        return self.config.max_tokens
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
         from evalh.providers import ChatRequest, get_provider

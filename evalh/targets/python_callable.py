@@ -17,7 +17,7 @@ from pydantic import Field
 
 from evalh.imports import import_callable
 from evalh.models import Case
-from evalh.targets.base import CallContext, TargetConfig, TargetOutput
+from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 
 
 class PythonTargetConfig(TargetConfig):
@@ -42,7 +42,7 @@ class PythonTargetConfig(TargetConfig):
 CONFIGS: dict[str, type[TargetConfig]] = {"python": PythonTargetConfig}
 
 
-class PythonTarget:
+class PythonTarget(Target):
     def __init__(self, config: PythonTargetConfig, root: Path) -> None:
         self.config = config
         self._fn = import_callable(config.callable, root=root)

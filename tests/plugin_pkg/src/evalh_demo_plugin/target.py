@@ -8,7 +8,7 @@ from typing import Literal
 
 from evalh.models import Case
 from evalh.providers.base import ChatRequest, ProviderConfig
-from evalh.targets.base import CallContext, TargetConfig, TargetOutput
+from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 
 
 class ShoutConfig(TargetConfig):
@@ -21,7 +21,7 @@ class ShoutConfig(TargetConfig):
 CONFIGS: dict[str, type[TargetConfig]] = {"demo_shout": ShoutConfig}
 
 
-class ShoutTarget:
+class ShoutTarget(Target):
     def __init__(self, config: ShoutConfig) -> None:
         self.config = config
         self.provider = ProviderConfig(provider=config.provider, model=config.model,
@@ -36,8 +36,6 @@ class ShoutTarget:
         return TargetOutput(output=reply.text, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
                             model=reply.model)
 
-    async def aclose(self) -> None:
-        return None
 
 
 def build(config: TargetConfig, root: Path) -> ShoutTarget:
