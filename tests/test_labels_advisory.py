@@ -56,3 +56,12 @@ def test_evalh_run_exits_0_on_a_failing_advisory_suite(tmp_path: Path, monkeypat
     assert doc["config"]["suites"]["s"]["advisory"] is True and doc["suites"]["s"]["aggregate"]["failed"] == 1
     cfg = write_project(tmp_path, cases=5)
     assert CliRunner().invoke(app, ["run", "--config", str(cfg), "--runs-dir", str(runs), "-q"]).exit_code == 1
+
+
+def test_evalh_report_says_an_advisory_suite_is_advisory() -> None:
+    from evalh.report import build_report
+
+    run = with_config(make_run("r", {"j": suite([res("a")])}), True)
+    assert any("judgeUse: advisory-only" in n and "releaseDecision: not-assessed" in n
+               for n in build_report([run]).suites[0].notes)
+    assert not build_report([with_config(make_run("r", {"j": suite([res("a")])}), False)]).suites[0].notes

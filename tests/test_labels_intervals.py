@@ -77,3 +77,11 @@ def test_every_failing_condition_is_listed() -> None:
                              arms={"x", "y"}, claim_rate=True, regime="deterministic")
     assert len(v.reasons) == 9 and v.low is None
     assert (v.successes, v.n) == (1, 1)  # the settled work item only
+
+
+def test_a_model_targets_model_and_prompt_are_the_known_producer() -> None:
+    rs = [res(f"c{i}", metadata={"split": "heldout", "sampling": "random"}) for i in range(4)]
+    s = suite(rs, "stochastic")
+    s.target = {"kind": "anthropic", "model": "claude-x", "prompt": "{{ input.q }}"}
+    iv = only(build_report([make_run("r", {"s": s})]))
+    assert iv.reason is None and (iv.successes, iv.n) == (4, 4)

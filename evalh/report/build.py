@@ -35,8 +35,14 @@ def build_report(
             finished_at=run.finished_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
             derived_from=run.derived_from.model_dump(mode="json") if run.derived_from else None,
         ))
+        from evalh.core.outcome import advisory_suites
+
+        advisory = advisory_suites(run)
         for name, suite in run.suites.items():
             report.suites.append(suite_report(run.run_id, name, suite, by, worst=worst))
+            if name in advisory:  # reported as it is, and said to be advisory
+                report.suites[-1].notes.append("advisory suite: judgeUse: advisory-only, "
+                                               "releaseDecision: not-assessed (never changes an exit code)")
     report.summary = headlines(report)
     from evalh.report.figures import across_runs
 
@@ -109,7 +115,8 @@ def suite_report(
     baseline = suite.baseline_arm or (arms[0] if len(arms) > 1 else None)
     for arm in arms:
         rs = [r for r in suite.cases if r.arm == arm]
-        out.arms.append(arm_report(arm, rs, suite.regime, by, baseline=arm == baseline, worst=worst))
+        out.arms.append(arm_report(arm, rs, suite.regime, by, baseline=arm == baseline, worst=worst,
+                                   target=suite.target))
     if not suite.cases:
         out.notes.append("no results in this suite")
     from evalh.report.figures import suite_figures
@@ -120,12 +127,12 @@ def suite_report(
 
 def arm_report(
     arm: str, results: Sequence[CaseResult], regime: str, by: Sequence[str] = (),
-    *, baseline: bool = False, worst: int = 10,
+    *, baseline: bool = False, worst: int = 10, target: dict[str, Any] | None = None,
 ) -> ArmReport:
     agg = aggregate(results)
     return ArmReport(
         arm=arm, baseline=baseline, cases=len({r.case_id for r in results}),
-        counts=counts(results, agg), interval=interval(results, regime),
+        counts=counts(results, agg), interval=interval(results, regime, target),
         economics=economics(results, agg), verdicts=verdicts(results),
         worst=worst_cases(results, worst), breakdowns=[breakdown(results, f) for f in by],
         tools=tool_usage(results), repeats=(rep := repeats(results)),
