@@ -121,11 +121,11 @@ def test_results_table_fits_the_terminal_without_cutting_a_value(project: Path, 
 
 # ----------------------------------------------------------------------------- help
 
-COMMANDS = ["run", "validate", "runs", "show", "baseline", "compare", "report", "ui", "rejudge",
-            "sweep", "label", "export-requests", "mock-provider"]
+COMMANDS = ["init", "run", "validate", "runs", "show", "baseline", "compare", "report", "ui", "rejudge",
+            "sweep", "label", "export-requests", "mock-provider", "plugins", "generate", "merge"]
 LEAVES = [["run"], ["validate"], ["runs"], ["show"], ["baseline", "set"], ["baseline", "show"], ["baseline", "noise"],
           ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"], ["label", "import"],
-          ["label", "report"], ["export-requests"], ["mock-provider"]]
+          ["label", "report"], ["export-requests"], ["mock-provider"], ["init"], ["plugins"]]
 
 
 def test_top_level_help_lists_every_command() -> None:

@@ -11,6 +11,8 @@ be written (disk full, read-only filesystem).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from evalh.cli import (
@@ -36,10 +38,34 @@ app = typer.Typer(
     name="evalh",
     help=__doc__,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
+
+
+def _version(value: bool) -> None:
+    if not value:
+        return
+    import platform
+
+    from evalh import __version__, registry
+
+    lines = [f"evalh {__version__} (Python {platform.python_version()})"]
+    for p in registry.load_plugins():
+        dist = f"{p.distribution} {p.version}" if p.version else (p.distribution or "?")
+        lines.append(f"plugin {p.kind} {p.name}: {p.module} ({dist}){'' if p.status == 'loaded' else ' ' + p.status}")
+    typer.echo("\n".join(lines))
+    raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Print evalh's version and the plugins installed, and exit.")] = False,
+) -> None:
+    pass
 
 app.command("init")(init_cmd.init)
 app.command("run")(run_cmd.run)
