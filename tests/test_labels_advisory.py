@@ -65,3 +65,23 @@ def test_evalh_report_says_an_advisory_suite_is_advisory() -> None:
     assert any("judgeUse: advisory-only" in n and "releaseDecision: not-assessed" in n
                for n in build_report([run]).suites[0].notes)
     assert not build_report([with_config(make_run("r", {"j": suite([res("a")])}), False)]).suites[0].notes
+
+
+def test_an_advisory_scorer_is_recorded_but_never_decides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(TARGET_MODULE, None)
+    cfg = write_project(tmp_path, cases=4)  # c000..c003 pass `exact`; `strict` (advisory) fails every one
+    text = cfg.read_text().replace(
+        'scorers = [{ type = "exact", field = "verdict" }]',
+        'scorers = [{ type = "exact", field = "verdict" }, '
+        '{ type = "exact", name = "strict", field = "verdict", expected_field = "nothing", advisory = true }]')
+    cfg.write_text(text)
+    runs = tmp_path / "runs"
+    res_ = CliRunner().invoke(app, ["run", "--config", str(cfg), "--runs-dir", str(runs), "-q"])
+    assert res_.exit_code == 0, res_.output
+    doc = json.loads(next(runs.glob("*.json")).read_text())
+    s = doc["suites"]["s"]
+    assert s["aggregate"]["passed"] == 4
+    assert all(any(x["scorer"] == "strict" and x["passed"] is False for x in c["scores"]) for c in s["cases"])
+    assert doc["config"]["suites"]["s"]["scorers"][1]["advisory"] is True
+    assert "advisory" not in doc["config"]["suites"]["s"]["scorers"][0]  # unset: the snapshot reads as before

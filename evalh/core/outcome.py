@@ -17,13 +17,17 @@ if TYPE_CHECKING:
     from evalh.core.compare_models import Comparison
 
 
-def decide_status(scores: list[Score], judge_names: set[str]) -> tuple[CaseStatus, float | None]:
+def decide_status(
+    scores: list[Score], judge_names: set[str], advisory: frozenset[str] | set[str] = frozenset()
+) -> tuple[CaseStatus, float | None]:
     """Case status from its scores.
 
     A deterministic scorer that crashed → `errored`; any verdict `passed=False` → `failed`;
     a judge that failed → `judge_error` (not a failure of the product); every scorer
     abstaining (or none configured) → `failed`: an abstention is never a pass.
     """
+    if advisory and any(s.scorer not in advisory for s in scores):
+        scores = [s for s in scores if s.scorer not in advisory]  # recorded, never deciding
     values = [s.value for s in scores if s.value is not None and s.error is None]
     score = sum(values) / len(values) if values else None
     if any(s.error and s.scorer not in judge_names for s in scores):
@@ -126,12 +130,15 @@ ADVISORY = {"judgeUse": "advisory-only", "releaseDecision": "not-assessed"}
 
 
 def advisory_suites(*runs: Run) -> set[str]:
-    """Suites declared `advisory = true` in any of the runs' config snapshots: they never
-    change an exit code of `run` or `compare`."""
+    """Suites declared `advisory = true` in any of the runs' config snapshots, or whose every
+    scorer is: they never change an exit code of `run` or `compare`."""
     out = set()
     for run in runs:
         for name, cfg in ((run.config or {}).get("suites") or {}).items():
-            if isinstance(cfg, dict) and cfg.get("advisory") is True:
+            if not isinstance(cfg, dict):
+                continue
+            scorers = [x for x in cfg.get("scorers") or [] if isinstance(x, dict)]
+            if cfg.get("advisory") is True or (scorers and all(x.get("advisory") is True for x in scorers)):
                 out.add(name)
     return out
 

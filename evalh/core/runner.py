@@ -170,10 +170,11 @@ class Runner:
     async def _scored(self, suite: SuitePlan, item: WorkItem, out: TargetOutput, base: dict[str, Any]) -> CaseResult:
         scores = await self._score(suite, item, out)
         judge_names = {s.config.display_name for s in suite.scorers if s.kind == "judge"}
-        status, score = decide_status(scores, judge_names)
+        advisory = {s.config.display_name for s in suite.scorers if s.config.advisory}
+        status, score = decide_status(scores, judge_names, advisory)
         error = next(
             (ErrorInfo(type="ScorerError", message=s.error) for s in scores
-             if s.error and s.scorer not in judge_names),
+             if s.error and s.scorer not in judge_names and (s.scorer not in advisory or len(advisory) == len(suite.scorers))),
             None,
         )
         cost = out.cost_usd

@@ -21,10 +21,21 @@ class ScorerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset()
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"advisory"})
 
     type: str
     name: str | None = None
     """Name shown in results; defaults to the type."""
+    advisory: bool | None = None
+    """`true`: the scorer's results are recorded and reported but never decide a case's
+    status (so never an exit code); a suite whose every scorer is advisory is an advisory
+    suite (`judgeUse: advisory-only`, `releaseDecision: not-assessed`)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # every scorer type records `advisory` in the run's snapshot, when it is set
+        cls.SNAPSHOT = frozenset(cls.SNAPSHOT) | {"advisory"}
+        cls.SNAPSHOT_IF_SET = frozenset(cls.SNAPSHOT_IF_SET) | {"advisory"}
 
     @property
     def display_name(self) -> str:
