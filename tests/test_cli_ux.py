@@ -165,9 +165,10 @@ def test_runs_names_an_unreadable_run_document_instead_of_hiding_it(project: Pat
 
 def test_shipped_suites_run_cheapest_first_and_live_is_named_as_skipped(repo_root: Path) -> None:
     """Offline python suites, then deterministic suites on the scripted mock, then the judged
-    suite (a target call plus judge and scorer calls per case), then live (needs a key)."""
+    suites (a target call plus judge and scorer calls per case; parliament's cases generated
+    first), then live (needs a key)."""
     result = invoke("run", "--config", str(repo_root / "evalh.toml"), "--dry-run", "--json")
     assert result.exit_code == 0, result.output
     order = [s["name"] for s in json.loads(result.stdout)["suites"]]
-    assert order == ["gate", "guards", "panel", "scenarios", "scenarios_model", "citations"], order
+    assert order == ["gate", "guards", "panel", "scenarios", "scenarios_model", "parliament", "citations"], order
     assert "skipped suite 'live': needs ANTHROPIC_API_KEY" in result.stderr
