@@ -56,6 +56,7 @@ def compare(
         "worse side.")] = False,
     fmt: Annotated[CompareFormat, typer.Option(
         "--format", "-f", help="table (terminal), json (stable keys) or markdown (or md).")] = CompareFormat.table,
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     junit_xml: Annotated[Path | None, typer.Option(
         "--junit-xml", help="Also write JUnit XML here: each compared case a testcase, each "
         "regression a failure.", dir_okay=False)] = None,
@@ -102,6 +103,12 @@ def compare(
     from evalh.gcpause import gc_paused
     from evalh.report.compare_render import emit_comparison
 
+    if json_out:  # --json is --format json, as on every command that prints data
+        if fmt not in (CompareFormat.table, CompareFormat.json):
+            from evalh.errors import EvalhError
+
+            raise EvalhError(f"--json is --format json: drop --format {fmt.value}")
+        fmt = CompareFormat.json
     policy = ComparePolicy(
         pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
         cost_increase_pct=cost_increase_pct, latency_p50_increase_pct=latency_increase_pct,

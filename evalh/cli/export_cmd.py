@@ -13,7 +13,7 @@ from evalh.cli.options import ConfigOpt, RunsDirOpt
 
 @translate_errors
 def export_requests(
-    run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id (see `evalh runs`) or a path to a run document.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the requests (JSON); `-` for stdout.", dir_okay=False)],
     rubric: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric labellers follow (any text file); ratings bind to its SHA-256.", exists=True, dir_okay=False, readable=True)],
     suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Export only this suite (repeatable). Default: every suite.")] = None,

@@ -73,7 +73,7 @@ def import_(
 @app.command("report")
 @translate_errors
 def report(
-    run: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
+    run: Annotated[str, typer.Argument(metavar="RUN", help="A run id (see `evalh runs`) or a path to a run document.")],
     suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Report only this suite (repeatable). Default: every exported suite.")] = None,
     arm: Annotated[str | None, typer.Option("--arm", help="Report one arm (intervals need one arm).")] = None,
     positive: Annotated[str | None, typer.Option("--positive", help="The value of the request's first field whose work-item rate is reported per stratum (e.g. `defect`).")] = None,
@@ -133,7 +133,7 @@ def report(
 @app.command("serve")
 @translate_errors
 def serve(
-    run: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document, exported with `evalh export-requests`.")],
+    run: Annotated[str, typer.Argument(metavar="RUN", help="A run id (see `evalh runs`) or a path to a run document, exported with `evalh export-requests`.")],
     rater: Annotated[str, typer.Option("--rater", help="Your name as a rater: every rating saved on the page carries it.")],
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (0: any free port).")] = 4024,
     host: Annotated[str, typer.Option("--host", help="Loopback address to bind (127.0.0.1, ::1 or localhost); nothing else is accepted.")] = "127.0.0.1",

@@ -12,7 +12,7 @@ from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
 
 @translate_errors
 def rejudge(
-    run_id: Annotated[str, typer.Argument(help="The run whose stored outputs are judged again (id or path).")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run whose stored outputs are judged again (id or path).")],
     everything: Annotated[
         bool, typer.Option("--all/--missing", help="Judge every result again, or (default) only those whose judgment is missing or failed."),
     ] = False,

@@ -43,6 +43,7 @@ def report(
                                    "rooted path too (output.route)."),
     ] = None,
     fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), md (or markdown), json or html.")] = ReportFormat.table,
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", dir_okay=False),
@@ -79,6 +80,10 @@ def report(
     from evalh.errors import EvalhError, RunNotFound
     from evalh.report import build_report, render_terminal, to_html, to_json, to_markdown
 
+    if json_out:  # --json is --format json, as on every command that prints data
+        if fmt not in (ReportFormat.table, ReportFormat.json):
+            raise EvalhError(f"--json is --format json: drop --format {fmt.value}")
+        fmt = ReportFormat.json
     fields = list(by or [])
     for field in fields:
         if not field.strip():

@@ -52,7 +52,7 @@ def runs(
 
 @translate_errors
 def show(
-    run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id (see `evalh runs`) or a path to a run document.")],
     runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,

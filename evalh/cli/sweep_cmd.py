@@ -29,7 +29,7 @@ def _config(path: Path | None) -> Config | None:
 
 @translate_errors
 def sweep(
-    run_id: Annotated[str, typer.Argument(help="A run id (see `evalh runs`) or a path to a run document.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id (see `evalh runs`) or a path to a run document.")],
     suite: Annotated[str | None, typer.Option("--suite", "-s", help="The suite to sweep (default: the run's only suite).")] = None,
     grid: Annotated[list[str] | None, typer.Option("--grid", "-g", metavar="NAME=RANGE", help="NAME=start:stop[:step] or NAME=v1,v2 (repeatable); replaces the configured grid for NAME.")] = None,
     current: Annotated[list[str] | None, typer.Option("--current", metavar="NAME=V[,NAME=V]", help="The policy in use, NAME=V[,NAME=V]: marked in the table, never favoured.")] = None,
