@@ -314,3 +314,11 @@ def has_config(start: Path | None = None) -> bool:
     say `evalh init` where there is none."""
     here = (start or Path.cwd()).resolve()
     return any((d / "evalh.toml").is_file() for d in (here, *here.parents))
+
+
+def first_run_hint(start: Path | None = None) -> str:
+    """What to do where there are no runs yet: `evalh run`, or `evalh init` first where no
+    evalh.toml is found."""
+    if has_config(start):
+        return "run `evalh run` first"
+    return "no evalh.toml here either: start with `evalh init`, then `evalh run`"

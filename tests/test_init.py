@@ -127,3 +127,12 @@ def test_a_missing_config_says_evalh_init(tmp_path: Path) -> None:
     result = invoke("run")
     assert result.exit_code == 2
     assert "no evalh.toml found" in result.stderr and "`evalh init` writes one" in result.stderr
+
+
+def test_no_runs_hint_says_init_where_there_is_no_config(tmp_path: Path) -> None:
+    os.chdir(tmp_path)
+    result = invoke("report")
+    assert result.exit_code == 2 and "start with `evalh init`" in result.stderr
+    assert invoke("init", "-q").exit_code == 0
+    result = invoke("report")
+    assert result.exit_code == 2 and "run `evalh run` first" in result.stderr

@@ -32,7 +32,8 @@ def _refs(store: RunStore, root: Path, base: str | None, candidate: str | None) 
     if candidate is None:
         ids = store.list_ids()
         if not ids:
-            raise RunNotFound(f"no runs in {store.runs_dir}: run `evalh run` first")
+            from evalh.scaffold import first_run_hint
+            raise RunNotFound(f"no runs in {store.runs_dir}: {first_run_hint()}")
         candidate = ids[-1]
     return base, candidate
 

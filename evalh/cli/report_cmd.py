@@ -102,7 +102,8 @@ def report(
     if not refs:
         ids = store.list_ids()
         if not ids:
-            raise RunNotFound(f"no runs in {store.runs_dir}: run `evalh run` first")
+            from evalh.scaffold import first_run_hint
+            raise RunNotFound(f"no runs in {store.runs_dir}: {first_run_hint()}")
         refs = [ids[-1]]
     runs = [store.load(ref) for ref in refs]
     _check_fields(runs, fields)
