@@ -194,10 +194,18 @@ def test_a_second_resume_of_a_run_in_progress_is_refused_naming_the_holder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cfg, runs, run_id = _stopped_run(tmp_path, monkeypatch, cases=24)
-    env = {"CALLS_FILE": str(tmp_path / "calls.txt"), "SLOW_S": "0.15"}
-    module = tmp_path / "evalh_runner_target.py"  # the same target, slow from now on
+    gate = tmp_path / "gate"
+    env = {"CALLS_FILE": str(tmp_path / "calls.txt"), "GATE_FILE": str(gate)}
+    # The same target, held from now on until the test opens the gate: the first resume is
+    # still in progress however long the second takes to start (a fixed sleep raced a loaded
+    # machine, where the first finished before the second asked for the lock).
+    module = tmp_path / "evalh_runner_target.py"
     module.write_text(module.read_text().replace(
-        "def priced(inp):\n", "def priced(inp):\n    time.sleep(float(os.environ.get('SLOW_S', '0')))\n"))
+        "def priced(inp):\n",
+        "def priced(inp):\n"
+        "    end = time.monotonic() + 60\n"
+        "    while not os.path.exists(os.environ['GATE_FILE']) and time.monotonic() < end:\n"
+        "        time.sleep(0.01)\n"))
     resume = ["run", "--resume", run_id, "--runs-dir", str(runs), "--max-cost", "1", "-q"]
     first = evalh_process(resume, tmp_path, env)
     lock = runs / f".{run_id}.lock"
@@ -207,7 +215,8 @@ def test_a_second_resume_of_a_run_in_progress_is_refused_naming_the_holder(
             break
         time.sleep(0.01)
     second = evalh_process(resume, tmp_path, env)
-    _, err2 = second.communicate(timeout=30)
+    _, err2 = second.communicate(timeout=60)
+    gate.touch()
     _, err1 = first.communicate(timeout=60)
     assert first.returncode == 1, err1
     assert second.returncode == 2, err2
