@@ -125,7 +125,7 @@ COMMANDS = ["init", "run", "validate", "runs", "show", "baseline", "compare", "r
             "sweep", "label", "export-requests", "mock-provider", "plugins", "generate", "merge"]
 LEAVES = [["run"], ["validate"], ["runs"], ["show"], ["baseline", "set"], ["baseline", "show"], ["baseline", "noise"],
           ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"], ["label", "import"],
-          ["label", "report"], ["export-requests"], ["mock-provider"], ["init"], ["plugins"]]
+          ["label", "report"], ["export-requests"], ["mock-provider"], ["init"], ["plugins"], ["merge"]]
 
 
 def test_top_level_help_lists_every_command() -> None:
