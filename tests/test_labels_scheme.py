@@ -316,7 +316,8 @@ def test_every_reason_is_listed_and_sampling_without_metadata_can_be_attested(tm
     reasons = _rate(label_report(run, labels, store))["interval_null_reasons"]
     assert len(reasons) == 3  # split, sampling, coverage: all of them, not the first
     run = make_run([case(c, f"g{c}", sampling=None) for c in "ab"])
-    _, labels, store = rate_all(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, run, ["ann"])
+    (tmp_path / "second").mkdir()
+    _, labels, store = rate_all(tmp_path / "second", run, ["ann"])
     assert _rate(label_report(run, labels, store, random_sample=True))["interval_95"] is not None
 
 
