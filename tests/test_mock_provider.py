@@ -434,11 +434,11 @@ def test_concurrent_requests_are_not_serialized() -> None:
                 )
             return [text_of(m) for m in msgs]
 
-        started = time.monotonic()
         replies = asyncio.run(go())
-        wall = time.monotonic() - started
         assert replies == ["ok"] * n and mp.count() == n and len(mp.requests) == 8
-    assert wall < 1.5, f"{n} requests at 50 ms took {wall:.2f}s: the server serializes"
+        # Counted at the server, not timed: a wall-clock bound failed on a loaded machine
+        # (1.67 s against 1.5 s) while the server overlapped its replies as it should.
+        assert mp.peak_delayed >= 8, f"at most {mp.peak_delayed} of {n} replies waited at once: the server serializes"
 
 
 # --- script files, control API, CLI ------------------------------------------------------

@@ -226,6 +226,8 @@ class _Connection(asyncio.Protocol):
             action = Action.json(500, {"error": {"type": "api_error", "message": message}})
         if action.delay_s > 0:
             self.busy = True
+            self.server.delayed += 1
+            self.server.delayed_peak = max(self.server.delayed_peak, self.server.delayed)
             loop = asyncio.get_running_loop()
             self.timer = loop.call_later(action.delay_s, self._delayed, action, keep)
         else:
@@ -234,6 +236,7 @@ class _Connection(asyncio.Protocol):
     def _delayed(self, action: Action, keep: bool) -> None:
         """A delayed reply is due: send it, then go on with what the client sent since."""
         self.timer, self.busy = None, False
+        self.server.delayed -= 1
         self._send(action, keep)
         self._next()
 
@@ -273,6 +276,8 @@ class _LoopServer:
         self.provider = provider
         self.connections: set[_Connection] = set()
         self.accepted = 0
+        self.delayed = 0  # replies waiting out their latency now, and the most at once
+        self.delayed_peak = 0
         self.sock = socket.create_server((host, port), backlog=1024)  # OSError if taken
         self.port = int(self.sock.getsockname()[1])
         self.loop = asyncio.new_event_loop()
@@ -389,6 +394,12 @@ class MockProvider:
     def connections_accepted(self) -> int:
         """TCP connections accepted since start (keep-alive reuse shows as fewer than requests)."""
         return self._server.accepted if self._server is not None else 0
+
+    @property
+    def peak_delayed(self) -> int:
+        """The most replies that were waiting out their latency at the same time since start:
+        1 for a server that answers one request after another, however fast the machine."""
+        return self._server.delayed_peak if self._server is not None else 0
 
     def count(self, path: str | None = None) -> int:
         """How many requests arrived (health/control excluded), optionally only to `path`."""
