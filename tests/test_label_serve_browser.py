@@ -68,10 +68,15 @@ def test_keyboard_labelling_resume_hostile_text_and_nothing_hidden(served: dict[
     page.wait_for_selector("#output")
     assert page.text_content("#progress") == "Request 1 of 7 · 0 rated"
     seen_hostile = False
-    for n in range(5):
+    for _ in range(7):  # → through every request (ids are random, so is the hostile one's place)
         if HOSTILE in (page.text_content("#output") or ""):
             seen_hostile = True  # shown as text: the characters are there, no element was made
             assert page.locator("#output img, #output script").count() == 0
+        page.keyboard.press("ArrowRight")
+    for _ in range(7):
+        page.keyboard.press("ArrowLeft")
+    expect(page.locator("#progress")).to_have_text("Request 1 of 7 · 0 rated")
+    for n in range(5):
         page.keyboard.press("1")  # claim c1 truth: true
         page.keyboard.press("0")  # relevance: cannot tell
         assert page.locator(".q .opt.chosen").count() == 2
