@@ -69,7 +69,9 @@ def test_the_pytest_fixture_fails_naming_the_cases(tmp_path: Path) -> None:
             evalh.check("nope")
     '''))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "evalh.pytest_plugin", "-p", "no:cacheprovider",
+    # No `-p evalh.pytest_plugin`: the installed pytest11 entry point loads the fixture, as it
+    # does in a user's project (naming it as well is a second registration, and pytest exits 3).
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            "--evalh-runs-dir", str(tmp_path / "runs"), "test_evals.py"]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout
