@@ -1,9 +1,11 @@
-"""The JSON documents evalh writes, in one place: indented and closed by a newline, for
-`--json` output and the files beside the runs (baseline, labels, exported requests). The
-one JSONL writer is the run journal's (`store.Journal`)."""
+"""The JSON evalh writes, in one place: documents indented and closed by a newline, for
+`--json` output and the files beside the runs (baseline, labels, exported requests); and
+JSON Lines, one compact value per line, for the run journal, the ratings store and the
+datasets generation freezes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -17,3 +19,13 @@ def document_bytes(value: Any) -> bytes:
 def document_text(value: Any) -> str:
     """`document_bytes` as text (what `--json` prints)."""
     return document_bytes(value).decode()
+
+
+def jsonl_line(value: Any) -> bytes:
+    """`value` as one JSON Lines record: compact, closed by a newline."""
+    return orjson.dumps(value) + b"\n"
+
+
+def jsonl_bytes(values: Iterable[Any]) -> bytes:
+    """`values` as JSON Lines, one record per line."""
+    return b"".join(jsonl_line(v) for v in values)

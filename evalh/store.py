@@ -40,6 +40,7 @@ from evalh.errors import (
     first_validation_error,
 )
 from evalh.gcpause import gc_paused
+from evalh.jsonio import jsonl_line
 from evalh.models import CaseResult, Run
 from evalh.snapshot import scrub_secrets, secret_env_values
 
@@ -237,7 +238,7 @@ class Journal:
     def _write(self, obj: dict[str, Any]) -> None:
         assert self._fd is not None
         try:
-            _write_all(self._fd, scrub_secrets(orjson.dumps(obj), env=self._secrets) + b"\n")
+            _write_all(self._fd, scrub_secrets(jsonl_line(obj), env=self._secrets))
         except OSError as exc:
             raise write_failed(self.path, exc) from None
 

@@ -276,7 +276,7 @@ def test_external_score_wire_shape_transform_and_bad_values(tmp_path: Path) -> N
     import asyncio
 
     from evalh.models import Case
-    from evalh.providers.registry import close_providers
+    from evalh.providers.clients import close_providers
     from evalh.scorers.base import ScoreContext
     from evalh.scorers.external_score import ExternalScoreConfig, ExternalScorer
     from evalh.services import RunServices

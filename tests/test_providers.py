@@ -22,8 +22,8 @@ from evalh.providers import (
     get_provider,
 )
 from evalh.providers.cache import ResponseCache, cache_key, credential_id, endpoint_of
+from evalh.providers.clients import ManagedClient
 from evalh.providers.prices import DEFAULT_PRICES, cost_usd, merged_prices, price_for
-from evalh.providers.registry import ManagedClient
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, parse_retry_after
 from evalh.services import Budget, Price, RunServices
 from evalh.testing import MockProvider

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalh.errors import ConfigError, EvalhError
+from evalh.jsonio import jsonl_bytes
 from evalh.models import Case, sha256_of
 
 if TYPE_CHECKING:
@@ -408,10 +409,9 @@ def generate_suite(config: Config, suite: SuiteConfig, *, seed: int, count: int 
 
 
 def cases_jsonl(cases: list[Case]) -> bytes:
-    return b"".join(
-        orjson.dumps({"id": c.id, "input": c.input, "expected": c.expected,
-                      "metadata": c.metadata.model_dump(mode="json", exclude_none=True)}) + b"\n"
-        for c in cases)
+    return jsonl_bytes({"id": c.id, "input": c.input, "expected": c.expected,
+                        "metadata": c.metadata.model_dump(mode="json", exclude_none=True)}
+                       for c in cases)
 
 
 # --------------------------------------------------------------------------- freezing

@@ -430,7 +430,7 @@ async def _close_targets(plan: RunPlan) -> None:
                 with contextlib.suppress(Exception):
                     await arm.source.aclose()
     if plan.services.providers:
-        from evalh.providers.registry import close_providers
+        from evalh.providers.clients import close_providers
 
         await close_providers(plan.services)
 

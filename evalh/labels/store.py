@@ -28,6 +28,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.errors import first_validation_error
+from evalh.jsonio import jsonl_bytes
 from evalh.labels.models import Label, LabelError, label_key
 from evalh.snapshot import scrub_secrets
 from evalh.store import atomic_write_bytes
@@ -114,10 +115,9 @@ class RatingsStore:
             if prior is not None and not rec.same_value(prior) and not rec.replaces:
                 raise LabelError(f"{rec.source}: changes {rec.rater}'s rating of {rec.item} without `replaces`")
         path = self.folder / f"{_stamp()}-{secrets.token_hex(4)}.jsonl"
-        lines = [orjson.dumps({"schema": RATINGS_SCHEMA, "records": len(recs)})]
-        lines += [orjson.dumps(_compact(r)) for r in recs]
+        header = {"schema": RATINGS_SCHEMA, "records": len(recs)}
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, scrub_secrets(b"\n".join(lines) + b"\n"))
+        atomic_write_bytes(path, scrub_secrets(jsonl_bytes([header, *map(_compact, recs)])))
         for rec in recs:
             self.records.append(rec)
             self.current[rec.key()] = rec

@@ -19,7 +19,7 @@ from evalh.providers.base import (
     ProviderConfig,
     ProviderError,
 )
-from evalh.providers.registry import close_providers, get_provider
+from evalh.providers.clients import close_providers, get_provider
 
 __all__ = [
     "ChatRequest",

@@ -128,7 +128,7 @@ class ProviderModule(Protocol):
     """What a provider's module defines: the built-in `evalh.providers.anthropic` and
     `evalh.providers.openai`, and a plugin's module named by an `evalh.providers` entry point
     (docs/plugins.md). Everything above the wire — cache, retries, limits, prices, budget —
-    is evalh's (`evalh.providers.registry.get_provider`)."""
+    is evalh's (`evalh.providers.clients.get_provider`)."""
 
     KEY_ENV: str
     """The environment variable holding the key when a config names no `api_key_env`."""

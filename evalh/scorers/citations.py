@@ -35,7 +35,7 @@ from evalh.scorers.base import ScoreContext, ScorerConfig, SuiteView
 from evalh.scorers.citations_sources import check_paths, find_sources, paths_of
 from evalh.scorers.citations_text import cited_numbers, paragraphs, precheck
 from evalh.scorers.judge_base import ClientFactory, JudgeScorerBase, find_score
-from evalh.scorers.judge_config import JudgeBase, VerdictSpec, check_verdicts, verdict_scale
+from evalh.scorers.judge_config import JudgeConfigBase, VerdictSpec, check_verdicts, verdict_scale
 from evalh.scorers.judge_panel import Usage
 from evalh.scorers.judge_prompt import render, system_prompt
 from evalh.scorers.judge_scale import Scale
@@ -60,11 +60,11 @@ what it says about those sources (who spoke, their party, when) is right. Use on
 cited sources' text and metadata. If a pre-check note is given, verify it against the sources."""
 
 
-class CitationJudgeConfig(JudgeBase):
+class CitationJudgeConfig(JudgeConfigBase):
     """`type = "citation_judge"`: each cited paragraph of an answer judged against the
     sources it cites, after a deterministic metadata pre-check (see docs/judges.md)."""
 
-    SNAPSHOT = JudgeBase.SNAPSHOT | {
+    SNAPSHOT = JudgeConfigBase.SNAPSHOT | {
         "verdicts", "answer_field", "sources_field", "sources_from", "source_text_key", "question_field",
         "mention_patterns", "max_source_chars", "min_supported_share",
     }

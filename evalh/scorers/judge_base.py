@@ -19,7 +19,7 @@ from evalh.errors import EvalhError, MissingCredentials
 from evalh.models import CaseResult, Score
 from evalh.providers.base import ChatRequest, ProviderClient, ProviderConfig, ProviderError
 from evalh.scorers.base import Scorer
-from evalh.scorers.judge_config import JudgeBase, JudgeModel
+from evalh.scorers.judge_config import JudgeConfigBase, JudgeModel
 from evalh.scorers.judge_panel import Panel, Usage, panel_score, run_panel
 from evalh.scorers.judge_scale import NO_MAJORITY, Scale
 
@@ -56,9 +56,9 @@ class JudgeScorerBase(Scorer):
     """Base of `judge`, `pairwise_judge` and `citation_judge`."""
 
     kind: ClassVar[Literal["judge"]] = "judge"
-    config: JudgeBase
+    config: JudgeConfigBase
 
-    def __init__(self, config: JudgeBase, root: Path, client_factory: ClientFactory | None = None) -> None:
+    def __init__(self, config: JudgeConfigBase, root: Path, client_factory: ClientFactory | None = None) -> None:
         self.config = config
         self.root = root
         self.rubric = config.resolve_rubric(root)

@@ -29,7 +29,7 @@ from evalh.datasets import load_dataset
 from evalh.errors import BudgetExceeded, ConfigError
 from evalh.models import Case
 from evalh.scorers.judge_base import CalibrationFailed
-from evalh.scorers.judge_config import CalibrationConfig, JudgeBase
+from evalh.scorers.judge_config import CalibrationConfig, JudgeConfigBase
 from evalh.scorers.judge_panel import Usage
 from evalh.scorers.judge_scale import ORDINAL_STEPS, Scale, step_label
 
@@ -43,7 +43,7 @@ class CalibratedJudge(Protocol):
     module does not import it, so the two do not import each other)."""
 
     @property
-    def config(self) -> JudgeBase: ...
+    def config(self) -> JudgeConfigBase: ...
     @property
     def scale(self) -> Scale: ...
     @property

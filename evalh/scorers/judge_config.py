@@ -136,7 +136,7 @@ class CalibrationConfig(BaseModel):
     (`min_calibration_accuracy` is accepted as another spelling)."""
 
 
-class JudgeBase(ScorerConfig):
+class JudgeConfigBase(ScorerConfig):
     """What every judge scorer shares: who judges, the rubric, reply limits and retries."""
 
     SNAPSHOT = frozenset(
@@ -184,7 +184,7 @@ class JudgeBase(ScorerConfig):
         return data
 
     @model_validator(mode="after")
-    def _judges_and_rubric(self) -> JudgeBase:
+    def _judges_and_rubric(self) -> JudgeConfigBase:
         if not self.judges:
             raise ValueError("a judge needs `provider` and `model` (or a `judges` list)")
         if self.rubric is not None and self.rubric_path is not None:
@@ -225,10 +225,10 @@ class JudgeBase(ScorerConfig):
         return [j.model for j in self.judges]
 
 
-class JudgeConfig(JudgeBase):
+class JudgeConfig(JudgeConfigBase):
     """`type = "judge"`: one output judged against a rubric (pointwise)."""
 
-    SNAPSHOT = JudgeBase.SNAPSHOT | {
+    SNAPSHOT = JudgeConfigBase.SNAPSHOT | {
         "scale", "verdicts", "pass_at", "criteria", "input_field", "show_input", "output_field",
         "reference_field", "keywords_field", "calibration",
     }
@@ -286,10 +286,10 @@ class JudgeConfig(JudgeBase):
         return CriteriaScale(inner, self.criteria) if self.criteria else inner
 
 
-class PairwiseJudgeConfig(JudgeBase):
+class PairwiseJudgeConfig(JudgeConfigBase):
     """`type = "pairwise_judge"`: each arm's output against the baseline arm's, both orders."""
 
-    SNAPSHOT = JudgeBase.SNAPSHOT | {"input_field", "show_input", "output_field", "min_consistency",
+    SNAPSHOT = JudgeConfigBase.SNAPSHOT | {"input_field", "show_input", "output_field", "min_consistency",
                                      "length_control"}
 
     type: Literal["pairwise_judge"]

@@ -214,7 +214,7 @@ class HttpTarget(Target):
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
         import httpx
 
-        from evalh.providers.registry import limits_name
+        from evalh.providers.clients import limits_name
         from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_retries
 
         cfg = self.config

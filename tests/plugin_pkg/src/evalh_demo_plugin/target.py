@@ -28,7 +28,7 @@ class ShoutTarget(Target):
                                        api_key_env="DEMO_ECHO_KEY")
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
-        from evalh.providers.registry import get_provider
+        from evalh.providers.clients import get_provider
 
         client = get_provider(self.provider, ctx.services)
         text = case.input["text"] if isinstance(case.input, dict) else str(case.input)

@@ -1,6 +1,6 @@
-"""Live targets: model targets (templates, JSON output, tokens, cost, trace, cache), the
-http target, and the shipped `scenarios`, `scenarios_model` and `live` suites, run
-through the CLI against the loopback mock provider."""
+"""Model targets (templates, JSON output, tokens, cost, trace, cache), the http target,
+and the shipped `scenarios`, `scenarios_model` and `live` suites, run through the CLI
+against the loopback mock provider (nothing here calls a real provider)."""
 
 from __future__ import annotations
 
