@@ -28,6 +28,27 @@ def canonical_json(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
+def first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """The first key path where two JSON values differ (None when they are equal), for a
+    message a user can act on (a resumed run's config, shards that do not belong together)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in a or key not in b:
+                return sub
+            found = first_difference(a[key], b[key], sub)
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return None if canonical_json(a) == canonical_json(b) else (path or "(the whole value)")
+
+
 def sha256_of(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 

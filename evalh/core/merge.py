@@ -35,7 +35,7 @@ from evalh.core.contrasts import suite_claims
 from evalh.core.outcome import summarize
 from evalh.core.shard import Shard, parse_shard, shard_of
 from evalh.errors import EvalhError
-from evalh.models import CaseResult, DatasetInfo, Run, SuiteResult, canonical_json
+from evalh.models import CaseResult, DatasetInfo, Run, SuiteResult, canonical_json, first_difference
 
 if TYPE_CHECKING:
     from evalh.config import Config
@@ -54,26 +54,6 @@ class ShardRun:
     @property
     def name(self) -> str:
         return f"shard {self.shard} (run {self.run.run_id})"
-
-
-def first_difference(a: Any, b: Any, path: str = "") -> str | None:
-    """The first key path where two JSON values differ (None when they are equal)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b), key=str):
-            sub = f"{path}.{key}" if path else str(key)
-            if key not in a or key not in b:
-                return sub
-            found = first_difference(a[key], b[key], sub)
-            if found:
-                return found
-        return None
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            found = first_difference(x, y, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    return None if canonical_json(a) == canonical_json(b) else (path or "(the whole value)")
 
 
 BUDGETS = ("max_cost_usd", "max_tokens")

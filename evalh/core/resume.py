@@ -35,7 +35,7 @@ from evalh.config import Config
 from evalh.core.plan import SuitePlan
 from evalh.core.prepare import Prepared, RunOptions, prepare_run
 from evalh.errors import EvalhError, RunDocumentError, RunNotFound, first_validation_error
-from evalh.models import CaseResult, canonical_json
+from evalh.models import CaseResult, first_difference
 from evalh.store import Journal, RunStore
 
 
@@ -168,26 +168,6 @@ def load_record(store: RunStore, run_id: str) -> RunRecord:
     return record
 
 
-def _first_difference(a: Any, b: Any, path: str) -> str | None:
-    """The first key path where two JSON values differ, for a message a user can act on."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            sub = f"{path}.{key}" if path else str(key)
-            if key not in a or key not in b:
-                return sub
-            found = _first_difference(a[key], b[key], sub)
-            if found:
-                return found
-        return None
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            found = _first_difference(x, y, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    return None if canonical_json(a) == canonical_json(b) else path
 
 
 def check_config(config: Config, now: dict[str, Any], record: RunRecord) -> None:
@@ -206,7 +186,7 @@ def check_config(config: Config, now: dict[str, Any], record: RunRecord) -> None
         "prices": then.get("prices"),
         "suites": {n: (then.get("suites") or {}).get(n) for n in record.suites},
     }
-    where = _first_difference(recorded, current, "")
+    where = first_difference(recorded, current)
     if where is not None:
         raise ResumeRefused(
             f"cannot resume run {record.run_id}: {config.path} changed since it started "
