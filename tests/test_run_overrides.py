@@ -117,3 +117,20 @@ def test_sleep_ms_paces_every_target_and_is_recorded(tmp_path: Path) -> None:
     assert doc["config"]["suites"]["s"]["target"]["pace_ms"] == 150
     assert max(c["latency_ms"] for c in doc["suites"]["s"]["cases"]) < 140
     assert _wall_s(doc) >= 0.28
+
+
+def test_http_targets_are_paced_too(tmp_path: Path) -> None:
+    from evalh.testing.mock_provider import MockProvider
+
+    with MockProvider() as mp:
+        target = f'{{ kind = "http", url = "{mp.base_url}/v1/product/answer", output_field = "output" }}'
+        cfg = project(tmp_path, target, n=3, extra="concurrency = 3\n")
+        result, doc = run(cfg, "--sleep-ms", "150")
+        assert doc is not None, result.output
+        assert mp.count() == 3
+    assert doc["config"]["suites"]["s"]["target"]["pace_ms"] == 150
+    # two of the three calls waited 150 and 300 ms, none of it latency (the one that did not
+    # wait holds the HTTP client's start in its latency, so only two are held to the bound)
+    latencies = sorted(c["latency_ms"] for c in doc["suites"]["s"]["cases"])
+    assert latencies[1] < 140, latencies
+    assert _wall_s(doc) >= 0.28

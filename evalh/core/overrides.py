@@ -3,7 +3,7 @@
 - `--judge-model M`: every judge of the chosen suites judges with M (one judge, the first
   judge's provider settings), as `evalh rejudge --judge-model` does. The rewritten scorers
   are what the run records, and judge ≠ subject is checked against M before the first case.
-- `--sleep-ms N`: every Python and model target is paced (`pace_ms = N`).
+- `--sleep-ms N`: every Python, model and HTTP target is paced (`pace_ms = N`).
 
 Each returns a new Config; the loaded one is not changed.
 """
@@ -33,7 +33,7 @@ def with_judge_model(config: Config, model: str | None) -> Config:
 
 
 def _paced(target: Any, ms: float) -> Any:
-    if "pace_ms" not in type(target).model_fields:  # a kind without pacing (http) runs unpaced
+    if "pace_ms" not in type(target).model_fields:  # a plugin kind without pacing runs unpaced
         return target
     return target.model_copy(update={"pace_ms": ms})
 

@@ -51,7 +51,7 @@ class RunRequest:
     judge_model: str | None = None
     """`--judge-model`: the run's judges swapped before planning (`core.overrides`)."""
     sleep_ms: float | None = None
-    """`--sleep-ms`: every Python and model target paced (`core.overrides`)."""
+    """`--sleep-ms`: every Python, model and HTTP target paced (`core.overrides`)."""
     iterations: int | None = None
     """`--iterations`: cases generated per suite with a `generate` table (`core.generate`)."""
 

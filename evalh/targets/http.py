@@ -55,8 +55,9 @@ class HttpTargetConfig(TargetConfig):
     SNAPSHOT_JSON_TEXT: ClassVar[frozenset[str]] = frozenset({"body"})
     SNAPSHOT = frozenset(
         {"kind", "url", "method", "body", "output_field", "trace_field", "usage_field", "model",
-         "timeout_s", "max_retries", "max_in_flight", "rpm", "backoff_base_s", "backoff_max_s"}
+         "timeout_s", "max_retries", "max_in_flight", "rpm", "backoff_base_s", "backoff_max_s", "pace_ms"}
     )
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"pace_ms"})
 
     kind: Literal["http"] = "http"
     url: str = Field(pattern=r"^https?://")
@@ -86,6 +87,9 @@ class HttpTargetConfig(TargetConfig):
     """First retry waits up to this long (full jitter), doubling per attempt."""
     backoff_max_s: float = Field(30.0, ge=0)
     """Cap of one backoff wait (a server's `retry-after` is honoured even when longer)."""
+    pace_ms: float | None = Field(None, ge=0)
+    """Calls start at least this many milliseconds apart (`--sleep-ms` sets it for every
+    target); the pause is neither latency nor part of the timeout."""
 
     def requires_env(self) -> list[str]:
         texts = [*self.headers.values(), self.body or ""]
@@ -216,8 +220,10 @@ class HttpTarget(Target):
 
         from evalh.providers.clients import limits_name
         from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_retries
+        from evalh.targets.pacing import before_call
 
         cfg = self.config
+        await before_call(cfg, case, ctx.services)  # a failed generation is refused, then paced
         body, headers = self.request_body(case), self.request_headers(case, ctx)
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(cfg.timeout_s))
