@@ -122,7 +122,7 @@ def write_noise(root: Path, doc: dict[str, Any]) -> Path:
     """Write the noise-floor document beside the marker, atomically, scrubbed of secrets
     like every file evalh writes."""
     from evalh.jsonio import document_bytes
-    from evalh.snapshot import scrub_secrets
+    from evalh.redact import scrub_secrets
 
     path = noise_path(root)
     atomic_write_bytes(path, scrub_secrets(document_bytes(doc)))

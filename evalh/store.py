@@ -42,7 +42,7 @@ from evalh.errors import (
 from evalh.gcpause import gc_paused
 from evalh.jsonio import jsonl_line
 from evalh.models import CaseResult, Run
-from evalh.snapshot import scrub_secrets, secret_env_values
+from evalh.redact import scrub_secrets, secret_env_values
 
 DEFAULT_RUNS_DIR = "eval_runs"
 RUNS_DIR_ENV = "EVAL_RUNS_DIR"

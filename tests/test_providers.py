@@ -415,7 +415,7 @@ def test_a_key_from_a_plainly_named_variable_is_still_scrubbed(mp: MockProvider,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """`api_key_env` may name a variable the environment scrub would not recognise as secret:
     the key it holds must be scrubbed all the same once a provider has read it."""
-    from evalh.snapshot import REDACTED, scrub_secrets, scrub_text
+    from evalh.redact import REDACTED, scrub_secrets, scrub_text
 
     key = "acc-plain-name-0123456789abcdef"
     monkeypatch.setenv("EVALH_LLM_ACCESS", key)

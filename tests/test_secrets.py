@@ -95,7 +95,7 @@ def test_only_credentials_are_scrubbed_and_the_digest_is_of_the_stored_output(
 
 
 def test_the_rule_on_names_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalh.snapshot import is_credential_name, secret_env_values
+    from evalh.redact import is_credential_name, secret_env_values
 
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY",
                  "AWS_SESSION_TOKEN", "DB_PASSWORD", "PGPASSWORD", "MYSQL_PWD", "CLIENT_SECRET",

@@ -314,7 +314,8 @@ def test_git_info_outside_a_repository(project: Path, monkeypatch: pytest.Monkey
 
 def test_snapshot_of_a_free_form_table_keeps_settings_and_hides_credentials() -> None:
     from evalh.providers.base import ProviderConfig
-    from evalh.snapshot import REDACTED, snapshot
+    from evalh.redact import REDACTED
+    from evalh.snapshot import snapshot
 
     cfg = ProviderConfig(provider="openai", model="m", params={
         "top_p": 0.9, "max_tokens": 64, "api_key": "sk-live-abc", "access_token": "t0k3n"})
@@ -324,7 +325,7 @@ def test_snapshot_of_a_free_form_table_keeps_settings_and_hides_credentials() ->
 
 
 def test_credential_values_in_a_json_template_are_redacted_and_nothing_else() -> None:
-    from evalh.snapshot import REDACTED, redact_json_text
+    from evalh.redact import REDACTED, redact_json_text
 
     text = ('{"api_key": "k-123", "password" : "pw", "apiKey": 12345, "accessToken": "t", '
             '"private_key": "p", "token": "${TOK}", "author": "me", "max_tokens": 5, '

@@ -47,7 +47,7 @@ from evalh.models import (
     sha256_of,
 )
 from evalh.provenance import environment_info, git_info
-from evalh.snapshot import scrub_value, secret_env_values
+from evalh.redact import scrub_value, secret_env_values
 from evalh.store import RunLock, RunStore, now_iso
 from evalh.targets.base import CallContext, Produced, TargetOutput
 from evalh.targets.python_callable import with_reported_model

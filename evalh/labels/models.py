@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.errors import EvalhError, first_validation_error
 from evalh.jsonio import document_bytes
-from evalh.snapshot import scrub_secrets
+from evalh.redact import scrub_secrets
 from evalh.store import atomic_write_bytes, validate_run_id
 
 LABELS_SCHEMA = "evalh.labels/2"

@@ -11,7 +11,7 @@ endpoint with different keys (accounts, projects, permissions) never serve each 
 replies. One JSON file per key under `<dir>/<first 2 hex>/<key>.json`, written atomically.
 Errors and truncated replies are never stored.
 
-A stored reply is scrubbed like every file evalh writes (`evalh.snapshot.scrub_secrets`):
+A stored reply is scrubbed like every file evalh writes (`evalh.redact.scrub_secrets`):
 a provider or proxy that echoes the request headers or the key in its reply leaves
 `[REDACTED]` in the cache, never the value; a hit returns the scrubbed text.
 
@@ -127,7 +127,7 @@ class ResponseCache:
         """Store a reply unless it is truncated (errors never reach here). False when not stored."""
         if response.truncated or response.cached:
             return False
-        from evalh.snapshot import scrub_secrets, secret_env_values
+        from evalh.redact import scrub_secrets, secret_env_values
         from evalh.store import atomic_write_bytes
 
         record: dict[str, Any] = {

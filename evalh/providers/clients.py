@@ -31,7 +31,7 @@ from evalh.providers.base import (
 )
 from evalh.providers.prices import cost_usd
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_retries
-from evalh.snapshot import redact_url
+from evalh.redact import redact_url
 
 if TYPE_CHECKING:
     from evalh.services import RunServices
@@ -119,7 +119,7 @@ class ManagedClient:
 def api_key_for(config: ProviderConfig) -> str:
     """The key from the environment variable the config names; ProviderError if unset."""
     from evalh.providers.loopback import MOCK_KEY, is_mock_url
-    from evalh.snapshot import register_secret
+    from evalh.redact import register_secret
 
     name = config.key_env()
     key = os.environ.get(name)

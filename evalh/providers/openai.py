@@ -39,7 +39,7 @@ from evalh.providers.resilience import (
     is_retryable,
     parse_retry_after,
 )
-from evalh.snapshot import redact_url
+from evalh.redact import redact_url
 
 KEY_ENV = "OPENAI_API_KEY"
 """The key's variable when a config names no `api_key_env` (evalh.providers.base.ProviderModule)."""

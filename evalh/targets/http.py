@@ -41,7 +41,7 @@ from pydantic import Field
 from evalh.errors import TargetError
 from evalh.models import Case
 from evalh.providers.base import ProviderError
-from evalh.snapshot import register_secret, register_url_secrets
+from evalh.redact import register_secret, register_url_secrets
 from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
 

@@ -93,7 +93,7 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
     from rich.text import Text as RichText
 
     from evalh.console import inert
-    from evalh.snapshot import scrub_text, secret_env_values
+    from evalh.redact import scrub_text, secret_env_values
 
     def Text(text: str, style: str = "") -> RichText:  # noqa: N802 - untrusted: no markup, no escapes
         return RichText(inert(text), style=style)
