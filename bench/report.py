@@ -169,7 +169,7 @@ def render_markdown(r: dict[str, Any]) -> str:
         lines += [
             "## 2. Latency-bound: 1,000 cases, 50 ms per reply on loopback",
             "",
-            "The mock provider (`evalh.testing.mock_provider`, `--latency-ms 50`) runs in its own "
+            "The mock provider (`evalh.mock.mock_provider`, `--latency-ms 50`) runs in its own "
             "process on the same 2 cores. *of ideal* is ideal / wall, ideal = cases × latency / "
             "in flight; *cases phase* uses the run's own span (first case to last result, without "
             "loading the plan and writing the document). *CPU per request* is the client process's "

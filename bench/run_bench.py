@@ -311,7 +311,7 @@ class MockServer:
 
     def __init__(self, latency_ms: float) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "evalh.testing.mock_provider", "--port", "0",
+            [sys.executable, "-m", "evalh.mock.mock_provider", "--port", "0",
              "--latency-ms", str(latency_ms), "--max-recorded", "100"],
             stderr=subprocess.PIPE, text=True,
         )

@@ -160,7 +160,7 @@ def scenario_base_url() -> str:
         return url
     with _mock_lock:
         if _mock is None:
-            from evalh.testing.mock_provider import MockProvider
+            from evalh.mock.mock_provider import MockProvider
 
             _mock = MockProvider(SCRIPT).start()
         return str(_mock.base_url)

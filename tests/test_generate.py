@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
-from evalh.testing.mock_provider import MockProvider
+from evalh.mock.mock_provider import MockProvider
 from tests.runner_project import evalh_process, journal_results, load
 
 REPO = Path(__file__).resolve().parent.parent

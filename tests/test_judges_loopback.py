@@ -275,13 +275,13 @@ def test_shipped_citations_suite_end_to_end(repo_root: Path, tmp_path: Path) -> 
 def test_external_score_wire_shape_transform_and_bad_values(tmp_path: Path) -> None:
     import asyncio
 
+    from evalh.mock import MockProvider
     from evalh.models import Case
     from evalh.providers.clients import close_providers
     from evalh.scorers.base import ScoreContext
     from evalh.scorers.external_score import ExternalScoreConfig, ExternalScorer
     from evalh.services import RunServices
     from evalh.targets.base import TargetOutput
-    from evalh.testing import MockProvider
 
     answer = "Intro.\n\nParis is the capital [1].\n\nLyon is big [2]."
     case = Case(id="c", input={"sources": ["Paris is the capital of France.", "Lyon is a large city."]})

@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
+from evalh.mock import MockProvider
 from evalh.providers import get_provider
 from evalh.providers.base import ChatRequest, ProviderConfig, ProviderError
 from evalh.providers.prices import merged_prices
 from evalh.services import Budget, RunServices
-from evalh.testing import MockProvider
 
 KEY_ENV = "EVALH_TEST_PROVIDER_KEY"
 

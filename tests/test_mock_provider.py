@@ -18,8 +18,8 @@ import pytest
 from runner_project import default_sigint
 
 from evalh.errors import ConfigError
-from evalh.testing import MockProvider, Script
-from evalh.testing.shapes import count_tokens
+from evalh.mock import MockProvider, Script
+from evalh.mock.shapes import count_tokens
 
 KEY = "test-key"
 MODEL = "claude-test"
@@ -488,7 +488,7 @@ def test_module_entry_point(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "evalh.testing.mock_provider",
+            "evalh.mock.mock_provider",
             "--port",
             "0",
             "--script",

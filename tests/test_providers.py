@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evalh.mock import MockProvider
 from evalh.providers import (
     ChatRequest,
     ProviderConfig,
@@ -26,7 +27,6 @@ from evalh.providers.clients import ManagedClient
 from evalh.providers.prices import DEFAULT_PRICES, cost_usd, merged_prices, price_for
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, parse_retry_after
 from evalh.services import Budget, Price, RunServices
-from evalh.testing import MockProvider
 
 KEY_ENV = "EVALH_TEST_PROVIDER_KEY"
 MODEL = "claude-haiku-4-5"  # priced in the default table: $1 / $5 per million tokens

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
-from evalh.testing import MockProvider
+from evalh.mock import MockProvider
 
 TOML = """\
 [evalh]

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.testing import MockProvider
+from evalh.mock import MockProvider
 from tests.runner_project import evalh_process, journal_results, load
 
 runner = CliRunner()

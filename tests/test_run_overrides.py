@@ -120,7 +120,7 @@ def test_sleep_ms_paces_every_target_and_is_recorded(tmp_path: Path) -> None:
 
 
 def test_http_targets_are_paced_too(tmp_path: Path) -> None:
-    from evalh.testing.mock_provider import MockProvider
+    from evalh.mock.mock_provider import MockProvider
 
     with MockProvider() as mp:
         target = f'{{ kind = "http", url = "{mp.base_url}/v1/product/answer", output_field = "output" }}'

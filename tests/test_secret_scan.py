@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from evalh.testing import MockProvider
+from evalh.mock import MockProvider
 
 
 def _secret(prefix: str) -> str:

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
+from evalh.mock import MockProvider
 from evalh.models import sha256_of
-from evalh.testing import MockProvider
 
 KEY = "sk-ant-echoed-0123456789abcdef"
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
-from evalh.testing import MockProvider
+from evalh.mock import MockProvider
 
 KEY = "EVALH_TEST_JUDGE_KEY"
 CAL_ITEMS = 10

@@ -15,10 +15,10 @@ from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
 from evalh.errors import ConfigError
+from evalh.mock import MockProvider
 from evalh.models import Case
 from evalh.targets.model import ModelTargetConfig, build, parse_json_reply
 from evalh.targets.templates import TemplateError
-from evalh.testing import MockProvider
 
 SECRET = "sk-ant-verysecret-0123456789abcdef"
 

@@ -35,7 +35,7 @@ def mock_provider(
     An `openai` target reaches it with base_url = "http://127.0.0.1:8765/v1".
     """
     from evalh.errors import EvalhError
-    from evalh.testing.mock_provider import serve
+    from evalh.mock.mock_provider import serve
 
     if script is not None and not script.is_file():
         raise EvalhError(f"{script}: script file not found")

@@ -25,8 +25,8 @@ def mock_base_url(url: str, provider: str, services: RunServices) -> str:
     mock = providers.get(url)
     if mock is None:
         from evalh.errors import ConfigError
-        from evalh.testing.mock_provider import MockProvider
-        from evalh.testing.script import Script
+        from evalh.mock.mock_provider import MockProvider
+        from evalh.mock.script import Script
 
         path = url[len(MOCK_SCHEME):]
         full = services.root / path

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalh.testing.script import Endpoint, Fault, Reply, ToolCall
+from evalh.mock.script import Endpoint, Fault, Reply, ToolCall
 
 _WORD = re.compile(r"\S+")
 

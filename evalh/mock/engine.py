@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalh.testing import shapes
-from evalh.testing.script import DEFAULT_SLOW_MS, Endpoint, Fault, Reply, Script, ScriptState
+from evalh.mock import shapes
+from evalh.mock.script import DEFAULT_SLOW_MS, Endpoint, Fault, Reply, Script, ScriptState
 
 ScriptLike = Script | dict[str, Any] | list[Any] | str | Path | None
 

@@ -1,7 +1,7 @@
 """Scripted replies for the mock provider.
 
 A `Script` is an ordered list of `Rule`s plus a `default` reply. For each request the
-server renders the prompt text (see `evalh.testing.shapes.prompt_text`) and takes the
+server renders the prompt text (see `evalh.mock.shapes.prompt_text`) and takes the
 first rule that applies:
 
 * `endpoint` (if set) names the endpoint (`anthropic`, `openai`, `score`, `product`),

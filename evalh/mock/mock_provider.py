@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Self
 
 from evalh.errors import ConfigError
-from evalh.testing.engine import Action, Engine, RecordedRequest, ScriptLike
-from evalh.testing.script import Endpoint, Fault, FaultKind, Script
+from evalh.mock.engine import Action, Engine, RecordedRequest, ScriptLike
+from evalh.mock.script import Endpoint, Fault, FaultKind, Script
 
 __all__ = ["MockProvider", "RecordedRequest", "main", "serve"]
 
@@ -480,8 +480,8 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m evalh.testing.mock_provider --port N --script FILE [--latency-ms MS]`."""
-    parser = argparse.ArgumentParser(prog="python -m evalh.testing.mock_provider")
+    """`python -m evalh.mock.mock_provider --port N --script FILE [--latency-ms MS]`."""
+    parser = argparse.ArgumentParser(prog="python -m evalh.mock.mock_provider")
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     parser.add_argument("--script", type=Path, default=None, help="JSON or TOML script")
     parser.add_argument("--latency-ms", type=float, default=0.0)
