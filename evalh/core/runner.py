@@ -23,7 +23,7 @@ import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalh.context import CaseContext, case_scope
 from evalh.core.aggregate import aggregate
@@ -51,6 +51,9 @@ from evalh.redact import scrub_value, secret_env_values
 from evalh.store import RunLock, RunStore, now_iso
 from evalh.targets.base import CallContext, Produced, TargetOutput
 from evalh.targets.python_callable import with_reported_model
+
+if TYPE_CHECKING:
+    from evalh.scorers.base import Scorer
 
 
 class Observer(Protocol):
@@ -216,29 +219,32 @@ class Runner:
         suite's first case (a judge calibrates there and may refuse itself by raising an
         EvalhError); what it returns is kept in the suite's `details` under its name."""
         for scorer in suite.scorers:
-            prepare = scorer.prepare  # a Scorer hook (no-op default)
-            if prepare is not None:
-                try:
-                    info = await prepare(suite, self.plan.services)
-                except BudgetExceeded as exc:
-                    # set-up calls (judge calibration) are admitted against the budget: the
-                    # run stops as `partial` before the suite's first case
-                    self.stop_reason = str(exc.args[0])
-                    if len(exc.args) > 1:
-                        suite.details[scorer.config.display_name] = {"calibration": exc.args[1]}
-                    return
-                if info:
-                    suite.details[scorer.config.display_name] = info
-                    self.journal.note_prepared(suite.name, scorer.config.display_name, info)
+            try:
+                info = await scorer.prepare(suite, self.plan.services)  # no-op by default
+            except BudgetExceeded as exc:
+                # set-up calls (judge calibration) are admitted against the budget: the
+                # run stops as `partial` before the suite's first case
+                self.stop_reason = str(exc.args[0])
+                if len(exc.args) > 1:
+                    suite.details[scorer.config.display_name] = {"calibration": exc.args[1]}
+                return
+            if info:
+                suite.details[scorer.config.display_name] = info
+                self.journal.note_prepared(suite.name, scorer.config.display_name, info)
 
     async def _finalize_scorers(self, suite: SuitePlan) -> None:
         """Scorers with a `finalize(suite_plan, results, services) -> dict` hook see every
         result of the suite once it is done (pairwise judging across arms, suite-level
         figures such as consistency_under_order_swap)."""
+        from evalh.scorers.base import Scorer as Base
+
+        finalizing = [s for s in suite.scorers if type(s).finalize is not Base.finalize]
+        if not finalizing:  # the no-op default changes nothing: no result is compared twice
+            return
         results = self.results[suite.name]
         before = [_scores_json(r) for r in results]
         try:
-            await self._finalize_each(suite)
+            await self._finalize_each(suite, finalizing)
         finally:
             # what finalizing wrote into the results (a pairwise judge's pairs) is journaled
             # too: a run killed later resumes with it instead of paying for it again
@@ -246,19 +252,17 @@ class Runner:
                 if _scores_json(result) != was:
                     self.journal.append(suite.name, result)
 
-    async def _finalize_each(self, suite: SuitePlan) -> None:
-        for scorer in suite.scorers:
-            finalize = scorer.finalize  # a Scorer hook (no-op default)
-            if finalize is not None:
-                try:
-                    info = await finalize(suite, self.results[suite.name], self.plan.services)
-                except BudgetExceeded as exc:  # judging after the suite is admitted against the budget
-                    self.stop_reason = str(exc.args[0])
-                    info = exc.args[1] if len(exc.args) > 1 else None
-                if info:
-                    suite.details.setdefault(scorer.config.display_name, {}).update(info)
-                if self.stop_reason:
-                    return
+    async def _finalize_each(self, suite: SuitePlan, scorers: list[Scorer]) -> None:
+        for scorer in scorers:
+            try:
+                info = await scorer.finalize(suite, self.results[suite.name], self.plan.services)
+            except BudgetExceeded as exc:  # judging after the suite is admitted against the budget
+                self.stop_reason = str(exc.args[0])
+                info = exc.args[1] if len(exc.args) > 1 else None
+            if info:
+                suite.details.setdefault(scorer.config.display_name, {}).update(info)
+            if self.stop_reason:
+                return
 
     async def run_suite(self, suite: SuitePlan, rng: random.Random) -> None:
         await self._prepare_scorers(suite)
