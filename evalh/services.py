@@ -113,6 +113,8 @@ class RunServices:
     a longer `retry-after` fails the requests it would hold, at once."""
     providers: dict[str, Any] = field(default_factory=dict)
     """Provider clients of this run (evalh.providers.get_provider), closed at its end."""
+    pacers: dict[int, Any] = field(default_factory=dict)
+    """A paced target's pacer (evalh.targets.pacing), by its config, made at its first call."""
 
     def cost_of(self, model: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
         """Cost from the price table; unknown model → None, never 0."""

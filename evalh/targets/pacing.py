@@ -55,10 +55,9 @@ async def pace(config: Any, services: RunServices | None) -> None:
     pace_ms = getattr(config, "pace_ms", None)
     if not pace_ms or services is None:
         return
-    key = f"pace:{id(config)}"
-    pacer = services.providers.get(key)
+    pacer = services.pacers.get(id(config))
     if pacer is None:
-        pacer = services.providers[key] = Pacer(pace_ms)
+        pacer = services.pacers[id(config)] = Pacer(pace_ms)
     from evalh.providers.waits import waiting
 
     with waiting():
