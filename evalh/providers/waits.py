@@ -75,6 +75,25 @@ def case_clock(timeout: asyncio.Timeout | None = None) -> Iterator[WaitClock]:
         _CLOCK.reset(token)
 
 
+def deadline_passed() -> bool:
+    """Whether the current case's timeout has run out (False outside a clock with one).
+    For code that ran without yielding to the loop (an inline sync target), whose expired
+    timeout could not cancel it: it can then fail the case as the timeout would have."""
+    clock = _CLOCK.get()
+    while clock is not None and clock.timeout is None:
+        clock = clock.parent
+    if clock is None or clock.timeout is None:
+        return False
+    t = clock.timeout
+    when = t.when()
+    if t.expired():
+        return True
+    try:
+        return when is not None and asyncio.get_running_loop().time() >= when
+    except RuntimeError:
+        return False
+
+
 @contextmanager
 def waiting() -> Iterator[None]:
     """Mark the block as a wait imposed by evalh's limits (no-op outside any clock)."""
