@@ -22,6 +22,7 @@ from evalh.labels import (
     load_store,
     request_sha256,
 )
+from evalh.labels.report_models import LabelReport, Rate, Stratum
 from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, Run, Score, SuiteResult
 from evalh.store import RunStore
 
@@ -204,54 +205,60 @@ def test_agreement_and_kappa_before_adjudication(tmp_path: Path) -> None:
     b = {"0": "ok", "1": "defect", "2": "defect", "3": "defect"}
     run, labels, store = rated([result(i) for i in range(4)], tmp_path, {"alice": a, "bob": b}, adjudicate={"1": "ok"})
     rep = label_report(run, labels, store)
-    pair = rep["inter_rater"]["pairs"][0]
-    assert pair["raters"] == ["alice", "bob"] and pair["overlap"] == 4
-    assert pair["raw_agreement"] == 0.75
-    assert pair["kappa"] == pytest.approx(0.5) == cohens_kappa(list(a.values()), list(b.values()))
-    assert rep["counts"]["adjudicated"] == 1 and rep["counts"]["disputed"] == 0  # settled, originals kept
+    pair = rep.inter_rater.pairs[0]
+    assert pair.raters == ("alice", "bob") and pair.agreement.overlap == 4
+    assert pair.agreement.raw_agreement == 0.75
+    assert pair.agreement.kappa == pytest.approx(0.5) == cohens_kappa(list(a.values()), list(b.values()))
+    assert rep.counts.adjudicated == 1 and rep.counts.disputed == 0  # settled, originals kept
     assert len([r for r in store.records if r.kind == "rating"]) == 8
 
 
 def test_null_kappa_says_why_and_null_label_disagrees(tmp_path: Path) -> None:
     run, labels, store = rated([result(i) for i in range(3)], tmp_path,
                         {"alice": {"0": "ok", "1": "ok"}, "bob": {"0": "ok", "1": "ok"}, "carol": {"2": "ok"}})
-    pairs = {tuple(p["raters"]): p for p in label_report(run, labels, store)["inter_rater"]["pairs"]}
-    assert pairs[("alice", "bob")]["kappa"] is None and pairs[("alice", "bob")]["raw_agreement"] == 1.0
-    assert pairs[("alice", "bob")]["kappa_null_reason"].startswith("constant labels")
-    assert pairs[("alice", "carol")]["kappa"] is None and pairs[("alice", "carol")]["overlap"] == 0
-    assert pairs[("alice", "carol")]["kappa_null_reason"].startswith("no overlap")
+    pairs = {p.raters: p.agreement for p in label_report(run, labels, store).inter_rater.pairs}
+    assert pairs[("alice", "bob")].kappa is None and pairs[("alice", "bob")].raw_agreement == 1.0
+    assert (pairs[("alice", "bob")].kappa_null_reason or "").startswith("constant labels")
+    assert pairs[("alice", "carol")].kappa is None and pairs[("alice", "carol")].overlap == 0
+    assert (pairs[("alice", "carol")].kappa_null_reason or "").startswith("no overlap")
     run, labels, store = rated([result(0)], tmp_path, {"dan": {"0": None}, "eve": {"0": "ok"}})
-    assert label_report(run, labels, store)["inter_rater"]["pairs"][0]["raw_agreement"] == 0.0
+    assert label_report(run, labels, store).inter_rater.pairs[0].agreement.raw_agreement == 0.0
 
 
 def test_judge_human_confusion_on_the_agreed_overlap(tmp_path: Path) -> None:
     results = [result(0, judge="ok"), result(1, judge="ok"), result(2, judge="defect"), result(3, judge="defect")]
     run, labels, store = rated(results, tmp_path, {"alice": {"0": "ok", "1": "defect", "2": "defect", "3": None}})
-    (j,) = label_report(run, labels, store)["judges"]
-    assert j["scorer"] == "rubric" and j["judge_models"] == ["judge-x"]
-    assert j["overlap"] == 3  # the abstained request is not in the overlap
-    assert j["confusion"] == {"ok": {"ok": 1}, "defect": {"ok": 1, "defect": 1}}
-    assert j["raw_agreement"] == pytest.approx(2 / 3) and j["same_rubric_as_humans"] is False
+    (j,) = label_report(run, labels, store).judges
+    assert j.scorer == "rubric" and j.judge_models == ["judge-x"]
+    assert j.agreement.overlap == 3  # the abstained request is not in the overlap
+    assert j.confusion == {"ok": {"ok": 1}, "defect": {"ok": 1, "defect": 1}}
+    assert j.agreement.raw_agreement == pytest.approx(2 / 3) and j.same_rubric_as_humans is False
 
 
-def _stratum(rep: dict[str, Any], name: str = "s1") -> dict[str, Any]:
-    return next(s for s in rep["strata"] if s["stratum"] == name)
+def _stratum(rep: LabelReport, name: str = "s1") -> Stratum:
+    return next(s for s in rep.strata if s.stratum == name)
+
+
+def _positive(rep: LabelReport, name: str = "s1") -> Rate:
+    rate = _stratum(rep, name).positive
+    assert rate is not None
+    return rate
 
 
 def test_wilson_only_where_its_assumptions_hold(tmp_path: Path) -> None:
     labels_ = {"0": "defect", "1": "ok", "2": "ok", "3": "ok"}
     run, labels, store = rated([result(i) for i in range(4)], tmp_path, {"alice": labels_})
-    hand_picked = _stratum(label_report(run, labels, store, positive="defect"))
-    assert hand_picked["rate"] == 0.25 and hand_picked["rate_denominator"] == 4
-    assert hand_picked["interval_95"] is None
-    assert any("random held-out sample" in r for r in hand_picked["interval_null_reasons"])
-    attested = _stratum(label_report(run, labels, store, positive="defect", random_sample=True))
-    assert attested["interval_95"] == pytest.approx(list(wilson_interval(1, 4)))
-    assert attested["interval_null_reasons"] == []
+    hand_picked = _positive(label_report(run, labels, store, positive="defect"))
+    assert hand_picked.rate == 0.25 and hand_picked.numerator == 1 and hand_picked.denominator == 4
+    assert hand_picked.interval_95 is None
+    assert any("random held-out sample" in r for r in hand_picked.interval_null_reasons)
+    attested = _positive(label_report(run, labels, store, positive="defect", random_sample=True))
+    assert attested.interval_95 == pytest.approx(wilson_interval(1, 4))
+    assert attested.interval_null_reasons == []
     # metadata.sampling = "random" on every case is an attestation too
     sampled = [result(i, sampling="random") for i in range(4)]
     run, labels, store = rated(sampled, tmp_path, {"alice": labels_})
-    assert _stratum(label_report(run, labels, store, positive="defect"))["interval_95"] is not None
+    assert _positive(label_report(run, labels, store, positive="defect")).interval_95 is not None
 
 
 @pytest.mark.parametrize(
@@ -279,16 +286,19 @@ def test_wilson_is_null_with_the_reason(tmp_path: Path, results: list[CaseResult
                                          "rubric_sha256": doc["rubric"]["sha256"], "rater": rater}))
         (tmp_path / f"{rater}.jsonl").write_text("\n".join(lines) + "\n")
         imp(run, labels, store, tmp_path / f"{rater}.jsonl")
-    row = _stratum(label_report(run, labels, store, positive="defect", random_sample=True))
-    assert row["interval_95"] is None
-    assert any(reason in r for r in row["interval_null_reasons"]), row["interval_null_reasons"]
+    row = _positive(label_report(run, labels, store, positive="defect", random_sample=True))
+    assert row.interval_95 is None
+    assert any(reason in r for r in row.interval_null_reasons), row.interval_null_reasons
 
 
 def test_every_report_is_advisory(tmp_path: Path) -> None:
     run, labels, store = rated([result(0)], tmp_path, {"alice": {"0": "ok"}})
     rep = label_report(run, labels, store)
-    assert rep["releaseDecision"] == "not-assessed" and rep["judgeUse"] == "advisory-only"
-    assert _stratum(rep)["interval_null_reasons"][0].startswith("no positive label")
+    assert rep.release_decision == "not-assessed" and rep.judge_use == "advisory-only"
+    assert rep.to_dict()["releaseDecision"] == "not-assessed" and rep.to_dict()["judgeUse"] == "advisory-only"
+    assert _stratum(rep).positive is None
+    assert _stratum(rep).interval_null_reasons[0].startswith("no positive label")
+    assert rep.to_dict()["strata"][0]["interval_null_reasons"][0].startswith("no positive label")
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -24,6 +24,7 @@ from evalh.labels import (
     load_store,
 )
 from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
+from evalh.labels.report_models import LabelReport, Rate, StaleResult
 from evalh.labels.rubric import parse_rubric
 from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, Run, SuiteResult
 from evalh.store import RunStore
@@ -238,11 +239,10 @@ def test_ratings_carry_over_to_a_rerun_and_the_changed_item_is_stale(tmp_path: P
                      run_id="20260102T000000000Z-bbbbbb")
     _, labels = export(rerun)  # a fresh export of the re-run: new request ids
     rep = label_report(rerun, labels, load_store(tmp_path / "runs"))
-    assert rep["counts"]["agreed"] == 3 and rep["counts"]["unlabelled"] == 1
-    assert rep["stale"]["ratings_of_changed_content"] == 1
-    assert rep["stale"]["results"] == [{"suite": "fb", "case_id": "c", "arm": "default", "attempt": 0,
-                                       "raters": ["ann", "ben"]}]
-    assert "fb/c:c1" in rep["claims"]["unresolved_ids"]  # stale: never used
+    assert rep.counts.agreed == 3 and rep.counts.unlabelled == 1
+    assert rep.to_dict()["stale"]["ratings_of_changed_content"] == 1
+    assert rep.stale.results == [StaleResult(suite="fb", case_id="c", arm="default", attempt=0, raters=["ann", "ben"])]
+    assert "fb/c:c1" in rep.claims.unresolved_ids  # stale: never used
     assert len(store.records) == len(load_store(tmp_path / "runs").records)  # the store is untouched
 
 
@@ -258,18 +258,18 @@ def test_rubric_versions_are_never_pooled(tmp_path: Path) -> None:
                                                   [line(reqs["b#0"], doc, "ann", **full(reqs["b#0"]))])])
     import_ratings(run, labels, store, [f])
     rep = label_report(run, labels, store)
-    assert rep["raters"] == ["ben"] and rep["rubric_sha256"] == doc2["rubric"]["sha256"]
-    assert rep["other_rubrics"]["ratings"] == 10 and list(rep["other_rubrics"]["rubrics"]) == [doc["rubric"]["sha256"]]
+    assert rep.raters == ["ben"] and rep.rubric_sha256 == doc2["rubric"]["sha256"]
+    assert rep.other_rubrics.ratings == 10 and list(rep.other_rubrics.rubrics) == [doc["rubric"]["sha256"]]
     old = label_report(run, labels, store, rubric=doc["rubric"]["sha256"])
-    assert old["raters"] == ["ann"] and old["other_rubrics"]["ratings"] == 5
+    assert old.raters == ["ann"] and old.to_dict()["other_rubrics"]["ratings"] == 5
 
 
 # ----------------------------------------------------------------------------- intervals
 
 
-def _rate(rep: dict[str, Any], stratum: str = "s") -> dict[str, Any]:
-    row = next(r for r in rep["strata"] if r["stratum"] == stratum)
-    return row["rates"][0]
+def _rate(rep: LabelReport, stratum: str = "s") -> Rate:
+    row = next(r for r in rep.strata if r.stratum == stratum)
+    return row.rates[0]
 
 
 def test_one_trial_per_work_item_across_claims_and_attempts(tmp_path: Path) -> None:
@@ -291,8 +291,8 @@ def test_one_trial_per_work_item_across_claims_and_attempts(tmp_path: Path) -> N
         lines.append(line(req, doc, "ann", **body))
     import_ratings(run, labels, store, [write(tmp_path / "ann.jsonl", lines)])
     rate = _rate(label_report(run, labels, store))
-    assert (rate["rate_numerator"], rate["rate_denominator"], rate["work_items"]) == (1, 3, 3)
-    assert rate["interval_95"] == pytest.approx(list(wilson_interval(1, 3)))
+    assert (rate.numerator, rate.denominator, rate.work_items) == (1, 3, 3)
+    assert rate.interval_95 == pytest.approx(wilson_interval(1, 3))
 
 
 @pytest.mark.parametrize(("meta", "flag", "reason"), [
@@ -306,19 +306,19 @@ def test_no_interval_unless_every_condition_holds(tmp_path: Path, meta: dict[str
     run = make_run([case(c, f"g{c}", **meta) for c in "abc"])
     doc, labels, store = rate_all(tmp_path, run, ["ann"])
     rate = _rate(label_report(run, labels, store, random_sample=flag))
-    assert rate["interval_95"] is None and rate["rate_denominator"] == 3
-    assert any(reason in r for r in rate["interval_null_reasons"]), rate["interval_null_reasons"]
+    assert rate.interval_95 is None and rate.denominator == 3
+    assert any(reason in r for r in rate.interval_null_reasons), rate.interval_null_reasons
 
 
 def test_every_reason_is_listed_and_sampling_without_metadata_can_be_attested(tmp_path: Path) -> None:
     run = make_run([case(c, f"g{c}", sampling=None, split="dev", claim_coverage="selected") for c in "ab"])
     _, labels, store = rate_all(tmp_path, run, ["ann"])
-    reasons = _rate(label_report(run, labels, store))["interval_null_reasons"]
+    reasons = _rate(label_report(run, labels, store)).interval_null_reasons
     assert len(reasons) == 3  # split, sampling, coverage: all of them, not the first
     run = make_run([case(c, f"g{c}", sampling=None) for c in "ab"])
     (tmp_path / "second").mkdir()
     _, labels, store = rate_all(tmp_path / "second", run, ["ann"])
-    assert _rate(label_report(run, labels, store, random_sample=True))["interval_95"] is not None
+    assert _rate(label_report(run, labels, store, random_sample=True)).interval_95 is not None
 
 
 def test_unsettled_truth_and_disputes_disable_the_interval_and_name_claims(tmp_path: Path) -> None:
@@ -331,10 +331,10 @@ def test_unsettled_truth_and_disputes_disable_the_interval_and_name_claims(tmp_p
     _, labels, store = rate_all(tmp_path, run, ["ann", "ben"], overrides=over)
     rep = label_report(run, labels, store)
     rate = _rate(rep)
-    assert rate["interval_95"] is None and (rate["rate_numerator"], rate["rate_denominator"]) == (0, 1)
-    assert rate["interval_null_reasons"] == ["labels incomplete: 1 disputed, 1 unsettled"]
-    assert rep["claims"]["unresolved_ids"] == ["fb/a:c1", "fb/b:c1", "fb/b:c2"]
-    assert rep["counts"]["disputed"] == 1
+    assert rate.interval_95 is None and (rate.numerator, rate.denominator) == (0, 1)
+    assert rate.interval_null_reasons == ["labels incomplete: 1 disputed, 1 unsettled"]
+    assert rep.claims.unresolved_ids == ["fb/a:c1", "fb/b:c1", "fb/b:c2"]
+    assert rep.counts.disputed == 1
 
 
 def test_a_group_crossing_sampling_methods_is_refused(tmp_path: Path) -> None:
@@ -349,17 +349,17 @@ def test_crossed_strata_with_by_several_fields(tmp_path: Path) -> None:
                     case("c", "g3", practice="p2", destination="pr")])
     _, labels, store = rate_all(tmp_path, run, ["ann"])
     rep = label_report(run, labels, store, by=["practice", "destination"])
-    assert [r["stratum"] for r in rep["strata"]] == ["p1 × chat", "p1 × pr", "p2 × pr"]
-    assert rep["strata"][0]["by"] == {"practice": "p1", "destination": "chat"}
+    assert [r.stratum for r in rep.strata] == ["p1 × chat", "p1 × pr", "p2 × pr"]
+    assert rep.strata[0].by == {"practice": "p1", "destination": "chat"}
 
 
 def test_withheld_and_not_reviewed_are_counted_apart(tmp_path: Path) -> None:
     run = make_run([case("a", "g1"), case("b", "g2", review_state="withheld"), case("c", "g3", review_state="not-reviewed")])
     _, labels, store = rate_all(tmp_path, run, ["ann"], overrides={})
     rep = label_report(run, labels, store)
-    c = rep["counts"]
-    assert (c["withheld"], c["not_reviewed"], c["agreed"]) == (1, 1, 1)
-    assert any("1 withheld" in r and "1 not reviewed" in r for r in _rate(rep)["interval_null_reasons"])
+    c = rep.counts
+    assert (c.withheld, c.not_reviewed, c.agreed) == (1, 1, 1)
+    assert any("1 withheld" in r and "1 not reviewed" in r for r in _rate(rep).interval_null_reasons)
 
 
 # ----------------------------------------------------------------------------- agreement
@@ -383,7 +383,7 @@ def test_fleiss_kappa_matches_statsmodels(seed: int) -> None:
     cats = ["true", "false", None]
     data = [[cats.index(u[f"r{j}"]) for j in range(3)] for u in units.values()]
     table, _ = aggregate_raters(data)
-    assert fleiss_kappa(units)["kappa"] == pytest.approx(sm_fleiss(table, method="fleiss"), abs=1e-12)
+    assert fleiss_kappa(units).kappa == pytest.approx(sm_fleiss(table, method="fleiss"), abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -397,25 +397,26 @@ def test_krippendorff_alpha_matches_the_krippendorff_package(seed: int) -> None:
     codes = {v: i for i, v in enumerate([*order, None])}
     nominal = np.array([[codes[u[f"r{j}"]] if f"r{j}" in u else np.nan for u in units.values()] for j in range(3)],
                        dtype=float)
-    ours = krippendorff_alpha(units)["alpha"]
+    ours = krippendorff_alpha(units).alpha
     assert ours == pytest.approx(krippendorff.alpha(reliability_data=nominal, level_of_measurement="nominal"), abs=1e-12)
     # ordinal: null cannot be ordered, so it is left out
     ordinal = np.array([[float(u[f"r{j}"]) if u.get(f"r{j}") is not None else np.nan for u in units.values()]
                         for j in range(3)])
     res = krippendorff_alpha(units, level="ordinal", order=order)
     ref = krippendorff.alpha(reliability_data=ordinal, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
-    assert res["alpha"] == pytest.approx(ref, abs=1e-12)
-    assert res["null_left_out"] == sum(v is None for u in units.values() for v in u.values())
+    assert res.alpha == pytest.approx(ref, abs=1e-12)
+    assert res.null_left_out == sum(v is None for u in units.values() for v in u.values())
 
 
 def test_agreement_is_null_with_its_reason() -> None:
     constant = {i: {"a": "x", "b": "x", "c": "x"} for i in range(4)}
-    assert fleiss_kappa(constant)["kappa"] is None and fleiss_kappa(constant)["null_reason"].startswith("constant")
-    assert krippendorff_alpha(constant)["null_reason"].startswith("constant")
-    assert fleiss_kappa({0: {"a": "x"}})["null_reason"] == "fewer than two raters"
-    assert krippendorff_alpha({0: {"a": "x"}, 1: {"b": "y"}})["null_reason"] == "no subject with two ratings"
+    assert fleiss_kappa(constant).kappa is None and (fleiss_kappa(constant).null_reason or "").startswith("constant")
+    assert (krippendorff_alpha(constant).null_reason or "").startswith("constant")
+    assert fleiss_kappa({0: {"a": "x"}}).null_reason == "fewer than two raters"
+    assert krippendorff_alpha({0: {"a": "x"}, 1: {"b": "y"}}).null_reason == "no subject with two ratings"
     # an abstention against a value is a disagreement
-    assert krippendorff_alpha({0: {"a": None, "b": "x"}, 1: {"a": "x", "b": "x"}, 2: {"a": "y", "b": "y"}})["alpha"] < 1
+    alpha = krippendorff_alpha({0: {"a": None, "b": "x"}, 1: {"a": "x", "b": "x"}, 2: {"a": "y", "b": "y"}}).alpha
+    assert alpha is not None and alpha < 1
 
 
 def test_report_gives_fleiss_and_krippendorff_per_field(tmp_path: Path) -> None:
@@ -424,12 +425,12 @@ def test_report_gives_fleiss_and_krippendorff_per_field(tmp_path: Path) -> None:
     reqs = by_case(doc, labels)
     over = {("cho", "b#0"): full(reqs["b#0"], truth="false"), ("cho", "c#0"): full(reqs["c#0"], grounding="unknown")}
     _, labels, store = rate_all(tmp_path, run, ["ann", "ben", "cho"], overrides=over)
-    fields = label_report(run, labels, store)["inter_rater"]["fields"]
+    fields = label_report(run, labels, store).inter_rater.fields
     assert set(fields) == {"claims.truth", "claims.grounding", "dimensions.relevance"}
     truth = fields["claims.truth"]
-    assert truth["subjects"] == 8 and len(truth["pairs"]) == 3
-    assert truth["fleiss_kappa"]["kappa"] is not None and truth["krippendorff_alpha"]["nominal"]["alpha"] is not None
-    assert fields["dimensions.relevance"]["fleiss_kappa"]["null_reason"].startswith("constant")
+    assert truth.subjects == 8 and len(truth.pairs) == 3
+    assert truth.fleiss_kappa.kappa is not None and truth.krippendorff_alpha["nominal"].alpha is not None
+    assert (fields["dimensions.relevance"].fleiss_kappa.null_reason or "").startswith("constant")
 
 
 def test_a_dataset_group_crossing_sampling_methods_is_refused(tmp_path: Path) -> None:

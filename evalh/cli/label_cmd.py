@@ -125,7 +125,7 @@ def report(
     if json_out:
         from evalh.jsonio import document_text
 
-        out().file.write(document_text(result))
+        out().file.write(document_text(result.to_dict()))
         return
     render_label_report(result, out())
 

@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evalh.labels.report_models import FleissKappa, KrippendorffAlpha
+
 NULL = "(null)"
 CONSTANT = ("constant labels: one value throughout, so expected disagreement is zero and "
             "the coefficient is undefined (not perfect agreement)")
@@ -30,17 +32,18 @@ def _cat(v: str | None) -> str:
     return NULL if v is None else v
 
 
-def fleiss_kappa(units: Mapping[Any, Mapping[str, str | None]]) -> dict[str, Any]:
+def fleiss_kappa(units: Mapping[Any, Mapping[str, str | None]]) -> FleissKappa:
     raters = sorted({r for u in units.values() for r in u})
     full = [u for u in units.values() if len(u) == len(raters)]
-    out: dict[str, Any] = {"raters": len(raters), "subjects": len(full),
-                           "subjects_left_out": len(units) - len(full), "kappa": None, "null_reason": None}
+
+    def null(reason: str) -> FleissKappa:
+        return FleissKappa(raters=len(raters), subjects=len(full), subjects_left_out=len(units) - len(full),
+                           kappa=None, null_reason=reason)
+
     if len(raters) < 2:
-        out["null_reason"] = "fewer than two raters"
-        return out
+        return null("fewer than two raters")
     if not full:
-        out["null_reason"] = "no subject rated by every rater"
-        return out
+        return null("no subject rated by every rater")
     n = len(raters)
     cats = sorted({_cat(v) for u in full for v in u.values()})
     totals: Counter[str] = Counter()
@@ -52,17 +55,14 @@ def fleiss_kappa(units: Mapping[Any, Mapping[str, str | None]]) -> dict[str, Any
     p_bar /= len(full)
     p_e = sum((totals[c] / (len(full) * n)) ** 2 for c in cats)
     if p_e >= 1.0:
-        out["null_reason"] = CONSTANT
-        return out
-    out["kappa"] = (p_bar - p_e) / (1 - p_e)
-    out["observed"] = p_bar
-    out["expected"] = p_e
-    return out
+        return null(CONSTANT)
+    return FleissKappa(raters=n, subjects=len(full), subjects_left_out=len(units) - len(full),
+                       kappa=(p_bar - p_e) / (1 - p_e), null_reason=None, observed=p_bar, expected=p_e)
 
 
 def krippendorff_alpha(
     units: Mapping[Any, Mapping[str, str | None]], *, level: str = "nominal", order: Sequence[str] | None = None
-) -> dict[str, Any]:
+) -> KrippendorffAlpha:
     """Krippendorff's alpha over every subject with at least two (usable) ratings.
 
     `level` is `nominal` or `ordinal`; ordinal needs `order`, the label keys from lowest
@@ -80,15 +80,16 @@ def krippendorff_alpha(
         if len(vals) >= 2:
             rows.append(vals)
     raters = {r for u in units.values() for r in u}
-    out: dict[str, Any] = {"level": level, "subjects": len(rows), "alpha": None, "null_reason": None}
-    if level == "ordinal":
-        out["null_left_out"] = null_left_out
+    left_out = null_left_out if level == "ordinal" else None
+
+    def result(alpha: float | None, reason: str | None) -> KrippendorffAlpha:
+        return KrippendorffAlpha(level=level, subjects=len(rows), alpha=alpha, null_reason=reason,
+                                 null_left_out=left_out)
+
     if len(raters) < 2:
-        out["null_reason"] = "fewer than two raters"
-        return out
+        return result(None, "fewer than two raters")
     if not rows:
-        out["null_reason"] = "no subject with two ratings"
-        return out
+        return result(None, "no subject with two ratings")
     # coincidences o[c][k]
     o: dict[tuple[str, str], float] = {}
     for vals in rows:
@@ -117,7 +118,5 @@ def krippendorff_alpha(
     d_o = sum(w * delta(a, b) for (a, b), w in o.items())
     d_e = sum(n_c[a] * n_c[b] * delta(a, b) for a in cats for b in cats)
     if d_e == 0:
-        out["null_reason"] = CONSTANT
-        return out
-    out["alpha"] = 1.0 - (n - 1) * d_o / d_e
-    return out
+        return result(None, CONSTANT)
+    return result(1.0 - (n - 1) * d_o / d_e, None)

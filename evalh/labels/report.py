@@ -1,6 +1,7 @@
 """The label report: agreement before adjudication, judge–human confusion, strata apart.
 
-Pure: it reads a run, its label sidecar and the ratings store and returns a dict.
+Pure: it reads a run, its label sidecar and the ratings store and returns a
+`LabelReport` (`evalh.labels.report_models`; `to_dict` is the `--json` document).
 
 - **One rubric.** The report is for one rubric (the latest export's, or the one asked
   for). Ratings under other rubric versions are counted apart (`other_rubrics`), never
@@ -41,6 +42,23 @@ from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
 from evalh.labels.export import blinded, rubric_of
 from evalh.labels.intervals import WorkItem, interval_where_valid, work_item_key
 from evalh.labels.models import LabelError, LabelStore, label_key
+from evalh.labels.report_models import (
+    Agreement,
+    ClaimCounts,
+    DimensionRate,
+    FieldAgreement,
+    InterRater,
+    JudgeAgreement,
+    KrippendorffAlpha,
+    LabelCounts,
+    LabelReport,
+    OtherRubrics,
+    Rate,
+    RaterPair,
+    Stale,
+    StaleResult,
+    Stratum,
+)
 from evalh.labels.rubric import ITEM_REQUEST, RateSpec, Rubric
 from evalh.labels.store import RatingsStore
 from evalh.models import CaseResult, Run, sha256_of
@@ -52,7 +70,7 @@ NOT_REVIEWED = {"withheld": "withheld", "not-reviewed": "not_reviewed", "not_rev
                 "not reviewed": "not_reviewed"}
 
 
-def _agreement(a: list[str | None], b: list[str | None]) -> dict[str, Any]:
+def _agreement(a: list[str | None], b: list[str | None]) -> Agreement:
     """Raw agreement and kappa with their overlap, and why kappa is null when it is."""
     kappa = cohens_kappa(a, b)
     reason = None
@@ -60,7 +78,8 @@ def _agreement(a: list[str | None], b: list[str | None]) -> dict[str, Any]:
         reason = "no overlap: no request has both labels"
     elif kappa is None:
         reason = "constant labels: both gave one and the same label throughout, so chance agreement is 1 and kappa is undefined (not perfect)"
-    return {"overlap": len(a), "raw_agreement": raw_agreement(a, b), "kappa": kappa, "kappa_null_reason": reason}
+    return Agreement(overlap=len(a), raw_agreement=raw_agreement(a, b), kappa=kappa, kappa_null_reason=reason)
+
 
 
 @dataclass
@@ -144,8 +163,8 @@ def label_report(
     by: Sequence[str] | None = None,
     rubric: str | None = None,
     scheme: Rubric | None = None,
-) -> dict[str, Any]:
-    """The report as a dict (see the module doc). `positive` is compared as text. The
+) -> LabelReport:
+    """The report (see the module doc). `positive` is compared as text. The
     rubric is `scheme` when given (a rubric file: the run need not have been exported —
     ratings of byte-identical requests of other runs apply), else the export's of digest
     `rubric` (default: the latest)."""
@@ -191,33 +210,17 @@ def label_report(
     raters = sorted({rt for q in reviewed for rt in q.raters})
     positive_rate = RateSpec(name="positive", positive=str(positive), field=next(iter(scheme.fields), None)) \
         if positive is not None else None
-    return {
-        "schema": REPORT_SCHEMA,
-        "run_id": run.run_id,
-        "suites": chosen,
-        "arm": arm,
-        "by": by,
-        "releaseDecision": RELEASE_DECISION,
-        "judgeUse": JUDGE_USE,
-        "rubric_sha256": scheme.sha256,
-        "other_rubrics": {"ratings": sum(other_rubrics.values()), "rubrics": dict(sorted(other_rubrics.items())),
-                          "note": "ratings under another rubric version: never pooled with this report's"},
-        "stale": {
-            "ratings_of_changed_content": len(stale),
-            "results": [{"suite": k[0], "case_id": k[1], "arm": k[2], "attempt": k[3], "raters": sorted(v)}
-                        for k, v in sorted(stale.items())],
-            "note": "ratings of content that has since changed: reported, never used",
-        },
-        "raters": raters,
-        "positive": positive,
-        "random_sample_attested": random_sample,
-        "counts": _counts(results, requests),
-        "claims": _claims(requests, scheme),
-        "inter_rater": _inter_rater(reviewed, scheme),
-        "judges": _judges(reviewed, scheme),
-        "strata": _strata(results, requests, scheme, by=by, positive=positive_rate, random_sample=random_sample,
-                          targets={n: run.suites[n].target for n in chosen}),
-    }
+    return LabelReport(
+        schema=REPORT_SCHEMA, run_id=run.run_id, suites=chosen, arm=arm, by=by, release_decision=RELEASE_DECISION,
+        judge_use=JUDGE_USE, rubric_sha256=scheme.sha256, other_rubrics=OtherRubrics(dict(sorted(other_rubrics.items()))),
+        stale=Stale([StaleResult(suite=k[0], case_id=k[1], arm=k[2], attempt=k[3], raters=sorted(v))
+                     for k, v in sorted(stale.items())]),
+        raters=raters, positive=positive, random_sample_attested=random_sample,
+        counts=_counts(results, requests), claims=_claims(requests, scheme),
+        inter_rater=_inter_rater(reviewed, scheme), judges=_judges(reviewed, scheme),
+        strata=_strata(results, requests, scheme, by=by, positive=positive_rate, random_sample=random_sample,
+                       targets={n: run.suites[n].target for n in chosen}),
+    )
 
 
 def _fill_subjects(req: Request, scheme: Rubric, recs: list[Any]) -> None:
@@ -238,22 +241,22 @@ def _fill_subjects(req: Request, scheme: Rubric, recs: list[Any]) -> None:
                     for i, f in wanted]
 
 
-def _counts(results: list[tuple[str, CaseResult]], requests: list[Request]) -> dict[str, int]:
+def _counts(results: list[tuple[str, CaseResult]], requests: list[Request]) -> LabelCounts:
     st = Counter(q.status() for q in requests)
-    return {
-        "results": len(results),
-        "failed_captures": sum(r.status in ("errored", "skipped") or r.output is None for _, r in results),
-        "withheld": st["withheld"],
-        "not_reviewed": st["not_reviewed"],
-        "labelled_requests": sum(st[s] for s in ("agreed", "abstained", "disputed", "missing")),
-        "agreed": st["agreed"],
-        "abstained": st["abstained"],
-        "disputed": st["disputed"],
-        "missing": st["missing"],
-        "unlabelled": st["unlabelled"],
-        "adjudicated": sum(any(s.adjudicated for s in q.subjects) for q in requests),
-        "single_rated": sum(len(q.raters) == 1 and not any(s.adjudicated for s in q.subjects) for q in requests),
-    }
+    return LabelCounts(
+        results=len(results),
+        failed_captures=sum(r.status in ("errored", "skipped") or r.output is None for _, r in results),
+        withheld=st["withheld"],
+        not_reviewed=st["not_reviewed"],
+        labelled_requests=sum(st[s] for s in ("agreed", "abstained", "disputed", "missing")),
+        agreed=st["agreed"],
+        abstained=st["abstained"],
+        disputed=st["disputed"],
+        missing=st["missing"],
+        unlabelled=st["unlabelled"],
+        adjudicated=sum(any(s.adjudicated for s in q.subjects) for q in requests),
+        single_rated=sum(len(q.raters) == 1 and not any(s.adjudicated for s in q.subjects) for q in requests),
+    )
 
 
 def _claim_name(q: Request, cid: str) -> str:
@@ -266,7 +269,7 @@ def _unsettled_values(scheme: Rubric, cf: str) -> set[str]:
     return {u for rate in scheme.rates if rate.claim_field == cf for u in rate.unsettled}
 
 
-def _claims(requests: list[Request], scheme: Rubric) -> dict[str, Any]:
+def _claims(requests: list[Request], scheme: Rubric) -> ClaimCounts:
     """Claim counts by coverage, and the claims that are not resolved, by name."""
     coverage: Counter[str] = Counter()
     unresolved: list[str] = []
@@ -280,9 +283,8 @@ def _claims(requests: list[Request], scheme: Rubric) -> dict[str, Any]:
                 s.status != "agreed" or s.label is None or s.label in _unsettled_values(scheme, s.field) for s in subs
             ):
                 unresolved.append(_claim_name(q, c["id"]))
-    return {"total": sum(coverage.values()), "selected": coverage["selected"], "exhaustive": coverage["exhaustive"],
-            "unattested": coverage["unattested"], "unresolved": len(unresolved), "unresolved_ids": sorted(unresolved),
-            "note": "selected claims are descriptive: they do not establish whole-output precision"}
+    return ClaimCounts(total=sum(coverage.values()), selected=coverage["selected"], exhaustive=coverage["exhaustive"],
+                       unattested=coverage["unattested"], unresolved=len(unresolved), unresolved_ids=sorted(unresolved))
 
 
 def _field_key(item: str, fname: str) -> str:
@@ -291,35 +293,34 @@ def _field_key(item: str, fname: str) -> str:
     return f"claims.{fname}" if item.startswith("claim:") else f"dimensions.{fname}"
 
 
-def _inter_rater(reviewed: list[Request], scheme: Rubric) -> dict[str, Any]:
+def _inter_rater(reviewed: list[Request], scheme: Rubric) -> InterRater:
     """Per rated field, on distinct content (a byte-identical attempt is one subject)."""
     units: dict[str, dict[tuple[str, str], dict[str, str | None]]] = {}
     for q in reviewed:
         for s in q.subjects:
             if s.ratings:
                 units.setdefault(_field_key(s.item, s.field), {})[(q.sha, s.item)] = s.ratings
-    fields: dict[str, Any] = {}
+    fields: dict[str, FieldAgreement] = {}
     for key, us in sorted(units.items()):
         raters = sorted({r for u in us.values() for r in u})
         pairs = []
         for a, b in itertools.combinations(raters, 2):
             both = [u for _, u in sorted(us.items()) if a in u and b in u]
-            pairs.append({"raters": [a, b], **_agreement([u[a] for u in both], [u[b] for u in both])})
+            pairs.append(RaterPair(raters=(a, b), agreement=_agreement([u[a] for u in both], [u[b] for u in both])))
         section, fname = key.split(".", 1)
         spec = (scheme.fields if section == "fields" else scheme.claim_fields if section == "claims"
                 else scheme.dimensions).get(fname)
-        entry: dict[str, Any] = {"subjects": len(us), "raters": raters, "pairs": pairs,
-                                 "fleiss_kappa": fleiss_kappa(us),
-                                 "krippendorff_alpha": {"nominal": krippendorff_alpha(us)}}
+        alphas: dict[str, KrippendorffAlpha] = {"nominal": krippendorff_alpha(us)}
         if spec is not None and spec.scale == "ordinal" and spec.values is not None:
             order = [str(label_key(v)) for v in spec.values]
-            entry["krippendorff_alpha"]["ordinal"] = krippendorff_alpha(us, level="ordinal", order=order)
-        fields[key] = entry
+            alphas["ordinal"] = krippendorff_alpha(us, level="ordinal", order=order)
+        fields[key] = FieldAgreement(subjects=len(us), raters=raters, pairs=pairs, fleiss_kappa=fleiss_kappa(us),
+                                     krippendorff_alpha=alphas)
     first = next(iter(fields.values()), None) if len(fields) == 1 else fields.get(f"fields.{next(iter(scheme.fields), '')}")
-    return {"before_adjudication": True, "pairs": first["pairs"] if first else [], "fields": fields}
+    return InterRater(pairs=first.pairs if first else [], fields=fields)
 
 
-def _judges(reviewed: list[Request], scheme: Rubric) -> list[dict[str, Any]]:
+def _judges(reviewed: list[Request], scheme: Rubric) -> list[JudgeAgreement]:
     """Judge–human confusion and agreement per judge scorer, on the agreed, non-null overlap
     of the request's first field."""
     fname = next(iter(scheme.fields), None)
@@ -347,14 +348,12 @@ def _judges(reviewed: list[Request], scheme: Rubric) -> list[dict[str, Any]]:
         for h, j in zip(human, judge, strict=True):
             row = confusion.setdefault(str(h), {})
             row[str(j)] = row.get(str(j), 0) + 1
-        out.append({
-            "scorer": name, "field": fname, "judge_models": sorted(models), "judge_rubric_sha256": sorted(rubrics),
-            "judge_prompt_sha256": sorted(prompts),
-            "same_rubric_as_humans": None if not rubrics else rubrics == {scheme.sha256},
-            "judgeUse": JUDGE_USE, "interval_95": None,
-            "interval_null_reasons": ["judge-only figure: a judge is advisory; no inferential interval"],
-            "confusion": confusion, **_agreement(human, judge),
-        })
+        out.append(JudgeAgreement(
+            scorer=name, rated_field=fname, judge_models=sorted(models), judge_rubric_sha256=sorted(rubrics),
+            judge_prompt_sha256=sorted(prompts), same_rubric_as_humans=None if not rubrics else rubrics == {scheme.sha256},
+            judge_use=JUDGE_USE, interval_null_reasons=["judge-only figure: a judge is advisory; no inferential interval"],
+            confusion=confusion, agreement=_agreement(human, judge),
+        ))
     return out
 
 
@@ -388,7 +387,7 @@ def _rate_status(q: Request, rate: RateSpec) -> tuple[bool, str | None]:
 def _rate(
     name: str, rate: RateSpec, mine: list[Request], failed: list[CaseResult], *, arms: set[str],
     random_sample: bool, target: dict[str, Any] | None,
-) -> dict[str, Any]:
+) -> Rate:
     items: dict[str, list[Request]] = {}
     for q in mine:
         items.setdefault(f"{q.suite}/{work_item_key(q.result)}", []).append(q)
@@ -411,10 +410,13 @@ def _rate(
     )
     unit = (f"work items with any claim whose {rate.claim_field} is {rate.positive!r}, across attempts"
             if rate.claim_field else f"work items with {rate.field or rate.dimension} {rate.positive!r} on any attempt")
-    return {"name": name, "unit": unit, "work_items": len(work), **verdict.as_dict()}
+    return Rate(name=name, unit=unit, work_items=len(work), rate=verdict.rate, numerator=verdict.successes,
+                denominator=verdict.n,
+                interval_95=(verdict.low, verdict.high) if verdict.low is not None and verdict.high is not None else None,
+                interval_null_reasons=list(verdict.reasons))
 
 
-def _dimension_rates(mine: list[Request], scheme: Rubric) -> dict[str, Any]:
+def _dimension_rates(mine: list[Request], scheme: Rubric) -> dict[str, DimensionRate]:
     """Quality measures: the share of `true` labels per dimension among agreed non-null
     labels (descriptive), with missing and disputed counts and the polarity."""
     out = {}
@@ -422,45 +424,39 @@ def _dimension_rates(mine: list[Request], scheme: Rubric) -> dict[str, Any]:
         subs = [s for q in mine for s in q.subjects if s.item == f"dimension:{d}"]
         agreed = [s for s in subs if s.status == "agreed" and s.label is not None]
         true = sum(s.label == "true" for s in agreed)
-        out[d] = {"polarity": spec.polarity, "true": true, "labelled": len(agreed),
-                  "rate": true / len(agreed) if agreed else None,
-                  "missing": sum(s.status == "unlabelled" for s in subs),
-                  "disputed": sum(s.status == "disputed" for s in subs),
-                  "abstained": sum(s.status == "agreed" and s.label is None for s in subs)}
+        out[d] = DimensionRate(polarity=spec.polarity, true=true, labelled=len(agreed),
+                               missing=sum(s.status == "unlabelled" for s in subs),
+                               disputed=sum(s.status == "disputed" for s in subs),
+                               abstained=sum(s.status == "agreed" and s.label is None for s in subs))
     return out
 
 
 def _strata(
     results: list[tuple[str, CaseResult]], requests: list[Request], scheme: Rubric, *, by: list[str],
     positive: RateSpec | None, random_sample: bool, targets: dict[str, dict[str, Any]],
-) -> list[dict[str, Any]]:
+) -> list[Stratum]:
     arms = {r.arm for _, r in results}
     groups: dict[tuple[str, ...], list[tuple[str, CaseResult]]] = {}
     for name, r in results:
         groups.setdefault(_by_key(r, by), []).append((name, r))
     suites_in = {n for n, _ in results}
     target = targets[next(iter(suites_in))] if len(suites_in) == 1 else None
-    rows = []
+    rows: list[Stratum] = []
     for key, rs in sorted(groups.items()):
         mine = [q for q in requests if _by_key(q.result, by) == key]
         failed = [r for _, r in rs if r.status in ("errored", "skipped") or r.output is None]
         cases = {(n, r.case_id) for n, r in rs}
-        row: dict[str, Any] = {
-            "stratum": " × ".join(key), "by": dict(zip(by, key, strict=True)), "cases": len(cases),
-            "work_items": len({(n, work_item_key(r)) for n, r in rs}), **_counts(rs, mine),
-            "labels": dict(sorted(Counter(
+        specs = [(rate.name, rate) for rate in scheme.rates] + ([("positive", positive)] if positive is not None else [])
+        rates = [_rate(n, spec, mine, failed, arms=arms, random_sample=random_sample, target=target)
+                 for n, spec in specs]
+        rows.append(Stratum(
+            stratum=" × ".join(key), by=dict(zip(by, key, strict=True)), cases=len(cases),
+            work_items=len({(n, work_item_key(r)) for n, r in rs}), counts=_counts(rs, mine),
+            labels=dict(sorted(Counter(
                 str(s.label) for q in mine for s in q.subjects
                 if s.item == ITEM_REQUEST and s.status == "agreed" and s.label is not None).items())),
-            "dimensions": _dimension_rates(mine, scheme),
-            "rates": [_rate(rate.name, rate, mine, failed, arms=arms, random_sample=random_sample, target=target)
-                      for rate in scheme.rates],
-        }
-        if positive is None:
-            row.update(rate=None, rate_numerator=0, rate_denominator=0, interval_95=None,
-                       interval_null_reasons=["no positive label given (--positive): nothing to count"])
-        else:
-            p = _rate("positive", positive, mine, failed, arms=arms, random_sample=random_sample, target=target)
-            row.update({k: p[k] for k in ("rate", "rate_numerator", "rate_denominator", "interval_95",
-                                          "interval_null_reasons")}, rate_unit=p["unit"])
-        rows.append(row)
+            dimensions=_dimension_rates(mine, scheme),
+            rates=rates[:len(scheme.rates)],
+            positive=rates[len(scheme.rates)] if positive is not None else None,
+        ))
     return rows
