@@ -223,6 +223,9 @@ class SuiteResult(_Model):
     contrasts: list[dict[str, Any]] = Field(default_factory=list)
     """Named arm contrasts (`suites.S.contrasts`): paired differences with their intervals
     and rules (evalh.core.contrasts); the only claims a report makes about arms."""
+    sweep: dict[str, Any] | None = None
+    """The ranking of the suite's `[suites.S.sweep]` policy sweep over these results, as
+    `evalh sweep --json` gives it (`evalh.core.sweep.suite_sweep`); None without a table."""
     cases: list[CaseResult] = Field(default_factory=list)
 
 
