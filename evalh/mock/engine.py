@@ -70,6 +70,7 @@ class Action:
     delay_s: float = 0.0
     drop: bool = False
     """Close the connection without any response."""
+    content_type: str = "application/json"
 
     @classmethod
     def json(cls, status: int, obj: Any, **kw: Any) -> Action:

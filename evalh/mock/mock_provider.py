@@ -14,6 +14,9 @@ Endpoints (all bodies JSON):
   one score per pair, each pair matched against the rules on its own.
 * `POST /v1/product[/...]` (`product`): any JSON; replies `{request, output, tool_calls,
   usage, truncated}`.
+* The Anthropic Message Batches API (`/v1/messages/batches`, `…/{id}`, `…/{id}/results`)
+  and the OpenAI Batch API (`/v1/files`, `/v1/batches`, `/v1/files/{id}/content`): see
+  `evalh.mock.batches`. `GET /_mock/batches` lists the batches created and counts creates.
 * `GET /health`: 200 `{"status": "ok"}`.
 * Control, for out-of-process use: `GET /_mock/requests`, `POST /_mock/inject`
   (`{"fault": kind, "times": N, "endpoint"?: ..., **params}`), `POST /_mock/script`
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from evalh.errors import ConfigError
+from evalh.mock.batches import Batches
 from evalh.mock.engine import Action, Engine, RecordedRequest, ScriptLike
 from evalh.mock.script import Endpoint, Fault, FaultKind, Script
 
@@ -210,8 +214,13 @@ class _Connection(asyncio.Protocol):
         try:
             if method == "GET" and path == "/health":
                 action = Action.json(200, {"status": "ok"})
+            elif method == "GET" and path == _CONTROL + "batches":
+                action = Action.json(200, {"creates": dict(provider._batches.creates),
+                                           "batches": provider.batch_requests()})
             elif method == "GET" and path == _CONTROL + "requests":
                 action = Action.json(200, {"requests": [asdict(r) for r in engine.requests()]})
+            elif provider._batches.handles(method, path):
+                action = provider._batches.dispatch(method, path, headers, body)
             elif method == "GET":
                 action = engine.not_found(path)
             elif method == "POST" and path.startswith(_CONTROL):
@@ -256,7 +265,7 @@ class _Connection(asyncio.Protocol):
             f"HTTP/1.1 {action.status} {_REASONS.get(action.status, 'Unknown')}",
             "server: evalh-mock/1",
             f"date: {formatdate(usegmt=True)}",
-            "content-type: application/json",
+            f"content-type: {action.content_type}",
             f"content-length: {len(action.body)}",
             *(f"{key}: {value}" for key, value in action.headers.items()),
         ]
@@ -340,6 +349,7 @@ class MockProvider:
         self.latency_ms = latency_ms
         self._requested_port = port
         self._engine = Engine(Script.coerce(script), max_recorded)
+        self._batches = Batches(self._engine)
         self._stopping = threading.Event()
         self._server: _LoopServer | None = None
 
@@ -401,6 +411,16 @@ class MockProvider:
         1 for a server that answers one request after another, however fast the machine."""
         return self._server.delayed_peak if self._server is not None else 0
 
+    def batch_creates(self, provider: str | None = None) -> int:
+        """Batches created (`POST /v1/messages/batches`, `POST /v1/batches`), of one provider
+        (`anthropic`, `openai`) or all: a batch submitted twice counts twice."""
+        creates = self._batches.creates
+        return creates.total() if provider is None else creates[provider]
+
+    def batch_requests(self) -> list[tuple[str, str, list[str]]]:
+        """Every batch created: (id, provider, its custom_ids in order)."""
+        return [(b.id, b.provider, [cid for cid, _ in b.requests]) for b in self._batches.batches.values()]
+
     def count(self, path: str | None = None) -> int:
         """How many requests arrived (health/control excluded), optionally only to `path`."""
         return self._engine.count(path)
@@ -420,6 +440,14 @@ class MockProvider:
         f = fault if isinstance(fault, Fault) else Fault(kind=fault, **params)
         self._engine.inject(f, times, endpoint)
 
+    def set_batches(self, *, polls: int = 1, expire_after: int | None = None) -> None:
+        """How batches progress from now on (the script's `batches`; see `evalh.mock.batches`).
+        A batch in progress ends on the next retrieve once it has had `polls` retrieves."""
+        from evalh.mock.script import BatchSettings
+
+        script = self._engine.state.script
+        self._engine.state.replace(script.model_copy(update={"batches": BatchSettings(polls=polls, expire_after=expire_after)}))
+
     def set_script(self, script: ScriptLike) -> None:
         """Replace the script; its rule counters start at zero."""
         self._engine.state.replace(Script.coerce(script))
@@ -429,8 +457,9 @@ class MockProvider:
         return self._engine.state.script
 
     def reset(self) -> None:
-        """Forget recorded requests and pending injected faults; zero the rule counters."""
+        """Forget recorded requests, pending injected faults and batches; zero the rule counters."""
         self._engine.reset()
+        self._batches.reset()
 
     def _control(self, command: str, raw: bytes) -> Action:
         try:

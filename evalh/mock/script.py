@@ -198,11 +198,22 @@ class Rule(Reply):
         return self.sequence[min(hit, len(self.sequence) - 1)]
 
 
+class BatchSettings(_Strict):
+    """How the batch APIs behave (`evalh.mock.batches`)."""
+
+    polls: int = Field(default=1, ge=0)
+    """Retrieves that still see a batch in progress; it ends on the next one."""
+    expire_after: int | None = Field(default=None, ge=0)
+    """The batch expires after processing its first N requests: the rest are `expired`."""
+
+
 class Script(_Strict):
     """Ordered rules and the default reply. Immutable; `ScriptState` keeps the counters."""
 
     rules: list[Rule] = Field(default_factory=list)
     default: Reply = Field(default_factory=lambda: Reply(text="ok"))
+    batches: BatchSettings = Field(default_factory=BatchSettings)
+    """`{"polls": N, "expire_after": K}`: how the batch endpoints progress."""
 
     @model_validator(mode="before")
     @classmethod
