@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+BATCH_PROVIDERS = frozenset({"anthropic", "openai"})
+"""The providers whose batch APIs evalh speaks (`batch = true`; evalh.providers.batch)."""
 BASE_URL_VARIABLES = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 """The variable each provider reads when a config names no `base_url`."""
 
@@ -62,8 +64,9 @@ class ProviderConfig(BaseModel):
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset(
         {"provider", "model", "base_url", "api_key_env", "max_tokens", "temperature",
          "timeout_s", "max_retries", "max_in_flight", "rpm", "tpm", "params",
-         "backoff_base_s", "backoff_max_s"}
+         "backoff_base_s", "backoff_max_s", "batch"}
     )
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"batch"})
 
     provider: str
     """`anthropic` (the official SDK), `openai` (any OpenAI-compatible server, via aiohttp),
@@ -96,6 +99,20 @@ class ProviderConfig(BaseModel):
     """First retry waits up to this long (full jitter), doubling per attempt."""
     backoff_max_s: float = Field(30.0, ge=0)
     """Cap of one backoff wait (a server's `retry-after` is honoured even when longer)."""
+    batch: bool | None = None
+    """`true`: requests go through the provider's batch API (Anthropic Message Batches,
+    OpenAI Batch API) at the batch price (50 % of list), answered within 24 h instead of at
+    once (docs/batch.md)."""
+    batch_poll_s: float = Field(10.0, gt=0)
+    """With `batch`: the first wait before asking whether a batch has ended; doubled after
+    each ask, up to `batch_poll_max_s`."""
+    batch_poll_max_s: float = Field(300.0, gt=0)
+    """With `batch`: the longest wait between two asks."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # every provider table records `batch` in the run's snapshot, when it is set
+        cls.SNAPSHOT_IF_SET = frozenset(getattr(cls, "SNAPSHOT_IF_SET", frozenset())) | {"batch"}
 
     @field_validator("provider")
     @classmethod
@@ -114,6 +131,13 @@ class ProviderConfig(BaseModel):
         if problem:
             raise ValueError(problem)
         return url
+
+    @model_validator(mode="after")
+    def _batch_provider(self) -> ProviderConfig:
+        if self.batch and self.provider not in BATCH_PROVIDERS:
+            raise ValueError(f"batch = true: provider {self.provider!r} has no batch API evalh speaks "
+                             f"(only {', '.join(sorted(BATCH_PROVIDERS))})")
+        return self
 
     def key_env(self) -> str:
         if self.api_key_env:
