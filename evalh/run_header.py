@@ -3,8 +3,10 @@
 
 `evalh runs` needs a handful of fields per run (id, label, status, git, per-suite pass
 rates). Loading whole documents to get them cost memory in proportion to the directory
-(2.6 GB for 524 MB of runs). This module reads a document's top-level object key by key,
-from a buffer filled in chunks, and stops as soon as it has what a listing shows:
+(2.6 GB for 524 MB of runs). A document in the streamed layout (`evalh.document`) gives
+all of them on its first line, which is all that is read. Documents of the earlier
+(indented) layout are read top-level key by key, from a buffer filled in chunks, stopping
+as soon as what a listing shows is there:
 
 - documents written since the run model puts `summary` before `suites` give every field
   before the first byte of `suites`: the read is bounded by the size of the header
@@ -281,6 +283,11 @@ def _read(fh: IO[bytes], shown: str, fast: bool) -> dict[str, Any] | None:
 def read_run_header(path: Path) -> RunHeader:
     """The listing fields of the run document at `path`, validated like a full load."""
     shown = str(path)
+    from evalh.store import read_streamed
+
+    streamed = read_streamed(path, shown, header_only=True)  # the streamed layout: line 1
+    if streamed is not None:
+        return _from_run(streamed)
     try:
         try:
             with path.open("rb") as fh:

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evalh.document import HEADS, document_chunks, iter_case_lines, light_raw, read_head
 from evalh.errors import (
     InvalidRunId,
     RunDocumentError,
@@ -156,8 +157,70 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
+def run_chunks(run: Run) -> Iterator[bytes]:
+    """The document of `run` in the streamed layout (`evalh.document`), a few lines at a
+    time, secrets scrubbed: no copy of the whole run as one dict or one buffer."""
+    env = secret_env_values()
+    top = run.model_dump(mode="json", by_alias=True, exclude={"suites"})
+    heads = {name: {**s.model_dump(mode="json", exclude={"cases"}), "results": len(s.cases)}
+             for name, s in run.suites.items()}
+
+    def cases(name: str) -> Iterator[bytes]:
+        for c in run.suites[name].cases:
+            yield orjson.dumps(c.model_dump(mode="json"))
+
+    for chunk in document_chunks(top, heads, cases):
+        yield scrub_secrets(chunk, env=env)
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20) -> None:
+    """`atomic_write_bytes` for data made as it is written: the chunks are gathered into
+    writes of about `buffer` bytes, so memory holds one buffer, never the whole file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise write_failed(path, exc) from None
+    try:
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o666 & ~current_umask())
+            pending: list[bytes] = []
+            size = 0
+            for chunk in chunks:
+                pending.append(chunk)
+                size += len(chunk)
+                if size >= buffer:
+                    _write_all(fd, b"".join(pending))
+                    pending, size = [], 0
+            _write_all(fd, b"".join(pending))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_failed(path, exc) from None
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
 def serialize_run(run: Run) -> bytes:
-    return scrub_secrets(run.to_json_bytes())
+    """The whole document of `run` as bytes (what `RunStore.write` streams to the file)."""
+    return b"".join(run_chunks(run))
 
 
 def parse_run(data: bytes, shown: str) -> Run:
@@ -179,13 +242,74 @@ def parse_raw_run(data: bytes, shown: str) -> dict[str, Any]:
     return migrate(raw, shown)
 
 
-def _parse_run(data: bytes, shown: str) -> Run:
+def _parse_run(data: bytes, shown: str, drop: tuple[str, ...] = ()) -> Run:
     raw = parse_raw_run(data, shown)
+    if drop:
+        for suite in (raw.get("suites") or {}).values():
+            for c in (suite.get("cases") or []) if isinstance(suite, dict) else []:
+                if isinstance(c, dict):
+                    for key in drop:
+                        c.pop(key, None)
+    return _validated(raw, shown)
+
+
+def _validated(raw: dict[str, Any], shown: str) -> Run:
     try:
         return Run.model_validate(raw)
     except ValidationError as exc:
         loc, msg = first_validation_error(exc)
         raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
+
+
+FACTS_LEFT_OUT = ("input", "expected", "output", "trace")
+"""What `RunStore.load_facts` leaves out of each result: the bulk of a document, which
+comparing two runs never reads (`output_sha256` stands for the output)."""
+
+
+def _header_run(head: dict[str, Any], shown: str) -> Run:
+    raw = light_raw(head)
+    if not str(raw.get("schema", "")).startswith("evalh.run/"):
+        raise RunDocumentError(f"{shown}: not an evalh run document (no `schema: evalh.run/1`)")
+    from evalh.migrations import migrate
+
+    return _validated(migrate(raw, shown), shown)
+
+
+def read_streamed(path: Path, shown: str, *, header_only: bool = False,
+                  drop: tuple[str, ...] = ()) -> Run | None:
+    """The run at `path` when its document has the streamed layout (`evalh.document`):
+    the header parsed from the first line, then (unless `header_only`) each result
+    validated from its own line, without `drop`ped keys, so memory holds the models and one
+    line, never the whole document as a dict. None when the document has another layout."""
+    try:
+        with path.open("rb") as fh:
+            head = read_head(fh)
+            if head is None:
+                return None
+            run = _header_run(head, shown)
+            if header_only:
+                return run
+            with gc_paused():
+                cases: dict[str, list[CaseResult]] = {name: [] for name in head[HEADS]}
+                for name, _, body in iter_case_lines(fh, head, shown):
+                    try:
+                        obj = orjson.loads(body)
+                    except orjson.JSONDecodeError as exc:
+                        raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
+                    if drop and isinstance(obj, dict):
+                        for key in drop:
+                            obj.pop(key, None)
+                    rows = cases[name]
+                    try:
+                        rows.append(CaseResult.model_validate(obj))
+                    except ValidationError as exc:
+                        loc, msg = first_validation_error(exc, (f"suites.{name}.cases.{len(rows)}",))
+                        raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
+                for name, suite in run.suites.items():
+                    suite.cases = cases.get(name, [])
+            return run
+    except OSError as exc:
+        raise RunDocumentError(f"{path}: cannot read: {exc}") from None
 
 
 class JournalHeader(BaseModel):
@@ -470,7 +594,9 @@ _JOURNAL = re.compile(r"^(?P<id>.+)\.journal\.jsonl$")
 
 def _is_complete(path: Path) -> bool:
     try:
-        raw = orjson.loads(path.read_bytes())
+        with path.open("rb") as fh:
+            head = read_head(fh)  # the streamed layout: its first line says
+        raw = head if head is not None else orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return False
     return isinstance(raw, dict) and raw.get("status") == "complete"
@@ -510,7 +636,7 @@ class RunStore:
         # write, so a sweep never takes its temporary file for a dead run's.
         lock = self.lock(run.run_id, wait_s=30)
         try:
-            atomic_write_bytes(path, serialize_run(run))
+            atomic_write_chunks(path, run_chunks(run))
         finally:
             lock.release()
         return path
@@ -579,12 +705,47 @@ class RunStore:
         return path
 
     def load(self, ref: str) -> Run:
+        """The whole run, every result validated."""
+        return self._load(ref)
+
+    def load_facts(self, ref: str) -> Run:
+        """The run with each result's facts (status, scores, cost, latency, digests) but not
+        its input, expected value, output or trace (`FACTS_LEFT_OUT`): what a comparison
+        pairs, in a fraction of the memory."""
+        return self._load(ref, drop=FACTS_LEFT_OUT)
+
+    def load_header(self, ref: str) -> Run:
+        """The run without its results (every suite's `cases` empty): run facts, config
+        snapshot, summary and each suite's aggregates, arms, details, metrics and contrasts.
+        A document in the streamed layout is read up to its first line only (its results
+        are not read, a damaged result does not stop it); one of the earlier layout is
+        parsed whole and its results dropped unvalidated."""
         path = self.resolve(ref)
+        run = read_streamed(path, str(path), header_only=True)
+        if run is not None:
+            return run
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise RunDocumentError(f"{path}: cannot read: {exc}") from None
-        return parse_run(data, str(path))
+        with gc_paused():
+            raw = parse_raw_run(data, str(path))
+            for suite in (raw.get("suites") or {}).values():
+                if isinstance(suite, dict):
+                    suite["cases"] = []
+            return _validated(raw, str(path))
+
+    def _load(self, ref: str, drop: tuple[str, ...] = ()) -> Run:
+        path = self.resolve(ref)
+        run = read_streamed(path, str(path), drop=drop)
+        if run is not None:
+            return run
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+        with gc_paused():
+            return _parse_run(data, str(path), drop)
 
     def list_ids(self) -> list[str]:
         """Run ids in the directory, oldest first (ids sort by time)."""

@@ -57,7 +57,7 @@ def test_a_new_document_is_listed_without_reading_its_suites(tmp_path: Path) -> 
     still reads, so the reader never went there."""
     path = RunStore(tmp_path).write(_run(1, cases=2000))
     data = path.read_bytes()
-    head = data[: data.index(b'\n  "suites"') + len(b'\n  "suites": ')]  # the top-level key
+    head = data[: data.index(b'\n"suites":{\n') + 1]  # the header line (evalh.document)
     path.write_bytes(head + b"\xff not json" * 1000)
     header = read_run_header(path)
     assert header.run_id == "20260101T000001000Z-abcdef" and header.label == "run 1"

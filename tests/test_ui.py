@@ -181,8 +181,8 @@ def test_run_header_and_report_without_raw_rows(tmp_path: Path) -> None:
 def test_summaries_are_cached_by_file_and_refreshed_when_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = series(tmp_path / "eval_runs", OUTCOMES[:2])
     parsed: list[str] = []
-    real = ui_index._light_run
-    monkeypatch.setattr(ui_index, "_light_run", lambda data, shown: parsed.append(shown) or real(data, shown))
+    real = ui_index._summary_run
+    monkeypatch.setattr(ui_index, "_summary_run", lambda path: parsed.append(str(path)) or real(path))
     index = ui_index.RunIndex(tmp_path / "eval_runs")
     assert len(index.summaries()) == 2 and len(parsed) == 2
     assert len(index.summaries()) == 2 and len(parsed) == 2  # nothing re-read

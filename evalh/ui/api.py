@@ -205,7 +205,7 @@ class DashboardApi:
         if hit is None:
             from evalh.gcpause import gc_paused
 
-            base, cand = b.run(), c.run()
+            base, cand = b.facts(), c.facts()  # what it pairs: no input, output or trace
             with gc_paused():  # as `evalh compare`: two large runs are millions of acyclic objects
                 hit = compare_runs(base, cand, ComparePolicy()).to_dict()
             with self._lock:

@@ -1,14 +1,20 @@
 """The dashboard's in-memory index of a runs directory.
 
 Run summaries (everything but the case rows) are cached per file by (path, mtime, size),
-so the history page re-reads only documents that changed. Whole runs, with their case
-rows flattened for listing, are kept in a small LRU, so paging and filtering the cases of
-a 10,000-case run does not parse it again. Safe to share between server threads.
+so the history page re-reads only documents that changed; a document in the streamed
+layout (`evalh.document`) gives its summary from its first line, its results unread.
+Runs opened for their cases are kept in a small LRU, with their case rows flattened for
+listing, so paging and filtering the cases of a 10,000-case run does not parse it again.
+Of a streamed document only the rows and the byte offset of each result are kept: a case
+is opened by reading its one line, a comparison validates only the facts it pairs
+(`RunStore.load_facts`). Safe to share between server threads.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +24,18 @@ import orjson
 from pydantic import ValidationError
 
 from evalh.core.outcome import run_summary
+from evalh.document import iter_case_lines, read_case_at, read_head
 from evalh.errors import RunDocumentError, RunNotFound, first_validation_error
 from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
-from evalh.store import RunStore, parse_raw_run, parse_run, validate_run_id
+from evalh.store import (
+    FACTS_LEFT_OUT,
+    RunStore,
+    parse_raw_run,
+    parse_run,
+    read_streamed,
+    validate_run_id,
+)
 
 FileKey = tuple[str, int, int]
 
@@ -59,6 +73,13 @@ def _light_run(data: bytes, shown: str) -> Run:
     return _split(parse_raw_run(data, shown), shown)[0]
 
 
+def _summary_run(path: Path) -> Run:
+    """The run without its cases, for its history row: the first line of a streamed
+    document (its results unread), else the whole document parsed and its cases dropped
+    unvalidated."""
+    return read_streamed(path, str(path), header_only=True) or _light_run(path.read_bytes(), str(path))
+
+
 def _invalid(shown: str, exc: ValidationError, prefix: str = "") -> RunDocumentError:
     loc, msg = first_validation_error(exc, (prefix,))
     return RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}")
@@ -92,13 +113,45 @@ class LoadedRun:
     """Lower-cased case id of each row, for the text filter."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Things derived from the run and cached with it (the report)."""
+    offsets: dict[str, array[int]] | None = None
+    """A streamed document's: suite → byte offset of each result's line (its `raw_cases`
+    stay empty: a result is read from the file when it is opened)."""
     _run: Run | None = None
+    _facts: Run | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _streamed(self, drop: tuple[str, ...] = ()) -> Run:
+        path = Path(self.key[0])
+        if _file_key(path) != self.key:
+            raise RunDocumentError(f"{self.shown}: changed while it was open: reload the page")
+        run = read_streamed(path, self.shown, drop=drop)
+        if run is None:
+            raise RunDocumentError(f"{self.shown}: changed while it was open: reload the page")
+        return run
+
+    def facts(self) -> Run:
+        """The run with each result's facts but not its input, output or trace (what
+        `compare_runs` pairs), validated once; the whole run when it is loaded already."""
+        with self._lock:
+            if self._run is not None:
+                return self._run
+            if self.offsets is None:
+                return self._whole()
+            if self._facts is None:
+                self._facts = self._streamed(FACTS_LEFT_OUT)
+            return self._facts
 
     def run(self) -> Run:
         """The whole run, validated (once). Raises RunDocumentError."""
         with self._lock:
-            if self._run is None:
+            return self._whole()
+
+    def _whole(self) -> Run:
+        if self._run is None:
+            if self.offsets is not None:
+                self._run = self._streamed()
+                self._facts = None
+            else:
                 suites = {}
                 with gc_paused():
                     for name, suite in self.header.suites.items():
@@ -111,7 +164,7 @@ class LoadedRun:
                         suites[name] = suite.model_copy(update={"cases": cases})
                     self._run = self.header.model_copy(update={"suites": suites})
                 self.raw_cases = {}  # the validated rows replace them: keep one copy in memory
-            return self._run
+        return self._run
 
     def outputs(self, suite: str) -> list[str]:
         """The output of each row of `suite` as the text a reader compares (see
@@ -125,23 +178,91 @@ class LoadedRun:
             raw = self.raw_cases.get(suite)  # read before `_run`, as in `case`
             run = self._run
             with gc_paused():
-                if run is not None:
+                if run is None and self.offsets is not None:
+                    hit = self._stream_outputs(suite)
+                elif run is not None:
                     hit = [as_text(c.output) for c in run.suites[suite].cases]
                 else:
                     hit = [as_text(c.get("output")) if isinstance(c, dict) else "" for c in raw or []]
             cache[suite] = hit
         return hit
 
+    def _stream_outputs(self, suite: str) -> list[str]:
+        """The output text of each result of `suite`, read from the file line by line."""
+        from evalh.report.textdiff import as_text
+
+        path = Path(self.key[0])
+        out = []
+        with path.open("rb") as fh:
+            head = read_head(fh)
+            if head is None or _file_key(path) != self.key:
+                raise RunDocumentError(f"{self.shown}: changed while it was open: reload the page")
+            for name, _, body in iter_case_lines(fh, head, self.shown):
+                if name == suite:
+                    c = orjson.loads(body)
+                    out.append(as_text(c.get("output")) if isinstance(c, dict) else "")
+        return out
+
     def case(self, suite: str, i: int) -> CaseResult:
-        """One result, validated on its own."""
+        """One result, validated on its own (of a streamed document: read from its line)."""
         raw = self.raw_cases  # read before `_run`: `run()` sets `_run` before it drops these
         run = self._run
         if run is not None:
             return run.suites[suite].cases[i]
+        if self.offsets is not None:
+            return self._case_at(suite, i)
         try:
             return CaseResult.model_validate(raw[suite][i])
         except ValidationError as exc:
             raise _invalid(self.shown, exc, f"suites.{suite}.cases.{i}") from None
+
+
+    def _case_at(self, suite: str, i: int) -> CaseResult:
+        assert self.offsets is not None
+        path = Path(self.key[0])
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise RunNotFound(f"{self.shown}: cannot read: {exc.strerror or exc}") from None
+        try:
+            st = os.fstat(fd)
+            if (str(path), st.st_mtime_ns, st.st_size) != self.key:
+                raise RunDocumentError(f"{self.shown}: changed while it was open: reload the page")
+            raw = read_case_at(fd, self.offsets[suite][i], self.shown)
+        finally:
+            os.close(fd)
+        try:
+            return CaseResult.model_validate(raw)
+        except ValidationError as exc:
+            raise _invalid(self.shown, exc, f"suites.{suite}.cases.{i}") from None
+
+
+def _read_streamed(path: Path, key: FileKey) -> LoadedRun | None:
+    """A streamed document opened for its cases: the header validated, one pass over the
+    result lines for the listing rows and their offsets, no result kept. None when the
+    document has another layout."""
+    shown = str(path)
+    header = read_streamed(path, shown, header_only=True)
+    if header is None:
+        return None
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in header.suites}
+    offsets: dict[str, array[int]] = {name: array("q") for name in header.suites}
+    with path.open("rb") as fh, gc_paused():
+        st = os.fstat(fh.fileno())
+        head = read_head(fh)
+        if head is None or (shown, st.st_mtime_ns, st.st_size) != key:
+            raise RunDocumentError(f"{shown}: changed while it was read: reload the page")
+        for name, at, body in iter_case_lines(fh, head, shown):
+            try:
+                c = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
+            rs = rows.setdefault(name, [])
+            rs.append(case_row(len(rs), c if isinstance(c, dict) else {}))
+            offsets.setdefault(name, array("q")).append(at)
+    search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
+    return LoadedRun(key=key, shown=shown, header=header, raw_cases={}, rows=rows, search=search,
+                     offsets=offsets)
 
 
 class RunIndex:
@@ -181,7 +302,7 @@ class RunIndex:
             if cached is None or cached[0] != key:
                 try:
                     with gc_paused():
-                        summary: dict[str, Any] | None = history_row(_light_run(path.read_bytes(), str(path)))
+                        summary: dict[str, Any] | None = history_row(_summary_run(path))
                 except (OSError, RunDocumentError):
                     summary = None
                 with self._lock:
@@ -215,15 +336,19 @@ class RunIndex:
 
     def _read(self, run_id: str, path: Path, key: FileKey) -> LoadedRun:
         try:
-            data = path.read_bytes()
+            streamed = _read_streamed(path, key)
+            data = path.read_bytes() if streamed is None else b""
         except OSError:
             raise RunNotFound(f"no run {run_id!r} in {self.store.runs_dir}") from None
-        with gc_paused():
-            header, raw_cases = _split(parse_raw_run(data, str(path)), str(path))
-            rows = {n: [case_row(i, c) if isinstance(c, dict) else case_row(i, {}) for i, c in enumerate(cs)]
-                    for n, cs in raw_cases.items()}
-        search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
-        loaded = LoadedRun(key=key, shown=str(path), header=header, raw_cases=raw_cases, rows=rows, search=search)
+        if streamed is not None:
+            loaded = streamed
+        else:
+            with gc_paused():
+                header, raw_cases = _split(parse_raw_run(data, str(path)), str(path))
+                rows = {n: [case_row(i, c) if isinstance(c, dict) else case_row(i, {}) for i, c in enumerate(cs)]
+                        for n, cs in raw_cases.items()}
+            search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
+            loaded = LoadedRun(key=key, shown=str(path), header=header, raw_cases=raw_cases, rows=rows, search=search)
         with self._lock:
             self._loaded[run_id] = loaded
             self._loaded.move_to_end(run_id)

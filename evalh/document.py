@@ -1,0 +1,194 @@
+"""The layout of a run document on disk: a header line, then one case result per line.
+
+A run document is one JSON object (`evalh.run/1`, readable by any JSON parser, with the
+keys and nesting it always had: `suites.NAME.cases` is every result of a suite). Since
+the streamed layout, evalh writes it so that a reader can stop early or jump to one case:
+
+```
+{"schema":"evalh.run/1","run_id":…,…,"summary":{…},"suite_heads":{"gate":{…},…},
+"suites":{
+"gate":{"regime":…,"aggregate":{…},…,"cases":[
+{"case_id":"a",…},
+{"case_id":"b",…}
+]},
+"live":{…,"cases":[
+…
+]}
+}}
+```
+
+- **line 1, the header**: every top-level member but `suites` (run facts, the config
+  snapshot, the summary), and `suite_heads`: each suite without its cases (aggregates,
+  arms, details, metrics, contrasts) and how many `results` it holds. Cut its trailing
+  comma and close the brace and it is a JSON object of its own: `read_head` parses only
+  this line, whatever the number of cases;
+- then `suites`, each suite's members on the line that opens it and its `cases` one
+  compact result per line. JSON escapes every newline inside a string, so each line is one
+  result: a reader streams them (`iter_case_lines`) or keeps the byte offset of each
+  (`case_offsets`) and reads one result with a seek (`read_case_at`).
+
+Documents of the earlier layout (indented, two spaces a level) are read by the fallback
+readers of `evalh.store` and `evalh.run_header`: nothing needs to be migrated.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
+
+import orjson
+
+from evalh.errors import RunDocumentError
+
+HEADS = "suite_heads"
+"""The header member that holds each suite without its cases."""
+_OPEN_TAIL = b',"cases":[\n'
+_LINE_LIMIT = 1 << 30
+
+
+def _object_open(value: dict[str, Any]) -> bytes:
+    """`value` as a JSON object with its closing brace left off (members may follow)."""
+    body = orjson.dumps(value)
+    return body[:-1]
+
+
+def document_chunks(
+    top: dict[str, Any],
+    heads: dict[str, dict[str, Any]],
+    cases: Callable[[str], Iterable[bytes]],
+) -> Iterator[bytes]:
+    """The document, in chunks of whole lines. `top`: every top-level member but `suites`
+    (in document order); `heads`: each suite's members but `cases`, in order; `cases(name)`:
+    that suite's results, each as compact JSON bytes (no newline), in document order."""
+    counted: dict[str, int] = {}
+    header = {k: v for k, v in top.items() if k not in ("suites", HEADS)}
+    # each head holds the number of results the caller will give (`results`), checked below
+    header[HEADS] = {name: dict(head) for name, head in heads.items()}
+    yield _object_open(header) + b",\n" + b'"suites":{\n'
+    names = list(heads)
+    for k, name in enumerate(names):
+        head = {key: v for key, v in heads[name].items() if key not in ("cases", "results")}
+        opened = _object_open(head)
+        yield orjson.dumps(name) + b":" + opened + (_OPEN_TAIL if len(opened) > 1 else _OPEN_TAIL[1:])
+        n = 0
+        pending: bytes | None = None
+        for line in cases(name):
+            if pending is not None:
+                yield pending + b",\n"
+            pending = line
+            n += 1
+        if pending is not None:
+            yield pending + b"\n"
+        counted[name] = n
+        yield b"]}" + (b",\n" if k < len(names) - 1 else b"\n")
+    yield b"}}\n"
+    for name, head in heads.items():
+        if head.get("results") is not None and head["results"] != counted.get(name):
+            raise AssertionError(f"suite {name}: header says {head['results']} results, {counted.get(name)} written")
+
+
+def read_head(fh: IO[bytes]) -> dict[str, Any] | None:
+    """The header of a document in the streamed layout, parsed from its first line (the
+    file is left just after it); None when the document has another layout (the caller
+    falls back to reading it whole, or by scanning)."""
+    first = fh.readline(_LINE_LIMIT)
+    if not first.endswith(b",\n") or not first.startswith(b"{"):
+        return None
+    try:
+        head = orjson.loads(first[:-2] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(head, dict) or not isinstance(head.get(HEADS), dict):
+        return None
+    return head
+
+
+def light_raw(head: dict[str, Any]) -> dict[str, Any]:
+    """A raw run document from its header: every suite with an empty `cases` list."""
+    raw = {k: v for k, v in head.items() if k != HEADS}
+    raw["suites"] = {
+        name: {**{k: v for k, v in h.items() if k != "results"}, "cases": []}
+        for name, h in head[HEADS].items() if isinstance(h, dict)
+    }
+    return raw
+
+
+def result_counts(head: dict[str, Any]) -> dict[str, int]:
+    """Suite → how many results the header says it holds."""
+    out = {}
+    for name, h in head[HEADS].items():
+        n = h.get("results") if isinstance(h, dict) else None
+        out[name] = n if isinstance(n, int) else 0
+    return out
+
+
+def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator[tuple[str, int, bytes]]:
+    """(suite, byte offset, result JSON) of every result, in document order, from a file
+    positioned just after the header line (`read_head`). A line that is not where the layout
+    puts it is a `RunDocumentError` naming the file and line."""
+    names = list(head[HEADS])
+    pos = fh.tell()
+    number = 1
+
+    def line() -> bytes:
+        nonlocal pos, number
+        data = fh.readline(_LINE_LIMIT)
+        number += 1
+        pos += len(data)
+        return data
+
+    def bad(what: str) -> RunDocumentError:
+        return RunDocumentError(f"{shown}:{number}: not valid JSON in the run document's layout: expected {what}")
+
+    if line() != b'"suites":{\n':
+        raise bad('"suites":{')
+    for name in names:
+        opener = line()
+        if not (opener.startswith(orjson.dumps(name) + b":{") and opener.endswith(b'"cases":[\n')):
+            raise bad(f"the start of suite {name!r}")
+        while True:
+            at = pos
+            data = line()
+            if data.startswith(b"{"):
+                body = data[:-2] if data.endswith(b",\n") else data[:-1] if data.endswith(b"\n") else data
+                yield name, at, body
+                continue
+            if data.startswith(b"]}"):
+                break
+            raise bad(f"a result of suite {name!r} or its end")
+    if line() != b"}}\n":
+        raise bad("the end of the document")
+
+
+def case_offsets(fh: IO[bytes], head: dict[str, Any], shown: str) -> dict[str, array[int]]:
+    """Suite → the byte offset of each of its results, in document order (one pass over the
+    lines, none of them parsed)."""
+    out: dict[str, array[int]] = {name: array("q") for name in head[HEADS]}
+    for name, at, _ in iter_case_lines(fh, head, shown):
+        out[name].append(at)
+    return out
+
+
+def read_case_at(fd: int, offset: int, shown: str) -> Any:
+    """The raw result whose line starts at `offset` (see `case_offsets`)."""
+    chunks = []
+    at = offset
+    while True:
+        block = os.pread(fd, 1 << 16, at)
+        if not block:
+            break
+        end = block.find(b"\n")
+        if end >= 0:
+            chunks.append(block[:end])
+            break
+        chunks.append(block)
+        at += len(block)
+    data = b"".join(chunks)
+    if data.endswith(b","):
+        data = data[:-1]
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise RunDocumentError(f"{shown}: the result at byte {offset}: not valid JSON: {exc}") from None
