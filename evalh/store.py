@@ -374,6 +374,29 @@ class Journal:
         resumed run uses it instead of paying for it again."""
         self._write({"suite": suite, "prepared": {"scorer": scorer, "info": info}})
 
+    def note_batch(self, record: dict[str, Any]) -> None:
+        """A batch submitted to a provider's batch API (its id, endpoint and custom_ids), so
+        a resumed run re-attaches to it instead of submitting it again (evalh.providers.batch)."""
+        self._write({"batch": record})
+
+    @staticmethod
+    def batch_notes(path: Path) -> list[dict[str, Any]]:
+        """Every `note_batch` record of the journal at `path`, oldest first ([] without one)."""
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return []
+        lines = data.split(b"\n")
+        lines.pop()  # a torn last line is not a record
+        notes = []
+        for line in lines:
+            if line.startswith(b'{"batch":'):
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    obj = orjson.loads(line)
+                    if isinstance(obj.get("batch"), dict):
+                        notes.append(obj["batch"])
+        return notes
+
     def close(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):
@@ -422,6 +445,8 @@ class Journal:
                         '{"scorer": ..., "info": {...}}}'
                     )
                 prepared.setdefault(obj["suite"], {})[note["scorer"]] = note["info"]
+                continue
+            if isinstance(obj, dict) and "batch" in obj:  # a batch's id (Journal.batch_notes)
                 continue
             results.append(_journal_result(obj, where))
         return header, results, prepared
