@@ -72,18 +72,7 @@ class AnthropicBackend:
 
     async def send(self, request: ChatRequest) -> ChatResponse:
         sdk = self._sdk
-        body: dict[str, Any] = {
-            "model": request.model,
-            "max_tokens": request.max_tokens,
-            "messages": request.messages,
-        }
-        if request.system:
-            body["system"] = request.system
-        # Sampling and other parameters go as JSON fields, so any parameter the API accepts
-        # works whatever the SDK version types (temperature, top_p, stop_sequences, tools, …).
-        body.update(request.params)
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+        body = message_body(request)
         try:
             # The SDK's own request path (auth, version headers, base URL, timeouts, its error
             # types), with the reply kept as the JSON it is (`cast_to=object`): building the
@@ -111,6 +100,23 @@ class AnthropicBackend:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def message_body(request: ChatRequest) -> dict[str, Any]:
+    """The Messages API body of `request` (also a Message Batches request's `params`)."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": request.messages,
+    }
+    if request.system:
+        body["system"] = request.system
+    # Sampling and other parameters go as JSON fields, so any parameter the API accepts
+    # works whatever the SDK version types (temperature, top_p, stop_sequences, tools, …).
+    body.update(request.params)
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
 
 
 def _error_message(exc: Any) -> str:
