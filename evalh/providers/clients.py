@@ -194,7 +194,12 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
         cache_url = f"{stable_url}#{script_digest(stable_url, services)}"
     from evalh.providers.cache import credential_id
 
-    client = providers[memo] = ManagedClient(
+    client_type = ManagedClient
+    if config.batch:  # through the provider's batch API (docs/batch.md)
+        from evalh.providers.batch import BatchClient
+
+        client_type = BatchClient
+    client = providers[memo] = client_type(
         config, backend, limits, services, cache_url, credential_id(key)
     )
     return client

@@ -1,7 +1,8 @@
 """Default price table (USD per million tokens) and cost lookup.
 
 The defaults are list prices of current Anthropic and OpenAI models (standard tier, no
-batch or prompt-cache discounts) as published late 2025. Prices change: a `[prices]` table
+batch or prompt-cache discounts) as published late 2025; a reply through a batch API
+(`batch = true`) costs `BATCH_DISCOUNT` of it (`batch_cost_usd`). Prices change: a `[prices]` table
 in evalh.toml overrides any entry, and a model in neither table has an unknown cost
 (null, never 0):
 
@@ -74,3 +75,16 @@ def cost_usd(
     if price is None or tokens_in is None or tokens_out is None:
         return None
     return (tokens_in * price.input + tokens_out * price.output) / 1_000_000
+
+
+BATCH_DISCOUNT = 0.5
+"""What a request through a provider's batch API costs, as a share of the list price: both
+Anthropic's Message Batches and OpenAI's Batch API bill 50 % of standard input and output."""
+
+
+def batch_cost_usd(
+    prices: dict[str, Price], model: str | None, tokens_in: int | None, tokens_out: int | None
+) -> float | None:
+    """USD for one reply through a batch API (`BATCH_DISCOUNT` of `cost_usd`); None as there."""
+    cost = cost_usd(prices, model, tokens_in, tokens_out)
+    return None if cost is None else cost * BATCH_DISCOUNT
