@@ -178,7 +178,7 @@ class _Reader:
                 return True
             # keep only what could begin the closing line; what was searched is dropped
             self.pos = max(self.pos, len(self.buf) - len(needle) + 1)
-            self._more(CHUNK * 4)  # may drop what is before the cursor: offsets move
+            self._more()  # may drop what is before the cursor: offsets move
             at = self.pos
 
     def skip_array(self) -> None:
