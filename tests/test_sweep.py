@@ -344,3 +344,161 @@ def test_cli_names_the_errored_rule_and_the_tie_break(tmp_path: Path) -> None:
     assert res["errored"] == "miss" and res["tie_break"] == "fewer_under_calls"
     bad = invoke(*args, "--errored", "survive")
     assert bad.exit_code == 2 and "errored" in bad.stderr
+
+
+# ----------------------------------------------------------------------------- issue 17: is the win beyond noise?
+
+
+def _scores(n_bad: int, n_good: int, flipped: int) -> list[Observation]:
+    """Bad cases score 0.8, good ones 0.2, except `flipped` good ones at 0.6: threshold 0.7
+    gets every case right, 0.5 misses the flipped ones."""
+    pairs = [(0.8, "bad")] * n_bad + [(0.6, "not bad")] * flipped + [(0.2, "not bad")] * (n_good - flipped)
+    return obs(*pairs)
+
+
+def test_a_strict_win_by_one_case_is_within_noise_with_the_newcombe_interval() -> None:
+    from evalh.core.stats import mcnemar, newcombe_paired_interval
+
+    res = sweep(binary(grid={"threshold": "0.5,0.7"}), _scores(5, 5, 1)).to_dict()
+    assert res["recommended"] == {"threshold": 0.7} and res["within_noise"] is True
+    [m] = res["margins"]
+    assert m["against"] == "runner-up" and m["other"] == {"threshold": 0.5}
+    assert (m["top_only"], m["other_only"], m["results"], m["cases"]) == (1, 0, 10, 10)
+    assert m["difference"] == pytest.approx(0.1)
+    # both: 9 right with either, base = runner-up, candidate = top
+    assert (m["low"], m["high"]) == pytest.approx(newcombe_paired_interval(9, 0, 1, 0))
+    assert m["low"] < 0 < m["high"] and m["p_value"] == pytest.approx(mcnemar(0, 1).p_mid)
+    assert "the win is within noise (95% CI" in res["verdict"]
+
+
+def test_a_strict_win_by_many_cases_is_beyond_noise_and_says_it_is_still_optimistic() -> None:
+    res = sweep(binary(grid={"threshold": "0.5,0.7"}, current={"threshold": 0.5}), _scores(20, 20, 12)).to_dict()
+    assert res["recommended"] == {"threshold": 0.7} and res["within_noise"] is False
+    [m] = res["margins"]  # the runner-up is the current policy: one comparison, not two
+    assert m["other_current"] is True and m["top_only"] == 12 and m["low"] > 0
+    assert "beyond noise" in res["verdict"] and "picked on these same results" in res["verdict"]
+
+
+def test_a_tie_at_the_top_has_no_win_to_judge_but_is_compared_with_the_current_policy() -> None:
+    res = sweep(binary(grid={"threshold": "0.45,0.5,0.55"}, current={"threshold": 0.2}), SEPARABLE).to_dict()
+    assert res["recommended"] is None and res["within_noise"] is None
+    [m] = res["margins"]
+    assert m["against"] == "current" and m["top"] == {"threshold": 0.45} and m["other"] == {"threshold": 0.2}
+    assert "the first of the tied top beats it by +0.250 accuracy, within noise" in res["verdict"]
+
+
+def test_a_win_on_the_declared_tie_break_is_equal_on_the_objective() -> None:
+    res = sweep(SweepConfig(**TIERS, grid={"structural": 3, "sharpen": "1:2", "note": "0:1"},
+                            tie_break="fewer_under_calls"), TIED_ON_ACCURACY).to_dict()
+    assert res["won_on"] == "fewer_under_calls" and res["within_noise"] is None  # no win on the objective
+    [m] = res["margins"]
+    assert m["difference"] == 0 and m["within_noise"] is True and m["note"] == "equal on accuracy"
+
+
+def test_repeats_of_a_case_are_one_unit_not_independent_trials() -> None:
+    from evalh.core.stats import clustered_mean
+
+    single = _scores(6, 6, 3)
+    repeated = [Observation(o.case_id, a, o.value, o.label) for o in single for a in range(4)]
+    one = sweep(binary(grid={"threshold": "0.5,0.7"}), single).to_dict()["margins"][0]
+    four = sweep(binary(grid={"threshold": "0.5,0.7"}), repeated).to_dict()["margins"][0]
+    assert four["results"] == 48 and four["cases"] == 12 and "jackknife" in four["method"]
+    diffs = [1.0 if o.value == 0.6 else 0.0 for o in repeated]
+    est = clustered_mean(diffs, [o.case_id for o in repeated])
+    assert est is not None and (four["low"], four["high"]) == pytest.approx(est.interval(0.95))
+    # four copies of each case carry no more information than one: the interval does not shrink by half
+    assert four["high"] - four["low"] > 0.8 * (one["high"] - one["low"])
+
+
+def test_balanced_accuracy_is_judged_by_a_jackknife_of_its_own_difference() -> None:
+    data = _scores(4, 12, 4)  # 4 bad, 12 good of which 4 flipped
+    res = sweep(binary(grid={"threshold": "0.5,0.7"}, objective="balanced_accuracy"), data).to_dict()
+    [m] = res["margins"]
+    top, other = res["candidates"][0], res["candidates"][1]
+    assert m["difference"] == pytest.approx(top["balanced_accuracy"] - other["balanced_accuracy"])
+    assert "balanced-accuracy difference" in m["method"] and m["low"] is not None and m["high"] is not None
+    # by hand: leave one case out, recompute both balanced accuracies
+    import math
+
+    def bal(keep: list[Observation], t: float) -> float:
+        per: dict[str, list[int]] = {}
+        for o in keep:
+            right = ("bad" if o.value >= t else "not bad") == o.label  # type: ignore[operator]
+            per.setdefault(str(o.label), [0, 0])
+            per[str(o.label)][0] += right
+            per[str(o.label)][1] += 1
+        return sum(c / n for c, n in per.values()) / len(per)
+
+    loo = [bal(data[:i] + data[i + 1:], 0.7) - bal(data[:i] + data[i + 1:], 0.5) for i in range(len(data))]
+    g, mean_loo = len(loo), sum(loo) / len(loo)
+    se = math.sqrt((g - 1) / g * sum((x - mean_loo) ** 2 for x in loo))
+    from evalh.core.stats import t_quantile
+
+    half = t_quantile(0.975, g - 1) * se
+    assert (m["low"], m["high"]) == pytest.approx((m["difference"] - half, m["difference"] + half))
+
+
+# ----------------------------------------------------------------------------- issue 17: the run keeps its ranking
+
+
+def test_evalh_run_stores_the_configured_sweep_and_every_surface_draws_it(repo_root: Path, tmp_path: Path) -> None:
+    from evalh.report import build_report, to_html, to_json, to_markdown
+    from evalh.report.render import terminal_text
+
+    runs = tmp_path / "runs"
+    cfg = str(repo_root / "evalh.toml")
+    assert invoke("run", "--suite", "panel", "--config", cfg, "--runs-dir", str(runs), "--quiet").exit_code == 0
+    run_id = next(runs.glob("*.json")).stem
+    run = RunStore(runs).load(run_id)
+    stored = run.suites["panel"].sweep
+    assert stored is not None and stored["schema"] == "evalh.sweep/1" and stored["suite"] == "panel"
+    swept = json.loads(invoke("sweep", run_id, "--runs-dir", str(runs), "--json").stdout)
+    assert stored["candidates"] == swept["candidates"] and stored["candidates_total"] == len(swept["candidates"])
+    assert stored["margins"] == swept["margins"] and stored["verdict"] == swept["verdict"]
+    report = build_report([run])
+    [fig] = [f for f in report.suites[0].figures if f.kind == "sweep"]
+    assert fig.columns[:4] == ["rank", "structural", "sharpen", "note"] and "accuracy (right/n)" in fig.columns
+    assert fig.rows[0][4].endswith(f"({swept['candidates'][0]['correct']}/{swept['candidates'][0]['n']})")
+    assert any(r[-1].endswith("current") for r in fig.rows)
+    headline = fig.notes[0]
+    assert headline.startswith("winner:") or headline.startswith("no winner:")
+    assert any("within noise" in n or "beyond noise" in n for n in fig.notes)
+    doc = json.loads(to_json(report))
+    assert [f["kind"] for f in doc["suites"][0]["figures"]].count("sweep") == 1
+    for text in (to_markdown(report), terminal_text(report), to_html(report)):
+        assert "policy sweep" in text and headline.split(":")[0] in text and "Advisory only" in text
+    shown = invoke("show", run_id, "--runs-dir", str(runs))
+    assert shown.exit_code == 0 and "policy sweep" in shown.stdout and "accuracy (right/n)" in shown.stdout
+
+
+def test_a_stored_sweep_keeps_the_first_candidates_and_the_current_one() -> None:
+    from evalh.core.sweep import stored_sweep
+
+    grid = {"threshold": "0.1:0.9:0.1"}
+    res = sweep(binary(grid=grid, current={"threshold": 0.1}), SEPARABLE)
+    doc = stored_sweep(res, keep=2)
+    assert doc["candidates_total"] == len(res.candidates) > 3
+    assert [c["params"] for c in doc["candidates"]][:2] == [c.params for c in res.candidates[:2]]
+    assert doc["candidates"][-1]["current"] and len(doc["candidates"]) == 3
+    from evalh.report.figures import sweep as sweep_figure
+
+    fig = sweep_figure(doc)
+    assert fig.rows[2][0] == "…" and fig.rows[3][-1] == "current"
+    assert f"3 of {len(res.candidates)} candidates shown" in " ".join(fig.notes)
+
+
+def test_a_sweep_that_cannot_rank_is_stored_as_an_error_and_flagged_never_a_failed_run() -> None:
+    from evalh.config import SuiteConfig
+    from evalh.core.sweep import suite_sweep
+    from evalh.report.figures import sweep as sweep_figure
+
+    hostile = "<img src=x onerror=alert(1)>"
+    suite_cfg = SuiteConfig.model_construct(sweep=SweepConfig(
+        measure="count:lenses", count_value="refuted", label="severity", tiers=["block"], otherwise="ok",
+        grid={"block": "1:2"}))
+    stored = suite_sweep("s", suite_cfg, [_case("a", {"x": "refuted"}, hostile)], None)
+    assert stored is not None and hostile in stored["error"] and "label" in stored["error"]
+    fig = sweep_figure(stored)
+    assert fig.kind == "sweep" and fig.flags == [f"policy sweep: not ranked: {stored['error']}"]
+    assert suite_sweep("s", SuiteConfig.model_construct(sweep=None), [], None) is None
+    assert suite_sweep("s", None, [], None) is None

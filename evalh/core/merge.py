@@ -34,6 +34,7 @@ from evalh.core.aggregate import aggregate
 from evalh.core.contrasts import suite_claims
 from evalh.core.outcome import summarize
 from evalh.core.shard import Shard, parse_shard, shard_of
+from evalh.core.sweep import suite_sweep
 from evalh.errors import EvalhError
 from evalh.models import CaseResult, DatasetInfo, Run, SuiteResult, canonical_json, first_difference
 
@@ -306,6 +307,7 @@ def merge_runs(runs: Sequence[Run], config: Config, *, label: str | None = None)
             details=_details(shards, name, finalized),
             metrics=metrics,
             contrasts=contrasts,
+            sweep=suite_sweep(name, config.suite(name), results, parts[0].baseline_arm),
             cases=results,
         )
     status, reason = _status(shards)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from evalh.core.sweep_models import Candidate, CurrentPolicy, LeftOut, Observed, SweepResult
+from evalh.core.sweep_models import Candidate, CurrentPolicy, LeftOut, Margin, Observed, SweepResult
 from evalh.fields import MISSING, pick
 from evalh.models import CaseResult, Run
 from evalh.sweep_spec import (
@@ -53,12 +53,12 @@ from evalh.sweep_spec import (
 )
 
 if TYPE_CHECKING:
-    from evalh.config import Config
+    from evalh.config import Config, SuiteConfig
 
 __all__ = [
     "SWEEP_SCHEMA", "Observation", "SweepConfig", "SweepError", "SweepResult", "candidates", "decide",
     "evaluate", "grid_values", "observe", "parse_current_option", "parse_grid_option",
-    "resolve_spec", "sweep", "sweep_request", "sweep_run",
+    "resolve_spec", "stored_sweep", "suite_sweep", "sweep", "sweep_request", "sweep_results", "sweep_run",
 ]
 
 SWEEP_SCHEMA = "evalh.sweep/1"
@@ -319,6 +319,7 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> SweepResult:
     ]
     current_row = next((r for r in out_rows if r.current), None)
     pinned, undetermined = _pinning(names, top)
+    margins = _margins(spec, scored_obs, rows, strict, current)
     result = SweepResult(
         schema=SWEEP_SCHEMA,
         measure=spec.measure, label=spec.label, objective=spec.objective,
@@ -334,9 +335,35 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> SweepResult:
         won_on=_won_on(rows, spec) if strict else None,
         tied_top=[] if strict else [_params_dict(names, r["params"]) for r in top],
         candidates=out_rows,
-        pinned=pinned, undetermined=undetermined,
+        pinned=pinned, undetermined=undetermined, margins=margins,
+        within_noise=next((m.within_noise for m in margins if m.against == "runner-up"), None)
+        if strict and _won_on(rows, spec) == spec.objective else None,
     )
     return replace(result, verdict=_verdict(result, rows, spec, strict))
+
+
+def _margins(spec: SweepConfig, obs: Sequence[Observation], rows: Sequence[dict[str, Any]],
+             strict: bool, current: Params | None) -> list[Margin]:
+    """The top against the runner-up (a strict win) and the current policy (below the top)."""
+    from evalh.core.sweep_noise import margin
+
+    labels, case_ids = [str(o.label) for o in obs], [o.case_id for o in obs]
+
+    def rights(params: Params) -> list[bool]:
+        return [not o.errored and o.value is not None and decide(params, spec.decisions, o.value) == o.label
+                for o in obs]
+
+    def versus(other: dict[str, Any], against: str) -> Margin:
+        return margin(spec.objective, labels, case_ids, rights(rows[0]["params"]), rights(other["params"]),
+                      top=_params_dict(spec.params, rows[0]["params"]),
+                      other=_params_dict(spec.params, other["params"]),
+                      against=against, other_current=other["params"] == current)
+
+    out = [versus(rows[1], "runner-up")] if strict else []
+    cur = next((r for r in rows if r["params"] == current), None)
+    if cur is not None and cur["rank"] != 1 and not (strict and rows[1] is cur):
+        out.append(versus(cur, "current"))
+    return out
 
 
 def _pinning(
@@ -389,12 +416,21 @@ def _verdict(result: SweepResult, rows: Sequence[dict[str, Any]], spec: SweepCon
             text += f"; pinned: {_fmt(result.pinned)}"
         if result.undetermined:
             text += f"; under-determined: {', '.join(result.undetermined)}"
+    from evalh.core.sweep_noise import noise_phrase
+
+    runner_up = next((m for m in result.margins if m.against == "runner-up"), None)
+    if runner_up is not None and result.won_on == spec.objective:
+        text += f"; the win is {noise_phrase(runner_up)}"
     cur = result.current
     if cur is not None:
         text += (
             f". The current policy ({_fmt(cur.params)}) "
             + (f"ranks {cur.rank} of {len(rows)}" if cur.rank else f"is not a candidate: {cur.note}")
         )
+        against = next((m for m in result.margins if m.other_current), None)
+        if against is not None:
+            lead = "the top candidate" if strict else "the first of the tied top"
+            text += f"; {lead} beats it by {against.difference:+.3f} {obj}, {noise_phrase(against)}"
     return text + ". Advisory only: a person edits the policy; evalh never writes it."
 
 
@@ -404,13 +440,54 @@ def sweep_run(run: Run, suite: str, spec: SweepConfig) -> SweepResult:
         known = ", ".join(sorted(run.suites)) or "none"
         raise SweepError(f"run {run.run_id} has no suite {suite!r} (it has: {known})")
     sr = run.suites[suite]
-    arms = sorted({r.arm for r in sr.cases})
-    arm = spec.arm or sr.baseline_arm or (arms[0] if arms else "default")
+    result = sweep_results(spec, sr.cases, sr.baseline_arm, f"run {run.run_id}: suite {suite}", suite=suite)
+    return replace(result, run_id=run.run_id)
+
+
+def _swept_arm(spec: SweepConfig, results: Sequence[CaseResult], baseline_arm: str | None, where: str) -> str:
+    arms = sorted({r.arm for r in results})
+    arm = spec.arm or baseline_arm or (arms[0] if arms else "default")
     if arms and arm not in arms:
-        raise SweepError(f"run {run.run_id}: suite {suite!r} has no arm {arm!r} (it has: {', '.join(arms)})")
-    results = [r for r in sr.cases if r.arm == arm]
-    obs = observe(spec, results, f"run {run.run_id}: suite {suite}")
-    return replace(sweep(spec, obs), run_id=run.run_id, suite=suite, arm=arm)
+        raise SweepError(f"{where} has no arm {arm!r} (it has: {', '.join(arms)})")
+    return arm
+
+
+def sweep_results(spec: SweepConfig, results: Sequence[CaseResult], baseline_arm: str | None,
+                  where: str, *, suite: str | None = None) -> SweepResult:
+    """Sweep one arm (the spec's, else the baseline arm) of a suite's results."""
+    arm = _swept_arm(spec, results, baseline_arm, where)
+    obs = observe(spec, [r for r in results if r.arm == arm], where)
+    return replace(sweep(spec, obs), suite=suite, arm=arm)
+
+
+STORED_CANDIDATES = 100
+"""Ranked candidates a run document keeps of its sweep (the current policy's row too)."""
+
+
+def stored_sweep(result: SweepResult, keep: int = STORED_CANDIDATES) -> dict[str, Any]:
+    """The `evalh.sweep/1` document as a run keeps it (`suites.S.sweep`): the first `keep`
+    candidates and the current policy's row (after them when it ranks lower), with
+    `candidates_total` saying how many ranked and `candidates_kept` the `keep`."""
+    doc = result.to_dict()
+    rows = doc["candidates"]
+    doc["candidates_total"] = len(rows)
+    doc["candidates_kept"] = keep
+    doc["candidates"] = [r for i, r in enumerate(rows) if i < keep or r["current"]]
+    return doc
+
+
+def suite_sweep(name: str, config: SuiteConfig | None, results: Sequence[CaseResult],
+                baseline_arm: str | None) -> dict[str, Any] | None:
+    """What `evalh run` stores in `suites.S.sweep` for a suite with a `[suites.S.sweep]`
+    table: the ranking of its configured sweep (`stored_sweep`), or, when the stored
+    results cannot be ranked, `{"schema", "suite", "error"}` — never a failed run."""
+    spec = config.sweep if config is not None else None
+    if spec is None:
+        return None
+    try:
+        return stored_sweep(sweep_results(spec, results, baseline_arm, f"suite {name}", suite=name))
+    except SweepError as exc:
+        return {"schema": SWEEP_SCHEMA, "suite": name, "error": str(exc)}
 
 
 def _base_spec(config: Config | None, run_config: dict[str, Any], suite: str) -> dict[str, Any] | None:

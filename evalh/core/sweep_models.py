@@ -70,6 +70,36 @@ class CurrentPolicy:
     note: str | None
 
 
+@dataclass(frozen=True)
+class Margin:
+    """The top candidate against another, paired over the results both are scored on
+    (`evalh.core.sweep_noise`): the difference of their objectives, its interval, and
+    whether it is within noise (the interval reaches 0; None: no interval)."""
+
+    against: str
+    """`runner-up` (the best candidate below the top) or `current` (the policy in use)."""
+    other_current: bool
+    """The runner-up is the current policy."""
+    top: PolicyParams
+    other: PolicyParams
+    difference: float
+    """The top's objective minus the other's (never negative: the top ranks first)."""
+    low: float | None
+    high: float | None
+    confidence: float
+    method: str
+    cases: int
+    """Independent units: a case's attempts are one."""
+    results: int
+    top_only: int
+    """Results the top decides right and the other wrong."""
+    other_only: int
+    p_value: float | None
+    """McNemar's mid-p (accuracy, one result per case); None otherwise."""
+    within_noise: bool | None
+    note: str | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SweepResult:
     """The ranking. `run_id`, `suite` and `arm` are set by `sweep_run` (a sweep of stored
@@ -99,6 +129,12 @@ class SweepResult:
     pinned: PolicyParams = field(default_factory=dict)
     """Parameters every top candidate agrees on."""
     undetermined: dict[str, list[Number]] = field(default_factory=dict)
+    margins: list[Margin] = field(default_factory=list)
+    """The top against the runner-up (with a strict win) and against the current policy
+    (when it is not at the top): is the difference beyond noise?"""
+    within_noise: bool | None = None
+    """Of a strict win on the objective: True when the runner-up is within noise of it, None
+    without a win on the objective or without an interval."""
     verdict: str = ""
 
     def to_dict(self) -> dict[str, Any]:

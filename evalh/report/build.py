@@ -121,7 +121,7 @@ def suite_report(
         out.notes.append("no results in this suite")
     from evalh.report.figures import suite_figures
 
-    out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts)
+    out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep)
     return out
 
 

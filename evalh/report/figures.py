@@ -2,7 +2,8 @@
 
 Scorers leave facts about a whole suite in its details: the `classification` scorer its
 per-lens confusion report, the judges their counts (low-confidence splits among them), the
-pairwise judge its consistency under order swap. `suite_figures` turns each into a
+pairwise judge its consistency under order swap; the run keeps its policy sweep's ranking
+in `suites.<S>.sweep`. `suite_figures` turns each into a
 `Figure` — a titled table of strings with notes and flags — and every surface draws those
 tables as they are (terminal and markdown through `blocks`, the HTML report with one
 macro, the dashboard with one function), so a figure is laid out in one place only.
@@ -198,14 +199,119 @@ def contrast(c: Mapping[str, Any]) -> Figure:
     return fig
 
 
+def _map(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _policy(p: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in p.items()) if isinstance(p, Mapping) else "–"
+
+
+SWEEP_ROWS = 10
+"""Candidates a sweep figure lists (the current policy's row too, wherever it ranks)."""
+
+
+def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
+    """A policy sweep's ranking (`suites.S.sweep`, the `evalh.sweep/1` document): the first
+    `top` candidates with their accuracy over its denominator, under- and over-calls, the
+    winner if any, and whether the win is within noise (`evalh.core.sweep_noise`)."""
+    from evalh.core.sweep_models import Margin
+    from evalh.core.sweep_noise import margin_text
+
+    arm = str(doc.get("arm") or "default")
+    if doc.get("error"):
+        fig = Figure(kind="sweep", scorer="sweep", arm=arm, title="policy sweep: not ranked")
+        fig.flags.append(f"policy sweep: not ranked: {doc['error']}")
+        fig.data = {"error": str(doc["error"])}
+        return fig
+    objective = str(doc.get("objective") or "accuracy")
+    params = [str(p) for p in doc.get("params") or []]
+    miss = doc.get("errored") == "miss"
+    balanced = objective == "balanced_accuracy"
+    fig = Figure(kind="sweep", scorer="sweep", arm=arm,
+                 title=f"policy sweep [{arm}]: {doc.get('measure')} against the label {doc.get('label') or '(expected)'}, "
+                       f"ranked by {objective.replace('_', ' ')}",
+                 columns=["rank", *params, *(["balanced accuracy"] if balanced else []), "accuracy (right/n)",
+                          "under", "over", *(["errored"] if miss else []), ""])
+    rows = [r for r in doc.get("candidates") or [] if isinstance(r, Mapping)]
+    recommended, tied = doc.get("recommended"), bool(doc.get("tied_top"))
+    kept = doc.get("candidates_kept")
+    kept = kept if isinstance(kept, int) and not isinstance(kept, bool) else len(rows)
+    # (place in the whole ranking, row): a run keeps its first `kept` rows and the current one
+    placed = [(i if i < kept else kept + 1 + i, r) for i, r in enumerate(rows)]
+    shown = [(i, r) for i, r in placed if i < top or r.get("current")]
+    for k, (i, r) in enumerate(shown):
+        if k and shown[k - 1][0] != i - 1:
+            fig.rows.append(["…"] + [""] * (len(fig.columns) - 1))
+        marks = ["recommended"] if recommended is not None and r.get("params") == recommended else \
+            ["tied top"] if tied and r.get("rank") == 1 else []
+        if r.get("current"):
+            marks.append("current")
+        values = _map(r.get("params"))
+        n, correct = _int(r.get("n")), _int(r.get("correct"))
+        fig.rows.append([str(r.get("rank")), *(str(values.get(p, "–")) for p in params),
+                         *([num(_f(r.get("balanced_accuracy")))] if balanced else []),
+                         rate(_f(r.get("accuracy")) if n else None, correct, n),
+                         str(_int(r.get("under_calls"))), str(_int(r.get("over_calls"))),
+                         *([str(_int(r.get("errored")))] if miss else []), " · ".join(marks)])
+    total = _int(doc.get("candidates_total")) or len(rows)
+    obj = objective.replace("_", " ")
+    if recommended is not None and doc.get("won_on") == "fewer_under_calls":
+        fig.notes.append(f"winner: {_policy(recommended)}, on the declared tie-break (fewer under-calls): "
+                         f"it ties the runner-up on {obj}")
+    elif recommended is not None:
+        noise = {True: "within noise of the runner-up", False: "beyond noise",
+                 None: "not to be told from noise"}[doc.get("within_noise")]
+        fig.notes.append(f"winner: {_policy(recommended)}, a strict win on {obj}, {noise}")
+    elif tied:
+        fig.notes.append(f"no winner: {len(doc.get('tied_top') or [])} candidates tie at the top on {obj} "
+                         f"(the data does not discriminate)")
+    else:
+        fig.notes.append("no winner: only one candidate")
+    margins = []
+    for m in doc.get("margins") or []:
+        if isinstance(m, Mapping):
+            try:
+                margins.append(Margin(**m))
+            except TypeError:
+                continue
+    fig.notes += [margin_text(m, objective, tied=recommended is None) for m in margins]
+    o, lo = _map(doc.get("observations")), _map(doc.get("left_out"))
+    fig.notes.append(
+        f"{len(shown)} of {total} candidates shown; scored on {_int(o.get('scored'))} of "
+        f"{_int(o.get('total'))} results ({_int(o.get('undecided'))} without a measure, {_int(o.get('errored'))} "
+        f"with an errored input {'counted as a miss for every candidate' if miss else 'excluded'}, "
+        f"{_int(o.get('unlabelled'))} unlabelled); left out: {_int(lo.get('above_observed'))} with a threshold "
+        f"above the greatest observed value {lo.get('max_observed')}, {_int(lo.get('not_decreasing'))} with "
+        f"tiers not strictly decreasing")
+    cur = doc.get("current") if isinstance(doc.get("current"), Mapping) else None
+    if cur is not None and cur.get("note"):
+        fig.notes.append(f"the current policy ({_policy(cur.get('params'))}) is not a candidate: {cur['note']}")
+    fig.notes.append("under / over: decisions milder / harsher than the label. Advisory only: a person edits "
+                     "the policy; evalh never writes it")
+    beaten = next((m for m in margins if m.other_current and m.within_noise is False), None)
+    if beaten is not None:
+        fig.flags.append(f"policy sweep: the current policy ({_policy(beaten.other)}) is beaten beyond noise: "
+                         f"{_policy(beaten.top)} has {obj} {beaten.difference:+.3f} "
+                         f"({beaten.confidence:.0%} CI {beaten.low:+.3f} to {beaten.high:+.3f})")
+    fig.data = {k: doc.get(k) for k in ("measure", "label", "objective", "recommended", "won_on", "within_noise",
+                                         "tied_top", "current", "margins", "verdict")}
+    fig.data["candidates_total"] = total
+    return fig
+
+
 def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = None,
                   suite_metrics: Sequence[Mapping[str, Any]] | None = None,
-                  contrasts: Sequence[Mapping[str, Any]] | None = None) -> list[Figure]:
-    """Every figure of a suite: its claims (named contrasts) and metrics first, its arms'
-    verdict distributions, then what its scorers left in its details, by scorer name."""
+                  contrasts: Sequence[Mapping[str, Any]] | None = None,
+                  swept: Mapping[str, Any] | None = None) -> list[Figure]:
+    """Every figure of a suite: its claims (named contrasts) and metrics first, its
+    policy sweep's ranking, its arms' verdict distributions, then what its scorers left
+    in its details, by scorer name."""
     out = [contrast(c) for c in contrasts or []]
     if suite_metrics:
         out.append(metrics(suite_metrics))
+    if swept:
+        out.append(sweep(swept))
     out += verdict_figures(arms or [])
     for key in sorted(details):
         fact = details[key]

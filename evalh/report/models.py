@@ -233,7 +233,7 @@ class Figure(_Out):
     once as a table of strings that every surface draws as it is."""
 
     kind: str
-    """`verdicts`, `classification`, `judge`, `pairwise`, `metrics` or `contrast`."""
+    """`verdicts`, `classification`, `judge`, `pairwise`, `metrics`, `contrast` or `sweep`."""
     scorer: str
     arm: str | None = None
     """The arm a figure is about (verdict distributions of a suite with several arms)."""

@@ -1,10 +1,9 @@
-"""Terminal rendering of `evalh sweep`: the ranking table, then the verdict."""
+"""Terminal rendering of `evalh sweep`: the sweep figure (`evalh.report.figures.sweep`, the
+one layout every surface draws), then the recommendation and the verdict."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-from evalh.numbers import num
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -17,45 +16,17 @@ def _params(p: dict[str, Any]) -> str:
 
 
 def render_sweep(result: SweepResult, console: Console, *, top: int = 15) -> None:
-    """The ranking table, then the verdict. Every value is shown as plain text."""
-    from rich import box
-    from rich.table import Table
-
+    """The ranking as the report draws it (the first `top` rows and the current policy's),
+    then the recommendation and the verdict. Every value is shown as plain text."""
     from evalh.console import safe_text
+    from evalh.report.blocks import Note, Table
+    from evalh.report.figures import sweep
+    from evalh.report.render import draw_blocks
 
-    o = result.observations
-    title = safe_text(
-        f"sweep {result.run_id} · {result.suite} [{result.arm}] · measure {result.measure}"
-        f" · label {result.label or '(expected)'} · score = {result.objective}"
-        f" · under/over = decisions milder/harsher than the label"
-    )
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    miss = result.errored == "miss"
-    for col in ("rank", *result.params, "score", "right", "under", "over", *(["errored"] if miss else []), ""):
-        table.add_column(col, justify="left" if col == "" else "right", no_wrap=True)
-    for row in result.candidates[:top]:
-        marks = []
-        if result.recommended == row.params:
-            marks.append("recommended")
-        elif row.rank == 1 and result.tied_top:
-            marks.append("tied top")
-        if row.current:
-            marks.append("current")
-        cells = [str(row.rank), *(str(v) for v in row.params.values()), num(row.objective),
-                 f"{row.correct}/{row.n}", str(row.under_calls), str(row.over_calls),
-                 *([str(row.errored)] if miss else []), " · ".join(marks)]
-        table.add_row(*(safe_text(c) for c in cells))
-    console.print(table)
-    shown = min(top, len(result.candidates))
-    lo = result.left_out
-    console.print(safe_text(
-        f"{shown} of {len(result.candidates)} candidates shown; scored on {o.scored} of "
-        f"{o.total} results ({o.undecided} without a measure, {o.errored} with an errored input "
-        f"{'counted as a miss for every candidate' if miss else 'excluded'}, {o.unlabelled} unlabelled); "
-        f"left out: {lo.above_observed} with a threshold above the greatest observed value "
-        f"{lo.max_observed}, {lo.not_decreasing} with tiers not strictly decreasing",
-        style="dim",
-    ))
+    fig = sweep(result.to_dict(), top=top)
+    title = f"sweep {result.run_id} · {result.suite}: {fig.title}"
+    draw_blocks([Table(columns=fig.columns, rows=fig.rows, title=title),
+                 *(Note(n) for n in fig.notes), *(Note(f, warn=True) for f in fig.flags)], console)
     if result.recommended is not None:
         why = " (won on the declared tie-break: fewer under-calls)" if result.won_on == "fewer_under_calls" else ""
         console.print(safe_text(f"recommended: {_params(result.recommended)}{why}", style="bold green"))

@@ -1,0 +1,165 @@
+"""Is a sweep's win beyond noise? The top candidate against another, paired over the results.
+
+Every candidate of a sweep is scored on the same results, so two candidates are compared
+by the results they decide *differently*, never by the overlap of two separate intervals.
+The difference of their objectives gets the interval `evalh compare` uses for a paired
+difference (`evalh.core.stats`, sources in docs/methodology.md):
+
+- `accuracy` with one result per case: Newcombe's paired score interval (method 10) of
+  the difference of the two shares right, with McNemar's mid-p on the results only one of
+  the two decides right;
+- otherwise (repeats of a case, or `balanced_accuracy`): the delete-one-case jackknife of
+  the difference (for accuracy it is `clustered_mean` of the per-result differences: a
+  case's attempts are one unit, never independent trials) with Student's t.
+
+The win is *within noise* when the interval reaches 0. The top was chosen on these same
+results, so a win beyond noise here is still optimistic (the best of many candidates);
+a win within noise says the data cannot tell the two apart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from evalh.core.sweep_models import Margin, PolicyParams
+
+CONFIDENCE = 0.95
+
+
+def _objective(objective: str, labels: Sequence[str], right: Sequence[int], weight: Sequence[int]) -> float:
+    """`accuracy` or `balanced_accuracy` of per-observation rights, over observations of weight 1."""
+    if objective == "accuracy":
+        n = sum(weight)
+        return sum(r * w for r, w in zip(right, weight, strict=True)) / n if n else 0.0
+    per: dict[str, list[int]] = {}
+    for lab, r, w in zip(labels, right, weight, strict=True):
+        if w:
+            cell = per.setdefault(lab, [0, 0])
+            cell[0] += r
+            cell[1] += 1
+    return sum(c / t for c, t in per.values()) / len(per) if per else 0.0
+
+
+def _effective_df(sizes: Sequence[int]) -> float:
+    """As `evalh.core.stats.clustered_mean`: G − 1, fewer for unequal clusters."""
+    n = sum(sizes)
+    g_star = n * n / sum(m * m for m in sizes)
+    return max(1.0, min(len(sizes) - 1.0, g_star - 1.0))
+
+
+def _jackknife(objective: str, labels: Sequence[str], case_ids: Sequence[str], a: Sequence[bool],
+               b: Sequence[bool]) -> tuple[float, float, float, int] | None:
+    """(difference, se, df, cases) of `objective(a) − objective(b)`, leaving one case out at a time."""
+    ra, rb = [int(x) for x in a], [int(x) for x in b]
+    cases: dict[str, list[int]] = {}
+    for i, c in enumerate(case_ids):
+        cases.setdefault(c, []).append(i)
+    g = len(cases)
+    if g < 2:
+        return None
+    full = [1] * len(labels)
+    est = _objective(objective, labels, ra, full) - _objective(objective, labels, rb, full)
+    loo = []
+    for members in cases.values():
+        w = full.copy()
+        for i in members:
+            w[i] = 0
+        loo.append(_objective(objective, labels, ra, w) - _objective(objective, labels, rb, w))
+    mean_loo = math.fsum(loo) / g
+    se = math.sqrt((g - 1) / g * math.fsum((x - mean_loo) ** 2 for x in loo))
+    return est, se, _effective_df([len(m) for m in cases.values()]), g
+
+
+def margin(
+    objective: str, labels: Sequence[str], case_ids: Sequence[str], a: Sequence[bool], b: Sequence[bool],
+    *, top: PolicyParams, other: PolicyParams, against: str, other_current: bool = False,
+) -> Margin:
+    """The top candidate against `other` over the results both are scored on: `labels` and
+    `case_ids` of each result, `a` and `b` whether the top and the other decide it right
+    (an errored result is right for neither)."""
+    from evalh.core import stats
+
+    n = len(labels)
+    both = sum(x and y for x, y in zip(a, b, strict=True))
+    top_only = sum(x and not y for x, y in zip(a, b, strict=True))
+    other_only = sum(y and not x for x, y in zip(a, b, strict=True))
+    neither = n - both - top_only - other_only
+    cases = len(set(case_ids))
+    full = [1] * n
+    diff = (_objective(objective, labels, [int(x) for x in a], full)
+            - _objective(objective, labels, [int(x) for x in b], full)) if n else 0.0
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    note = None
+    if objective == "accuracy" and cases == n:
+        iv = stats.newcombe_paired_interval(both, other_only, top_only, neither, CONFIDENCE)
+        if iv is not None:
+            low, high = iv
+        p_value = stats.mcnemar(other_only, top_only).p_mid
+        method = "Newcombe paired score interval; McNemar mid-p"
+    else:
+        what = "the per-result differences" if objective == "accuracy" else "the balanced-accuracy difference"
+        method = f"delete-one-case jackknife of {what}, Student's t (a case's attempts are one unit)"
+        jk = _jackknife(objective, labels, case_ids, a, b)
+        if jk is None:
+            note = "fewer than two cases: no interval"
+        else:
+            diff, se, df, _ = jk
+            if se > 0:
+                half = stats.t_quantile(0.5 + CONFIDENCE / 2, df) * se
+                low, high = max(-1.0, diff - half), min(1.0, diff + half)
+            elif diff != 0:
+                note = "every case differs by the same amount: no interval"
+    within: bool | None
+    if diff == 0:
+        within = True
+        note = note or f"equal on {objective.replace('_', ' ')}"
+    else:
+        within = None if low is None or high is None else low <= 0.0 <= high
+    return Margin(
+        against=against, other_current=other_current,
+        top=dict(top), other=dict(other),
+        difference=diff, low=low, high=high, confidence=CONFIDENCE, method=method, cases=cases,
+        results=n, top_only=top_only, other_only=other_only, p_value=p_value,
+        within_noise=within, note=note,
+    )
+
+
+def margin_text(m: Margin, objective: str, *, tied: bool = False) -> str:
+    """One line: whom the top is compared with, the difference, whether it is beyond noise,
+    then its interval and the results behind it. `tied`: the top is the first of a tie."""
+    def policy(p: PolicyParams) -> str:
+        return ", ".join(f"{k}={v}" for k, v in p.items())
+
+    who = "the runner-up" if m.against == "runner-up" else "the current policy"
+    if m.against == "runner-up" and m.other_current:
+        who = "the runner-up, the current policy"
+    lead = f"{policy(m.top)} ({'first of the tied top' if tied else 'top'})"
+    if m.within_noise is None:
+        say = "not to be told from noise"
+    elif m.within_noise:
+        say = "within noise"
+    else:
+        say = "beyond noise (though the top was picked on these same results)"
+    if m.low is not None and m.high is not None:
+        iv = f"{m.confidence:.0%} CI {m.low:+.3f} to {m.high:+.3f}, {m.method}"
+        if m.p_value is not None:
+            iv += f" {m.p_value:.3g}"
+    else:
+        iv = m.note or "no interval"
+    return (f"{lead} vs {who} ({policy(m.other)}): {objective.replace('_', ' ')} {m.difference:+.3f}, {say} "
+            f"({iv}; of {m.results} results in {m.cases} cases, {m.top_only} right only with the top, "
+            f"{m.other_only} only with {who.split(', ')[-1]})")
+
+
+def noise_phrase(m: Margin) -> str:
+    """`within noise (95% CI −0.12 to +0.26)` and the like, for the verdict."""
+    iv = (f" ({m.confidence:.0%} CI {m.low:+.3f} to {m.high:+.3f})"
+          if m.low is not None and m.high is not None else f" ({m.note})" if m.note else "")
+    if m.within_noise is None:
+        return f"not to be told from noise{iv}"
+    if m.within_noise:
+        return f"within noise{iv}"
+    return f"beyond noise{iv}, though picked on these same results"
