@@ -1,7 +1,7 @@
 """Provider batch APIs: a model target or judge with `batch = true` (docs/batch.md).
 
-`get_provider` gives such a config a `BatchClient`: a `ManagedClient` (same response cache,
-same cache key, same budget rule) whose uncached requests are not sent one by one but
+`get_provider` gives such a config a `ManagedClient` (same response cache, same cache key,
+same budget rule) with a `BatchSender`: its uncached requests are not sent one by one but
 collected and submitted together — through the Anthropic Message Batches API
 (`client.messages.batches.create / retrieve / results` of the official SDK) or the OpenAI
 Batch API (a JSONL file uploaded to `/v1/files`, `/v1/batches` created and retrieved, the
@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalh.providers.base import ChatRequest, ChatResponse, ProviderError
-from evalh.providers.clients import ManagedClient
 from evalh.providers.prices import batch_cost_usd
 from evalh.providers.resilience import (
     PermanentError,
@@ -134,31 +133,34 @@ def ledger_of(services: RunServices) -> Ledger:
     return ledger
 
 
-class BatchClient(ManagedClient):
-    """A `ManagedClient` whose uncached requests go through the provider's batch API."""
+class BatchSender:
+    """How a `ManagedClient` with `batch = true` sends an uncached request: in a batch, at
+    the batch price (`ManagedClient.batch`; the client's cache, key and budget rule stay)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        """The `evalh.providers.clients.ManagedClient` it sends for."""
         self._hub: _Hub | None = None
 
-    async def _call(self, request: ChatRequest) -> ChatResponse:
+    async def call(self, request: ChatRequest) -> ChatResponse:
+        client = self.client
         if self._hub is None:
-            self._hub = _Hub(self)
-        response = await self._hub.answer(custom_id(self.cache_key(request)), request)
-        prices = self.services.prices
+            self._hub = _Hub(client)
+        response = await self._hub.answer(custom_id(client.cache_key(request)), request)
+        prices = client.services.prices
         response.cost_usd = batch_cost_usd(prices, response.model, response.tokens_in, response.tokens_out)
         if response.cost_usd is None and response.model != request.model:
             response.cost_usd = batch_cost_usd(prices, request.model, response.tokens_in, response.tokens_out)
         if not request.billed_by_runner:
-            self.services.budget.charge(cost_usd=response.cost_usd, tokens_in=response.tokens_in,
-                                        tokens_out=response.tokens_out)
+            client.services.budget.charge(cost_usd=response.cost_usd, tokens_in=response.tokens_in,
+                                          tokens_out=response.tokens_out)
         return response
 
 
 class _Hub:
     """One client's pending requests, the batches it submitted and the ones it watches."""
 
-    def __init__(self, client: BatchClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
         self.wire = _wire(client)
         self.ledger = ledger_of(client.services)
@@ -307,7 +309,7 @@ class _Watch:
 # ---------------------------------------------------------------------- the wires
 
 
-def _wire(client: BatchClient) -> _AnthropicWire | _OpenAIWire:
+def _wire(client: Any) -> _AnthropicWire | _OpenAIWire:
     from evalh.providers.anthropic import AnthropicBackend
     from evalh.providers.openai import OpenAIBackend
 
@@ -319,7 +321,7 @@ def _wire(client: BatchClient) -> _AnthropicWire | _OpenAIWire:
     raise ProviderError(f"batch = true: provider {backend.provider!r} has no batch API evalh speaks", retryable=False)
 
 
-async def _retried(client: BatchClient, what: str, call: Any) -> Any:
+async def _retried(client: Any, what: str, call: Any) -> Any:
     """One batch-API call through the endpoint's retries and limits (a request slot, no tokens)."""
     cfg = client.config
     return await call_with_retries(
@@ -331,7 +333,7 @@ async def _retried(client: BatchClient, what: str, call: Any) -> Any:
 class _AnthropicWire:
     """The Message Batches API through the official SDK (`client.messages.batches`)."""
 
-    def __init__(self, client: BatchClient, backend: Any) -> None:
+    def __init__(self, client: Any, backend: Any) -> None:
         self.client = client
         self.backend = backend
         self.sdk = backend._sdk
@@ -415,7 +417,7 @@ _OPENAI_ENDED = frozenset({"completed", "expired", "failed", "cancelled"})
 class _OpenAIWire:
     """The OpenAI Batch API over the backend's aiohttp session."""
 
-    def __init__(self, client: BatchClient, backend: Any) -> None:
+    def __init__(self, client: Any, backend: Any) -> None:
         self.client = client
         self.backend = backend
 

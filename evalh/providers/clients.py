@@ -67,6 +67,9 @@ class ManagedClient:
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         """How retries wait (tests swap it to observe the waits without spending them)."""
+        self.batch: Any = None
+        """With `batch = true`, the `evalh.providers.batch.BatchSender` that sends its
+        uncached requests in batches instead of one by one."""
 
     @property
     def endpoint(self) -> str:
@@ -85,6 +88,9 @@ class ManagedClient:
         return cache_key(self.backend.provider, self.cache_url, request, credential=self.credential)
 
     async def _call(self, request: ChatRequest) -> ChatResponse:
+        if self.batch is not None:
+            response: ChatResponse = await self.batch.call(request)
+            return response
         from evalh.providers.waits import case_clock
 
         t0 = time.perf_counter()
@@ -194,14 +200,13 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
         cache_url = f"{stable_url}#{script_digest(stable_url, services)}"
     from evalh.providers.cache import credential_id
 
-    client_type = ManagedClient
-    if config.batch:  # through the provider's batch API (docs/batch.md)
-        from evalh.providers.batch import BatchClient
-
-        client_type = BatchClient
-    client = providers[memo] = client_type(
+    client = providers[memo] = ManagedClient(
         config, backend, limits, services, cache_url, credential_id(key)
     )
+    if config.batch:  # through the provider's batch API (docs/batch.md)
+        from evalh.providers.batch import BatchSender
+
+        client.batch = BatchSender(client)
     return client
 
 
