@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, JsonOpt, RunsDirOpt
+from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
 
 app = typer.Typer(
     name="label",
@@ -25,11 +25,12 @@ app = typer.Typer(
 @translate_errors
 def import_(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Ratings files: JSONL (one rating a line) or a JSON array.", exists=True, dir_okay=False, readable=True)],
-    run: Annotated[str, typer.Option("--run", help="The run the requests were exported from (id or path).")],
-    rubric: Annotated[Path | None, typer.Option("--rubric", help="The current rubric file (default: the rubric of the latest export).", exists=True, dir_okay=False)] = None,
+    run: Annotated[str, typer.Option("--run", metavar="RUN", help="The run the requests were exported from (id or path).")],
+    rubric: Annotated[Path | None, typer.Option("--rubric", metavar="FILE", help="The current rubric file (default: the rubric of the latest export).", exists=True, dir_okay=False)] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Let a rating replace the same rater's earlier rating of an item.")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Import human ratings into the ratings store beside the runs (`ratings/`).
 
@@ -61,6 +62,8 @@ def import_(
     ratings = load_store(store.runs_dir)
     digest = sha256_of_bytes(rubric.read_bytes()) if rubric is not None else None
     summaries = import_ratings(doc, labels, ratings, list(files), rubric=digest, replace=replace)
+    if quiet:
+        return
     for s in summaries:
         err().print(safe_text(
             f"{s.path}: {s.ratings} ratings: {s.imported} imported, {s.unchanged} unchanged"
@@ -75,11 +78,11 @@ def import_(
 def report(
     run: Annotated[str, typer.Argument(metavar="RUN", help="A run id (see `evalh runs`) or a path to a run document.")],
     suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Report only this suite (repeatable). Default: every exported suite.")] = None,
-    arm: Annotated[str | None, typer.Option("--arm", help="Report one arm (intervals need one arm).")] = None,
-    positive: Annotated[str | None, typer.Option("--positive", help="The value of the request's first field whose work-item rate is reported per stratum (e.g. `defect`).")] = None,
+    arm: Annotated[str | None, typer.Option("--arm", metavar="ARM", help="Report one arm (intervals need one arm).")] = None,
+    positive: Annotated[str | None, typer.Option("--positive", metavar="VALUE", help="The value of the request's first field whose work-item rate is reported per stratum (e.g. `defect`).")] = None,
     random_sample: Annotated[bool, typer.Option("--random-sample", help="Attest the cases are a random sample, for cases whose metadata.sampling says nothing (it never overrides a case's own sampling).")] = False,
     by: Annotated[list[str] | None, typer.Option("--by", metavar="FIELD", help="Metadata field(s) to report apart (repeatable: crossed strata, e.g. --by practice --by destination). Default: stratum.")] = None,
-    rubric: Annotated[Path | None, typer.Option("--rubric", help="Report the ratings of this rubric file (default: the latest export's); with it, a run never exported is reported from the ratings of byte-identical requests.", exists=True, dir_okay=False)] = None,
+    rubric: Annotated[Path | None, typer.Option("--rubric", metavar="FILE", help="Report the ratings of this rubric file (default: the latest export's); with it, a run never exported is reported from the ratings of byte-identical requests.", exists=True, dir_okay=False)] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -134,10 +137,10 @@ def report(
 @translate_errors
 def serve(
     run: Annotated[str, typer.Argument(metavar="RUN", help="A run id (see `evalh runs`) or a path to a run document, exported with `evalh export-requests`.")],
-    rater: Annotated[str, typer.Option("--rater", help="Your name as a rater: every rating saved on the page carries it.")],
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (0: any free port).")] = 4024,
-    host: Annotated[str, typer.Option("--host", help="Loopback address to bind (127.0.0.1, ::1 or localhost); nothing else is accepted.")] = "127.0.0.1",
-    rubric: Annotated[Path | None, typer.Option("--rubric", help="Rate under this rubric version (default: the latest export's).", exists=True, dir_okay=False)] = None,
+    rater: Annotated[str, typer.Option("--rater", metavar="NAME", help="Your name as a rater: every rating saved on the page carries it.")],
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free port).")] = 4024,
+    host: Annotated[str, typer.Option("--host", metavar="HOST", help="Loopback address to bind (127.0.0.1, ::1 or localhost); nothing else is accepted.")] = "127.0.0.1",
+    rubric: Annotated[Path | None, typer.Option("--rubric", metavar="FILE", help="Rate under this rubric version (default: the latest export's).", exists=True, dir_okay=False)] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
 ) -> None:
