@@ -602,3 +602,83 @@ def test_html_report_of_two_runs_lays_each_changed_case_side_by_side(
         assert p.errors == []
     finally:
         p.close()
+
+
+# --------------------------------------------------------------------------- the sweep's ranking
+
+
+def sweep_run(run_id: str) -> Any:
+    """A run whose `triage` suite keeps the ranking of a binary sweep (threshold 0.7 beats the
+    current 0.5 by one case: within noise) and whose `broken` suite's sweep could not rank
+    (a hostile label in the error it keeps)."""
+    from evalh.config import SuiteConfig
+    from evalh.core.sweep import SweepConfig, suite_sweep
+
+    values = [(0.9, True), (0.8, True), (0.75, True), (0.85, True), (0.6, False), (0.2, False),
+              (0.1, False), (0.3, False), (0.4, False), (0.95, True), (0.15, False), (0.05, False)]
+    triage = [res(f"t{i:02d}", "passed", score=v).model_copy(update={"expected": {"bad": bad}})
+              for i, (v, bad) in enumerate(values)]
+    spec = SweepConfig(positive=True, label="bad", measure="score", grid={"threshold": "0.3,0.5,0.7,0.9"},
+                       current={"threshold": 0.5})
+    s = suite(triage, "stochastic")
+    s.sweep = suite_sweep("triage", SuiteConfig.model_construct(sweep=spec), triage, None)
+    broken = [res("b1").model_copy(update={"expected": {"severity": HOSTILE_IMG}})]
+    b = suite(broken)
+    b.sweep = suite_sweep("broken", SuiteConfig.model_construct(sweep=SweepConfig(
+        measure="score", label="severity", tiers=["block"], otherwise="ok", grid={"block": "0.5"})), broken, None)
+    return make_run(run_id, {"triage": s, "broken": b})
+
+
+def test_run_page_shows_the_sweep_ranking_its_winner_and_whether_the_win_is_within_noise(
+        browser: Any, tmp_path: Path) -> None:
+    from tests.report_factory import write_runs
+
+    run = sweep_run("20260401T000000000Z-00005e")
+    assert run.suites["triage"].sweep["recommended"] == {"threshold": 0.7}
+    write_runs(tmp_path / "eval_runs", [run])
+    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    p = wide(browser)
+    try:
+        p.page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/run/{run.run_id}")
+        fig = p.page.locator("[data-testid=figure][data-kind=sweep][data-suite=triage]")
+        fig.wait_for()
+        head = fig.locator("thead th").all_inner_texts()
+        assert head[:2] == ["rank", "threshold"] and "accuracy (right/n)" in head
+        rows = fig.locator("tbody tr")
+        assert rows.count() == 4  # every candidate of the grid
+        first = rows.nth(0).locator("td").all_inner_texts()
+        assert first[:3] == ["1", "0.7", "100.0% (12/12)"] and first[-1] == "recommended"
+        assert "win" in (rows.nth(0).get_attribute("class") or "")
+        current = rows.nth(1)
+        assert current.locator("td").all_inner_texts()[-1] == "current" and "cur" in (current.get_attribute("class") or "")
+        assert current.locator("td").nth(2).inner_text() == "91.7% (11/12)"
+        headline = fig.locator("[data-testid=sweep-headline]").inner_text()
+        assert headline == "winner: threshold=0.7, a strict win on accuracy, within noise of the runner-up"
+        notes = fig.locator(".notes li").all_inner_texts()
+        assert any("vs the runner-up, the current policy (threshold=0.5): accuracy +0.083, within noise (95% CI" in n
+                   and "McNemar mid-p" in n for n in notes)
+        # the sweep that could not rank is flagged, its hostile label shown as text
+        flag = p.page.locator("[data-testid=figure][data-kind=sweep][data-suite=broken] [data-testid=figure-flag]")
+        assert HOSTILE_IMG in flag.inner_text() and flag.locator("img").count() == 0
+        assert p.page.evaluate(PWNED) == [None, None]
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+        # the HTML report draws the same figure, escaped, offline
+        path = tmp_path / "r.html"
+        path.write_text(to_html(build_report([run])), encoding="utf-8")
+        p.page.goto(path.as_uri())
+        table = p.page.locator("table.figure[data-kind=sweep]").first
+        table.wait_for()
+        assert table.locator("tbody tr").first.locator("td").all_inner_texts()[:3] == ["1", "0.7", "100.0% (12/12)"]
+        body = p.page.locator("body").inner_text()
+        assert "winner: threshold=0.7, a strict win on accuracy, within noise of the runner-up" in body
+        assert HOSTILE_IMG in body and p.page.evaluate(PWNED) == [None, None]
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -412,13 +412,24 @@
   }
 
   function figureBox(suite, f) {
-    // a suite-level figure as evalh.report.figures laid it out: the same table on every surface
-    return el("div", { "class": "figure", "data-testid": "figure", "data-kind": f.kind, "data-suite": suite }, [
+    // a suite-level figure as evalh.report.figures laid it out: the same table on every surface.
+    // A sweep's first note is its headline (the winner, or why there is none), shown above its table,
+    // and its rows marked recommended, tied top or current are set off.
+    var sweep = f.kind === "sweep", notes = f.notes.slice(), headline = sweep && notes.length ? notes.shift() : null;
+    function rowClass(r) {
+      if (!sweep) return null;
+      var mark = r[r.length - 1] || "";
+      return (/recommended/.test(mark) ? "win " : /tied top/.test(mark) ? "tied " : "") + (/current/.test(mark) ? "cur" : "");
+    }
+    return el("div", { "class": "figure" + (sweep ? " sweep" : ""), "data-testid": "figure", "data-kind": f.kind, "data-suite": suite }, [
       el("div", { "class": "dim" }, suite + ": " + f.title),
-      el("div", { "class": "scroll" }, el("table", { "class": "data" }, [
+      headline ? el("div", { "class": "headline", "data-testid": "sweep-headline" }, headline) : null,
+      f.rows.length ? el("div", { "class": "scroll" }, el("table", { "class": "data" }, [
         el("thead", null, el("tr", null, f.columns.map(function (c, i) { return el("th", { "class": i ? "n" : "" }, c); }))),
-        el("tbody", null, f.rows.map(function (r) { return el("tr", null, r.map(function (c, i) { return el("td", { "class": i ? "n" : "" }, c); })); }))])),
-      f.notes.length ? el("ul", { "class": "notes" }, f.notes.map(function (n) { return el("li", null, n); })) : null,
+        el("tbody", null, f.rows.map(function (r) {
+          return el("tr", { "class": rowClass(r) }, r.map(function (c, i) { return el("td", { "class": i ? "n" : "" }, c); }));
+        }))])) : null,
+      notes.length ? el("ul", { "class": "notes" }, notes.map(function (n) { return el("li", null, n); })) : null,
       f.flags.map(function (x) { return el("div", { "class": "warnbox", "data-testid": "figure-flag" }, x); })]);
   }
 
