@@ -88,5 +88,46 @@ def test_compare_junit_is_valid_too(project: Path) -> None:
     result = invoke("compare", base, cand, "--config", config, "--runs-dir", runs, "--junit-xml", str(xml))
     assert result.exit_code == 0, result.output
     validate(xml)
-    regressed = cases(ET.parse(xml).getroot(), "smoke")["smoke.no"].find("failure")
+    smoke = cases(ET.parse(xml).getroot(), "smoke")
+    regressed = smoke["smoke.no"].find("failure")
     assert regressed is not None and regressed.get("type") == "regression"
+    # what regressed, in the message and the body: both sides' status, score and scorers
+    assert regressed.get("message") == "regressed: passed → failed (exact)"
+    body = (regressed.text or "").splitlines()
+    assert body[0] == "base: passed, score 1"
+    assert body[1].startswith("  exact: passed (1)")
+    assert body[2] == "candidate: failed, score 0"
+    assert body[3].startswith("  exact: failed (0): ") and "accept" in body[3] and "reject" in body[3]
+    assert body[4] == 'candidate output: {"verdict":"accept"}'
+    assert smoke["smoke.yes"].find("failure") is None
+    for tc in smoke.values():  # the candidate's latency of each case
+        assert float(tc.get("time", "-1")) >= 0
+    suite_el = ET.parse(xml).getroot().find("testsuite[@name='smoke']")
+    assert suite_el is not None and float(suite_el.get("time", "-1")) >= 0
+
+
+def test_compare_junit_bodies_are_escaped_and_cut(project: Path) -> None:
+    """A rationale with markup and XML-forbidden characters, and a long one: the body
+    escapes the first, drops the second, and cuts the third."""
+    from evalh.core.compare import compare_runs
+    from evalh.models import Run
+    from evalh.report.junit import MAX_RATIONALE, compare_to_junit_xml
+
+    config, runs = str(project / "evalh.toml"), str(project / "runs")
+    assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 0
+    toml = project / "evalh.toml"
+    toml.write_text(toml.read_text().replace("evalh_fixture_target:answer", "evalh_fixture_target:always_accept"))
+    assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 1
+    base, cand = (Run.model_validate_json(p.read_bytes()) for p in sorted((project / "runs").glob("*.json")))
+    (result,) = [r for r in cand.suites["smoke"].cases if r.case_id == "smoke.no"]
+    result.scores[0].rationale = "</failure><x a='1'>&\x01" + "z" * 5000
+    result.latency_ms = 1500.0
+    xml = project / "hostile.xml"
+    xml.write_text(compare_to_junit_xml(compare_runs(base, cand), (base, cand)), encoding="utf-8")
+    validate(xml)
+    tc = cases(ET.parse(xml).getroot(), "smoke")["smoke.no"]
+    assert tc.get("time") == "1.500"
+    text = (tc.find("failure").text or "")  # type: ignore[union-attr]
+    line = next(ln for ln in text.splitlines() if ln.startswith("  exact: failed"))
+    assert "</failure><x a='1'>&\ufffd" in line and line.endswith("…")
+    assert len(line) < MAX_RATIONALE + 40

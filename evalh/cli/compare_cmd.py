@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, RunsDirOpt
+from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 from evalh.cli.project import open_project
 
 if TYPE_CHECKING:
@@ -56,22 +56,24 @@ def compare(
         help="Exit 3 when nothing failed but a row is inconclusive with its estimate on the "
         "worse side.")] = False,
     fmt: Annotated[CompareFormat, typer.Option(
-        "--format", "-f", help="table (terminal), json (stable keys) or markdown (or md).")] = CompareFormat.table,
+        "--format", "-f", metavar="FORMAT",
+        help="table (terminal), json (stable keys) or markdown (or md).")] = CompareFormat.table,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     junit_xml: Annotated[Path | None, typer.Option(
-        "--junit-xml", help="Also write JUnit XML here: each compared case a testcase, each "
+        "--junit-xml", metavar="FILE", help="Also write JUnit XML here: each compared case a testcase, each "
         "regression a failure.", dir_okay=False)] = None,
     pass_rate_drop: Annotated[float | None, typer.Option(
-        "--pass-rate-drop", min=0.0, max=1.0,
+        "--pass-rate-drop", min=0.0, max=1.0, metavar="SHARE",
         help="Allowed pass-rate drop (0.05 = 5 points) for every stochastic suite.")] = None,
     mean_score_drop: Annotated[float | None, typer.Option(
-        "--mean-score-drop", min=0.0, max=1.0, help="Allowed mean-score drop.")] = None,
+        "--mean-score-drop", min=0.0, max=1.0, metavar="SHARE", help="Allowed mean-score drop.")] = None,
     cost_increase_pct: Annotated[float | None, typer.Option(
-        "--cost-increase-pct", min=0.0, help="Allowed cost increase, in percent.")] = None,
+        "--cost-increase-pct", min=0.0, metavar="PCT", help="Allowed cost increase, in percent.")] = None,
     latency_increase_pct: Annotated[float | None, typer.Option(
-        "--latency-increase-pct", min=0.0, help="Allowed rise of the typical latency per case (geometric mean), in percent.")] = None,
+        "--latency-increase-pct", min=0.0, metavar="PCT", help="Allowed rise of the typical latency per case (geometric mean), in percent.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Compare two runs suite by suite and say what regressed.
 
@@ -129,7 +131,7 @@ def compare(
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
         cmp = compare_runs(base_run, cand_run, policy)
-        emit_comparison(cmp, fmt.value, junit_xml, notes)
+        emit_comparison(cmp, fmt.value, junit_xml, notes, quiet=quiet, runs=(base_run, cand_run))
     code = gate_exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:
         raise typer.Exit(code=code)

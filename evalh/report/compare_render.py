@@ -7,8 +7,6 @@ built with ElementTree (escaped) after dropping characters XML 1.0 cannot carry.
 
 from __future__ import annotations
 
-import re
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from evalh.core.compare_notes import CompareNotes
+    from evalh.models import Run
 
 MAX_NAMED = 20
 """Named cases shown per list in the terminal and markdown (JSON keeps them all)."""
@@ -34,11 +33,13 @@ _LISTS = (
 
 def emit_comparison(
     cmp: Comparison, fmt: str = "table", junit_xml: Path | None = None,
-    notes: CompareNotes | None = None,
+    notes: CompareNotes | None = None, *, quiet: bool = False,
+    runs: tuple[Run, Run] | None = None,
 ) -> None:
     """Render on stdout in `fmt` (`table`, `json`, `markdown` or `md`), write the JUnit file, and say the verdict on stderr
-    (`evalh compare`, `evalh run --compare-baseline`). `notes`: what a BASELINE base adds
-    (pooled runs, noise floor)."""
+    (`evalh compare`, `evalh run --compare-baseline`; not with `quiet`). `notes`: what a
+    BASELINE base adds (pooled runs, noise floor). `runs`: the (base, candidate) runs
+    compared, whose results give the JUnit testcases their time and failure bodies."""
     from evalh.console import err, out
 
     if fmt == "json":
@@ -50,8 +51,8 @@ def emit_comparison(
     if junit_xml is not None:
         from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
 
-        atomic_write_bytes(junit_xml, to_junit_xml(cmp).encode("utf-8"))  # refused: exit 4
-    if fmt != "table":
+        atomic_write_bytes(junit_xml, to_junit_xml(cmp, runs).encode("utf-8"))  # refused: exit 4
+    if fmt != "table" and not quiet:
         err().print(
             f"evalh compare: {cmp.verdict} ({cmp.base.run_id} → {cmp.candidate.run_id})",
             markup=False, highlight=False,
@@ -331,93 +332,9 @@ def render_terminal(
 
 # --------------------------------------------------------------------------- JUnit XML
 
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
+def to_junit_xml(cmp: Comparison, runs: tuple[Run, Run] | None = None) -> str:
+    """JUnit XML of a comparison (`evalh.report.junit.compare_to_junit_xml`)."""
+    from evalh.report.junit import compare_to_junit_xml
 
-def _x(text: str) -> str:
-    """Text XML 1.0 can carry (ElementTree escapes markup, not forbidden characters)."""
-    return _XML_BAD.sub("\ufffd", text)
-
-
-def to_junit_xml(cmp: Comparison) -> str:
-    """JUnit XML: one <testsuite> per compared suite.
-
-    Deterministic suites: each compared case is a testcase, each regressed case a
-    <failure>; a case errored in the candidate is an <error> and a judge error <skipped>
-    in every regime, never a pass. Stochastic suites: each metric row is a testcase (a regressed row fails, an
-    inconclusive one is <skipped>), and each compared case a passing testcase. Changed
-    cases are <skipped> testcases ("not compared").
-    """
-    root = ET.Element("testsuites", name="evalh compare")
-    total = failures = skipped = errors = 0
-    for s in cmp.suites.values():
-        suite_el = ET.SubElement(root, "testsuite", name=_x(s.suite))
-        if s.verdict in ("added", "removed"):  # named, never gating: one skipped testcase
-            tc = ET.SubElement(suite_el, "testcase", classname=f"evalh.{_x(s.suite)}",
-                               name=_x(f"suite {s.verdict}"))
-            ET.SubElement(tc, "skipped", message=_x(f"{s.verdict}: {'; '.join(s.reasons)}"))
-            for k, v in (("tests", 1), ("failures", 0), ("skipped", 1), ("errors", 0)):
-                suite_el.set(k, str(v))
-            total, skipped = total + 1, skipped + 1
-            continue
-        props = ET.SubElement(suite_el, "properties")
-        for key, value in (("verdict", s.verdict), ("regime", s.regime or ""),
-                           ("base_run", cmp.base.run_id), ("candidate_run", cmp.candidate.run_id)):
-            ET.SubElement(props, "property", name=key, value=_x(value))
-        n, f, sk, er = _suite_cases(suite_el, s)
-        suite_el.set("tests", str(n))
-        suite_el.set("failures", str(f))
-        suite_el.set("skipped", str(sk))
-        suite_el.set("errors", str(er))
-        total, failures, skipped, errors = total + n, failures + f, skipped + sk, errors + er
-    root.set("tests", str(total))
-    root.set("failures", str(failures))
-    root.set("skipped", str(skipped))
-    root.set("errors", str(errors))
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def _suite_cases(el: ET.Element, s: SuiteComparison) -> tuple[int, int, int, int]:
-    n = f = sk = er = 0
-    cls = f"evalh.{_x(s.suite)}"
-    for why in s.blocking:  # the suite cannot pass: a failure, whatever the rows say
-        tc = ET.SubElement(el, "testcase", classname=cls, name=_x(f"suite cannot pass: {why}"))
-        ET.SubElement(tc, "failure", message=_x(why), type="cannot-pass")
-        n, f = n + 1, f + 1
-    regressed = {(r.case_id, r.arm) for r in s.cases.regressed} if s.regime == "deterministic" else set()
-    if s.regime == "stochastic":
-        for m in s.metrics:
-            tc = ET.SubElement(el, "testcase", classname=cls, name=_x(f"metric: {metric_label(m)}"))
-            n += 1
-            text = (f"{m.name}: base {value(m, m.base)}, candidate {value(m, m.candidate)}, "
-                    f"change {delta(m)}, allowance {allowance(m)}, interval {interval(m)}; {detail(m)}")
-            if not m.gating:  # shown for information: neither a failure nor a pass
-                ET.SubElement(tc, "skipped", message=_x(f"not gating ({m.verdict}): {text}"))
-                sk += 1
-            elif m.verdict == "regressed":
-                ET.SubElement(tc, "failure", message=_x(f"{metric_label(m)} regressed"), type="regression").text = _x(text)
-                f += 1
-            elif m.verdict == "inconclusive":
-                ET.SubElement(tc, "skipped", message=_x(f"inconclusive: {text}"))
-                sk += 1
-    for case_id, arm, bo, co in s.compared_cases:
-        name = case_id if arm == "default" else f"{case_id} [{arm}]"
-        tc = ET.SubElement(el, "testcase", classname=cls, name=_x(name))
-        n += 1
-        if (case_id, arm) in regressed:
-            ET.SubElement(tc, "failure", message=_x(f"regressed: {bo} → {co}"), type="regression")
-            f += 1
-        elif co == "errored":  # not a regression (it was not passing), but never a pass
-            ET.SubElement(tc, "error", message=_x(f"errored in the candidate ({bo} → {co})"), type="errored")
-            er += 1
-        elif co == "judge_error":  # the judge failed: no verdict on the product either way
-            ET.SubElement(tc, "skipped", message=_x(f"judge error in the candidate ({bo} → {co}): not compared"))
-            sk += 1
-    for ref in s.cases.changed:
-        name = ref.case_id if ref.arm == "default" else f"{ref.case_id} [{ref.arm}]"
-        tc = ET.SubElement(el, "testcase", classname=cls, name=_x(name))
-        ET.SubElement(tc, "skipped", message="content changed (digest differs): not compared")
-        n += 1
-        sk += 1
-    return n, f, sk, er
+    return compare_to_junit_xml(cmp, runs)
