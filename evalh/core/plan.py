@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalh.config import Config, SuiteConfig
-from evalh.core.sources import LiveSource
+from evalh.core.sources import LiveSource, batch_width, live_source
 from evalh.datasets import Dataset, load_dataset
 from evalh.errors import ConfigError, MissingCredentials
 from evalh.imports import ImportFailure
@@ -170,7 +170,7 @@ def build_suite_plan(
         source = None
         if with_targets:
             try:
-                source = LiveSource(build_target(tcfg, config.root), timeout)
+                source = live_source(build_target(tcfg, config.root), timeout)  # batch = true: a BatchSource
             except (ImportFailure, ValueError, OSError) as exc:
                 raise ConfigError(f"{config.path}: {key}: {exc}") from None
         arms.append(ArmPlan(arm_name, source))
@@ -193,7 +193,7 @@ def build_suite_plan(
         scorers=scorers,
         repeats=repeats or suite.repeats,
         timeout_s=timeout,
-        concurrency=concurrency or suite.concurrency or config.settings.concurrency,
+        concurrency=batch_width(tree) or concurrency or suite.concurrency or config.settings.concurrency,
         target_snapshot=snapshot(suite.arm_targets()[0][1]),
         subject_models=[m for _, t in suite.arm_targets() if (m := t.model_id())],
         config=suite,

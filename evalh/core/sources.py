@@ -4,6 +4,10 @@
   leaves out the time spent waiting for an endpoint's rate limits. A target that raises
   (or calls `sys.exit`) or times out gives an error, never a crash of the run. It is the
   one place a target is called.
+- `BatchSource` calls a live target whose model calls go through a provider's batch API
+  (`batch = true`, `evalh.providers.batch`): no per-case timeout (a batch has 24 h), no
+  latency of its own, and its suite keeps every case in flight (`batch_width`) so their
+  requests go in one batch.
 - `StoredSource` gives back the outputs a run stored (rejudge): as they were recorded,
   with their latency, tokens and cost, marked `recorded` so their cost is not charged to
   the new run's budget. Later: another tool's logs.
@@ -36,7 +40,7 @@ def error_info(exc: BaseException) -> ErrorInfo:
 class LiveSource:
     """Outputs from calling a live target (`target.call`), each within `timeout_s`."""
 
-    def __init__(self, target: Target, timeout_s: float) -> None:
+    def __init__(self, target: Target, timeout_s: float | None) -> None:
         self.target = target
         self.timeout_s = timeout_s
 
@@ -67,6 +71,50 @@ class LiveSource:
 
     async def aclose(self) -> None:
         await self.target.aclose()
+
+
+class BatchSource(LiveSource):
+    """Outputs of a model target with `batch = true`: its calls wait for their batch (the
+    provider's own expiry bounds them, not the suite's `timeout_s`), and an output has no
+    latency of its own (`latency_ms` None: the batch's turnaround is not the model's)."""
+
+    def __init__(self, target: Target) -> None:
+        super().__init__(target, None)
+
+    async def produce(self, case: Case, ctx: CallContext) -> Produced:
+        produced = await super().produce(case, ctx)
+        produced.latency_ms = None
+        return produced
+
+
+def is_batched(config: Any) -> bool:
+    """Whether a target's config sends its calls through a batch API (`batch = true`)."""
+    return bool(getattr(config, "batch", False))
+
+
+def live_source(target: Target, timeout_s: float) -> LiveSource:
+    """The source of a live target: a `BatchSource` for a batched model target."""
+    return BatchSource(target) if is_batched(target.config) else LiveSource(target, timeout_s)
+
+
+def batch_width(tree: Any) -> int | None:
+    """How many cases a suite keeps in flight when a provider table in it (a target's, an
+    arm's, a judge's: `tree` is the suite's config as JSON) has `batch = true`: all of them,
+    up to `evalh.providers.batch.BATCH_IN_FLIGHT`, so their requests go in one batch; None
+    when nothing in the suite is batched."""
+
+    def batched(node: Any) -> bool:
+        if isinstance(node, dict):
+            return node.get("batch") is True or any(batched(v) for v in node.values())
+        if isinstance(node, list):
+            return any(batched(v) for v in node)
+        return False
+
+    if not batched(tree):
+        return None
+    from evalh.providers.batch import BATCH_IN_FLIGHT
+
+    return BATCH_IN_FLIGHT
 
 
 class StoredSource:

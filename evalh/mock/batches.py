@@ -157,7 +157,7 @@ class Batches:
                 expired = True
                 batch.results[custom_id] = self._expired_line(batch, custom_id)
                 continue
-            action = self.engine.handle(path, dict(auth), json.dumps(body).encode())
+            action = self.engine.handle(path, dict(auth), json.dumps(body).encode(), record=False)
             batch.results[custom_id] = self._line(batch, custom_id, action)
         batch.ended_at = time.time()
         if batch.provider == "anthropic":

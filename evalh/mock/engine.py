@@ -165,20 +165,23 @@ class Engine:
 
     def handle(
         self, path: str, headers: dict[str, str], raw: bytes, latency_ms: float = 0.0,
-        target: str | None = None,
+        target: str | None = None, *, record: bool = True,
     ) -> Action:
         """The action for one POST to a provider endpoint (`headers` lower-cased; `target`
-        is the request target with its query, for replies that echo the request)."""
+        is the request target with its query, for replies that echo the request).
+        `record=False`: a batch's request, answered when its batch is processed, is neither
+        recorded nor counted as a request that came to `path`."""
         endpoint = endpoint_for(path)
         try:
             body, bad_json = (json.loads(raw) if raw.strip() else None), False
         except ValueError:
             body, bad_json = None, True
         with self._lock:
-            self._counts[path] += 1
-            self._requests.append(
-                RecordedRequest("POST", path, endpoint, mask_headers(headers), body)
-            )
+            if record:
+                self._counts[path] += 1
+                self._requests.append(
+                    RecordedRequest("POST", path, endpoint, mask_headers(headers), body)
+                )
         if endpoint is None:
             return self.not_found(path)
         if not _authorized(endpoint, headers):
