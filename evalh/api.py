@@ -115,14 +115,20 @@ class Project:
     def report(self, runs: list[Run] | None = None, *, by: list[str] | None = None,
                fmt: str = "md") -> str:
         """`evalh report`: the text of a report of `runs` (default: the newest) in `fmt`
-        (md, json, html or table)."""
+        (md, json, html, table, or a format an installed plugin registers)."""
         from evalh.errors import EvalhError
         from evalh.report import build_report, to_html, to_json, to_markdown
         from evalh.report.build import versus_baseline
+        from evalh.report.formats import known_formats, render_plugin
 
-        if fmt not in REPORT_FORMATS:
-            raise EvalhError(f"fmt: unknown report format {fmt!r} (known: {', '.join(REPORT_FORMATS)})")
+        known = [f for f in known_formats() if f != "markdown"]
+        if fmt not in known:
+            raise EvalhError(f"fmt: unknown report format {fmt!r} (known: {', '.join(known)})")
         runs = runs or [self.latest_run()]
+        if fmt not in REPORT_FORMATS:
+            if by:
+                raise EvalhError(f"by: the plugin format {fmt} renders the runs itself")
+            return render_plugin(fmt, runs)
         rep = build_report(runs, list(by or []), baseline=versus_baseline(runs, self.root, self.store))
         if fmt == "md":
             return to_markdown(rep)

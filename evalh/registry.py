@@ -13,7 +13,11 @@ Installed packages add their own through entry points, one group per kind::
     my_provider = "my_pkg.provider"      # a module with KEY_ENV, resolve_base_url, make_backend
 
     [project.entry-points."evalh.report_formats"]
-    my_format = "my_pkg.report_format"   # a module with SUFFIX and render(runs, baseline)
+    my_format = "my_pkg.report_format"   # a module with SUFFIX and render(runs)
+
+A provider is also a model target kind, as `anthropic` and `openai` are: `target = { kind =
+"my_provider", model = "...", prompt = "..." }` is an `evalh.targets.model` target whose
+requests go to that provider (unless a target plugin registers the same name: it wins).
 
 What each module defines is the Protocol of its kind, in evalh.scorers.base, evalh.targets.base,
 evalh.providers.base and evalh.report.formats (docs/plugins.md). Nothing is imported to
@@ -90,6 +94,9 @@ _TABLES: dict[str, dict[str, str]] = {
     "report_format": REPORT_FORMATS,
 }
 _found: list[Plugin] | None = None
+_model_kinds: set[str] = set()
+"""Target kinds registered for plugin providers (model targets of that provider)."""
+MODEL_TARGET = "evalh.targets.model"
 
 
 def _entry_points(group: str) -> list[object]:
@@ -108,6 +115,9 @@ def load_plugins(*, reload: bool = False) -> list[Plugin]:
         for p in _found:
             if p.status == "loaded":
                 _TABLES[p.kind].pop(p.name, None)
+        for kind in _model_kinds:
+            TARGET_KINDS.pop(kind, None)
+        _model_kinds.clear()
     found: list[Plugin] = []
     for group, kind in GROUPS.items():
         table = _TABLES[kind]
@@ -127,6 +137,9 @@ def load_plugins(*, reload: bool = False) -> list[Plugin]:
                 status = "loaded"
                 table[name] = module
             found.append(Plugin(kind, name, module, dist_name, version, status))
+            if kind == "provider" and status == "loaded" and name not in TARGET_KINDS:
+                TARGET_KINDS[name] = MODEL_TARGET  # a model target of this provider
+                _model_kinds.add(name)
     _found = found
     return found
 
@@ -134,6 +147,12 @@ def load_plugins(*, reload: bool = False) -> list[Plugin]:
 def target_kinds() -> dict[str, str]:
     load_plugins()
     return TARGET_KINDS
+
+
+def model_kinds() -> list[str]:
+    """The target kinds that are model targets: one per provider, built-in or plugin."""
+    load_plugins()
+    return sorted(k for k, module in TARGET_KINDS.items() if module == MODEL_TARGET and k in PROVIDERS)
 
 
 def scorer_types() -> dict[str, str]:

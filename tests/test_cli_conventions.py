@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,83 @@ def test_run_options_read_as_words() -> None:
                             ("--max-cost", "USD"), ("--max-tokens", "TOKENS"), ("--seed", "SEED")):
         assert f"{option} {metavar}" in text, option
     assert "<str>" not in text and "range>" not in text
+
+
+def every_command() -> list[list[str]]:
+    """The path of every command and group, `evalh` itself first."""
+    from typer.main import get_command
+
+    def walk(command: object, path: list[str]) -> list[list[str]]:
+        found = [path]
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            found += walk(sub, [*path, name])
+        return found
+
+    return walk(get_command(app), [])
+
+
+TYPE_METAVAR = re.compile(r"<(list\[|str|int|float|bool|file|dir|path|text)[^>]*>|\{[A-Za-z_.]+\}|range>")
+
+
+def test_every_help_names_what_options_take_in_words() -> None:
+    """No Python type as a metavar (`<list[str]>`, `<int range>`, `<file>`), no `{RUN_ID}`
+    usage, anywhere in any command's --help; the term column of every option and argument
+    is words and choices only."""
+    commands = every_command()
+    assert len(commands) > 20 and ["label", "serve"] in commands and ["baseline", "noise"] in commands
+    for path in commands:
+        text = invoke(*path, "--help").stdout
+        where = " ".join(["evalh", *path])
+        assert text.startswith("Usage: "), where
+        assert not TYPE_METAVAR.search(text), (where, TYPE_METAVAR.search(text))
+        section = ""
+        for line in text.splitlines():
+            if re.fullmatch(r"[A-Z][a-z]+:", line):
+                section = line
+            elif section in ("Arguments:", "Options:") and re.match(r"  (-|[A-Z])", line):
+                term = re.split(r"\s{2,}", line.strip())[0]
+                assert re.fullmatch(r"[-a-zA-Z0-9_,/ .:=\[\]|.]+", term), (where, term)
+
+
+QUIET = [["run"], ["merge"], ["generate"], ["validate"], ["rejudge"], ["init"], ["export-requests"],
+         ["report"], ["compare"], ["baseline", "set"], ["baseline", "noise"], ["label", "import"]]
+
+
+@pytest.mark.parametrize("command", QUIET)
+def test_quiet_is_on_every_command_that_talks(command: list[str]) -> None:
+    """Every command that prints progress or notes on stderr takes -q/--quiet. (runs, show,
+    sweep, baseline show, label report and plugins print only data; ui, label serve and
+    mock-provider print the one line that says where they listen, which is their result.)"""
+    assert "-q, --quiet" in invoke(*command, "--help").stdout, command
+
+
+def test_quiet_leaves_the_result_and_nothing_on_stderr(project: Path, tmp_path: Path) -> None:
+    """-q means one thing: the result stays (stdout, the file written, the exit code),
+    progress and notes on stderr go."""
+    common = ["--config", str(project / "evalh.toml"), "--runs-dir", str(project / "runs")]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    steps: list[tuple[list[str], int]] = [
+        (["init", str(fresh), "-q"], 0),
+        (["validate", *common[:2], "-q"], 0),
+        (["run", *common, "-q"], 0),
+        (["run", *common, "-q"], 0),
+    ]
+    for args, code in steps:
+        result = invoke(*args)
+        assert result.exit_code == code and result.stderr == "", (args, result.stderr)
+    assert (fresh / "evalh.toml").is_file()
+    base, cand = sorted(p.stem for p in (project / "runs").glob("*.json"))
+    rubric = tmp_path / "rubric.md"
+    rubric.write_text("Is the verdict right?\n")
+    for args, made in ((["baseline", "set", base, *common, "-q"], project / "BASELINE"),
+                       (["report", cand, *common, "-o", str(tmp_path / "r.md"), "-f", "md", "-q"], tmp_path / "r.md"),
+                       (["export-requests", cand, *common, "-o", str(tmp_path / "q.json"), "-r", str(rubric), "-q"],
+                        tmp_path / "q.json")):
+        result = invoke(*args)
+        assert result.exit_code == 0 and result.stderr == "", (args, result.stderr)
+        assert made.is_file(), args
+    loud = invoke("compare", base, cand, *common, "--format", "json")
+    quiet = invoke("compare", base, cand, *common, "--format", "json", "-q")
+    assert "evalh compare: " in loud.stderr and quiet.stderr == ""
+    assert quiet.exit_code == 0 and json.loads(quiet.stdout)["verdict"] == json.loads(loud.stdout)["verdict"]

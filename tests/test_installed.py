@@ -190,7 +190,8 @@ def test_in_a_user_project_with_a_package(venv: Venv, tmp_path: Path) -> None:
 
 def test_a_plugin_installed_with_pip_runs_a_suite(venv: Venv, tmp_path: Path) -> None:
     """tests/plugin_pkg, pip-installed into the venv (as a wheel): its scorer, target and provider run a
-    suite; `evalh plugins` lists them with their distribution."""
+    suite, its provider is a model target kind, its report format is `evalh report --format`'s;
+    `evalh plugins` lists them with their distribution."""
     venv.pip_install(str(plugin_wheel(REPO / "tests" / "plugin_pkg", tmp_path)))
     project = tmp_path / "pluggy"
     project.mkdir()
@@ -201,12 +202,22 @@ def test_a_plugin_installed_with_pip_runs_a_suite(venv: Venv, tmp_path: Path) ->
     (project / "cases.jsonl").write_text('{"id": "hi", "input": {"text": "hi there"}}\n')
     (project / "evalh.toml").write_text(
         '[suites.demo]\ndataset = "cases.jsonl"\ntarget = { kind = "demo_shout" }\n'
+        'scorers = [{ type = "demo_length", max_chars = 20 }]\n\n'
+        '[suites.echo]\ndataset = "cases.jsonl"\n'  # the plugin's provider as a model target kind
+        'target = { kind = "demo_echo", model = "echo-1", prompt = "{{ input.text }}!" }\n'
         'scorers = [{ type = "demo_length", max_chars = 20 }]\n')
+    env = {**venv.env(), "DEMO_ECHO_KEY": "k-demo"}
     proc = subprocess.run([str(venv.bin / "evalh"), "run", "--json"], cwd=project, capture_output=True,
-                          text=True, env={**venv.env(), "DEMO_ECHO_KEY": "k-demo"}, timeout=120)
+                          text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    run_id = json.loads(proc.stdout)["run_id"]
     run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
     assert run["suites"]["demo"]["cases"][0]["output"] == "HI THERE"
+    assert run["suites"]["echo"]["cases"][0]["output"] == "HI THERE!"
+    csv = subprocess.run([str(venv.bin / "evalh"), "report", "--format", "demo_csv"], cwd=project,
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert csv.returncode == 0, csv.stderr[-2000:]
+    assert f"{run_id},echo,hi,default,0,passed" in csv.stdout.splitlines()
 
 
 def test_the_pytest_plugin_comes_with_the_wheel(venv: Venv, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Plugins by entry point, in-process: the demo plugin of tests/plugin_pkg found through a
 dist-info on sys.path (as an installed package is), its scorer, target and provider used by
-a suite; names a built-in has and entry points that name no module are not registered.
+a suite, its provider as a model target kind, its report format by `evalh report --format`;
+names a built-in has and entry points that name no module are not registered.
 (tests/test_installed.py installs the same package with pip into the wheel's venv.)"""
 
 from __future__ import annotations
@@ -137,3 +138,119 @@ def test_a_plugin_scorer_must_subclass_the_protocol(plugin_installed: None, tmp_
     assert "does not subclass evalh.scorers.base.Scorer" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "eval_runs").exists() or not list((tmp_path / "eval_runs").glob("*.json"))
+
+
+def echo_project(root: Path, target: str) -> Path:
+    (root / "cases.jsonl").write_text('{"id": "hi", "input": {"text": "hello"}, "expected": "SAY HELLO"}\n')
+    (root / "evalh.toml").write_text(
+        f'[suites.echo]\ndataset = "cases.jsonl"\ntarget = {target}\nscorers = [{{ type = "exact" }}]\n')
+    return root / "evalh.toml"
+
+
+def test_a_plugin_provider_is_a_model_target_kind(
+    plugin_installed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`kind = "demo_echo"`: a model target (prompt template, tokens, cache) whose requests
+    go to the plugin's provider, as `kind = "anthropic"` goes to Anthropic's."""
+    monkeypatch.setenv("DEMO_ECHO_KEY", "k-demo-0123456789")
+    config = echo_project(tmp_path, '{ kind = "demo_echo", model = "echo-1", prompt = "say {{ input.text }}" }')
+    assert invoke("validate", "--config", str(config)).exit_code == 0
+    result = invoke("run", "--config", str(config), "--json", "--no-cache")
+    assert result.exit_code == 0, result.output
+    run = json.loads(Path(json.loads(result.stdout)["path"]).read_bytes())
+    (case,) = run["suites"]["echo"]["cases"]
+    assert case["output"] == "SAY HELLO" and case["status"] == "passed"
+    assert case["tokens_in"] == case["tokens_out"] == 2
+    snapshot = run["config"]["suites"]["echo"]["target"]
+    assert snapshot["kind"] == snapshot["provider"] == "demo_echo"
+
+
+def test_without_its_key_a_plugin_model_target_names_the_plugins_variable(
+    plugin_installed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DEMO_ECHO_KEY", raising=False)
+    config = echo_project(tmp_path, '{ kind = "demo_echo", model = "echo-1", prompt = "{{ input.text }}" }')
+    result = invoke("validate", "--config", str(config), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["suites"][0]["needs_env"] == ["DEMO_ECHO_KEY"]
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    ('{ kind = "demo_ech", model = "m", prompt = "p" }',
+     "suites.echo.target.kind: unknown target kind 'demo_ech' (known: anthropic, demo_echo, demo_shout, http, openai, python)"),
+    ('{ kind = "demo_echo", provider = "openai", model = "m", prompt = "p" }',
+     "provider 'openai' contradicts kind 'demo_echo'"),
+])
+def test_bad_model_kinds_are_one_line_naming_the_field(
+    plugin_installed: None, tmp_path: Path, target: str, message: str,
+) -> None:
+    result = invoke("validate", "--config", str(echo_project(tmp_path, target)))
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_judge_may_name_a_plugin_provider(plugin_installed: None, tmp_path: Path) -> None:
+    config = echo_project(tmp_path, '{ kind = "demo_shout" }')
+    config.write_text(config.read_text().replace(
+        '[{ type = "exact" }]', '[{ type = "judge", provider = "demo_echo", model = "echo-1", rubric = "Is it loud?" }]'))
+    result = invoke("validate", "--config", str(config))
+    assert result.exit_code == 0, result.stderr
+    wrong = config.read_text().replace('provider = "demo_echo"', 'provider = "demo_ehco"')
+    config.write_text(wrong)
+    result = invoke("validate", "--config", str(config))
+    assert result.exit_code == 2
+    assert "unknown provider 'demo_ehco'" in result.stderr and "demo_echo" in result.stderr
+
+
+def test_evalh_report_offers_the_plugin_report_format(
+    plugin_installed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEMO_ECHO_KEY", "k-demo-0123456789")
+    config = project(tmp_path)
+    assert invoke("run", "--config", str(config), "-q").exit_code == 1
+    (run_id,) = [p.stem for p in (tmp_path / "eval_runs").glob("*.json")]
+    help_text = invoke("report", "--help").stdout
+    assert "Installed by plugins: demo_csv." in " ".join(help_text.split())
+
+    result = invoke("report", "--config", str(config), "--format", "demo_csv")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["run,suite,case,arm,attempt,status",
+                                          f"{run_id},demo,short,default,0,passed",
+                                          f"{run_id},demo,long,default,0,failed"]  # dataset order
+    out = tmp_path / "runs.csv"
+    written = invoke("report", "--config", str(config), "-f", "demo_csv", "-o", str(out), "-q")
+    assert written.exit_code == 0 and written.stderr == "" and out.read_text() == result.stdout
+
+    from evalh import api
+
+    assert api.load_project(config).report(fmt="demo_csv") == result.stdout
+
+    for args, message in ((["--format", "demo_cvs"], "unknown report format 'demo_cvs' (known: table, md, markdown, json, html, demo_csv)"),
+                          (["--format", "demo_csv", "--by", "split"], "--format demo_csv: a plugin's format renders the runs itself (drop --by)")):
+        bad = invoke("report", "--config", str(config), *args)
+        assert bad.exit_code == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_report_format_that_fails_is_one_line_naming_it(
+    plugin_installed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEMO_ECHO_KEY", "k-demo-0123456789")
+    config = project(tmp_path)
+    invoke("run", "--config", str(config), "-q")
+    from evalh_demo_plugin import report_format
+
+    def broken(runs: list[object]) -> str:
+        raise RuntimeError("no csv today")
+
+    monkeypatch.setattr(report_format, "render", broken)
+    result = invoke("report", "--config", str(config), "--format", "demo_csv")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("error: report format demo_csv (evalh_demo_plugin.report_format): "
+                                     "render failed: RuntimeError: no csv today")
+
+
+def test_without_the_plugin_its_report_format_is_unknown(tmp_path: Path) -> None:
+    result = invoke("report", "--config", str(project(tmp_path)), "--format", "demo_csv")
+    assert result.exit_code == 2
+    assert "unknown report format 'demo_csv' (known: table, md, markdown, json, html)" in result.stderr
+    assert "Installed by plugins" not in invoke("report", "--help").stdout

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, JsonOpt, RunsDirOpt
+from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
 
 app = typer.Typer(
     name="baseline",
@@ -31,6 +31,7 @@ def set_(
              "configuration make one pooled baseline.")],
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Make RUN_ID (or several runs) the baseline: write their ids to BASELINE at the
     project root, one a line.
@@ -58,6 +59,8 @@ def set_(
     for warning in warnings:
         warn(warning)
     path = write_baseline(root, ids)
+    if quiet:
+        return
     shown = ids[0] if len(ids) == 1 else f"{len(ids)} runs ({', '.join(ids)})"
     err().print(f"baseline: {shown} (wrote {path})", markup=False, highlight=False)
     if len(ids) > 1:
@@ -120,6 +123,7 @@ def noise(
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Measure the noise floor of the baseline runs and store it beside BASELINE.
 
@@ -166,4 +170,5 @@ def noise(
         for name, s in doc["suites"].items():
             line = noise_line(doc, name) or f"noise floor: suite {name} is in one baseline run only"
             console.file.write(inert(f"{name} ({s['regime']}): {line}") + "\n")
-    err().print(f"wrote {path}", markup=False, highlight=False)
+    if not quiet:
+        err().print(f"wrote {path}", markup=False, highlight=False)

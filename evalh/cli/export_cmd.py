@@ -8,18 +8,19 @@ from typing import Annotated
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, RunsDirOpt
+from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 
 
 @translate_errors
 def export_requests(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id (see `evalh runs`) or a path to a run document.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the requests (JSON); `-` for stdout.", dir_okay=False)],
-    rubric: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric labellers follow (any text file); ratings bind to its SHA-256.", exists=True, dir_okay=False, readable=True)],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="Where to write the requests (JSON); `-` for stdout.", dir_okay=False)],
+    rubric: Annotated[Path, typer.Option("--rubric", "-r", metavar="FILE", help="The rubric labellers follow (any text file); ratings bind to its SHA-256.", exists=True, dir_okay=False, readable=True)],
     suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Export only this suite (repeatable). Default: every suite.")] = None,
     arm: Annotated[list[str] | None, typer.Option("--arm", metavar="ARM", help="Export only this arm (repeatable). Default: every arm.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Write blinded labelling requests for a run: what a labeller or a rubric judge should see.
 
@@ -57,6 +58,8 @@ def export_requests(
         out().file.write(data.decode())
     else:
         atomic_write_bytes(output, data)
+    if quiet:
+        return
     from evalh.console import safe_text
 
     skipped = f"; skipped {counts['skipped_errored']} without an output" if counts["skipped_errored"] else ""

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, JsonOpt
+from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt
 
 
 @translate_errors
@@ -16,12 +16,13 @@ def generate(
     suite: Annotated[str, typer.Option("--suite", "-s", metavar="SUITE", help="The suite whose `generate` table writes the cases.")],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", dir_okay=False, help="The dataset to write (JSONL).")],
     iterations: Annotated[int | None, typer.Option("--iterations", "-n", min=1, metavar="N", help="How many cases to write (default: the table's count).")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the sampling (default: [evalh] seed, else a random one; printed).")] = None,
-    max_cost: Annotated[float | None, typer.Option("--max-cost", min=0, help="Stop generating once this many USD are spent.")] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, help="Stop generating once this many tokens are used.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", metavar="SEED", help="Seed of the sampling (default: [evalh] seed, else a random one; printed).")] = None,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", min=0, metavar="USD", help="Stop generating once this many USD are spent.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, metavar="TOKENS", help="Stop generating once this many tokens are used.")] = None,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a model under test write its own cases (refused otherwise).")] = False,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Write a suite's generated cases to FILE as an ordinary dataset, to freeze them: point
     a suite's `dataset` at FILE and later runs use these cases instead of writing new ones.
@@ -47,6 +48,8 @@ def generate(
         from evalh.jsonio import document_text
 
         out().file.write(document_text(record))
+        return
+    if quiet:
         return
     err().print(
         f"wrote {record['cases']} cases to {output} (seed {record['seed']}; {record['failed']} failed generations "

@@ -33,6 +33,7 @@ from evalh.cli import (
     ui_cmd,
     validate_cmd,
 )
+from evalh.cli.help_format import use_evalh_help
 
 app = typer.Typer(
     name="evalh",
@@ -77,13 +78,14 @@ app.command("show")(runs_cmd.show)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("export-requests")(export_cmd.export_requests)
 app.add_typer(label_cmd.app, name="label")
-app.command("report")(report_cmd.report)
+app.command("report", cls=report_cmd.ReportCommand)(report_cmd.report)
 app.command("ui")(ui_cmd.ui)
 app.command("mock-provider")(mock_provider_cmd.mock_provider)
 app.command("plugins")(plugins_cmd.plugins)
 app.command("rejudge")(rejudge_cmd.rejudge)
 app.command("compare")(compare_cmd.compare)
 app.add_typer(baseline_cmd.app, name="baseline")
+use_evalh_help(app)  # arguments and options read as words in every --help
 
 
 START_HINT = ("Start with `evalh init` in a new\nproject, or `evalh run` where an evalh.toml exists.")

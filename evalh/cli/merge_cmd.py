@@ -14,7 +14,7 @@ from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
 @translate_errors
 def merge(
     runs: Annotated[list[str], typer.Argument(metavar="RUN", help="The shard runs: run ids (see `evalh runs`) or paths to run documents.")],
-    label: Annotated[str | None, typer.Option("--label", "-l", help="The merged run's label (default: the shards' own; required when theirs differ).")] = None,
+    label: Annotated[str | None, typer.Option("--label", "-l", metavar="LABEL", help="The merged run's label (default: the shards' own; required when theirs differ).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", file_okay=False, help="Write the merged run into DIR (default: the runs directory).")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,

@@ -12,12 +12,12 @@ from evalh.cli.errors import translate_errors
 
 @translate_errors
 def mock_provider(
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port on 127.0.0.1 (0 picks a free one).")] = 8765,
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, metavar="PORT", help="Port on 127.0.0.1 (0 picks a free one).")] = 8765,
     script: Annotated[
         Path | None,
-        typer.Option("--script", help="Scripted replies: a JSON or TOML script file (default: every reply is 'ok').", dir_okay=False),
+        typer.Option("--script", metavar="FILE", help="Scripted replies: a JSON or TOML script file (default: every reply is 'ok').", dir_okay=False),
     ] = None,
-    latency_ms: Annotated[float, typer.Option("--latency-ms", min=0, help="Delay added to every reply, in milliseconds.")] = 0.0,
+    latency_ms: Annotated[float, typer.Option("--latency-ms", min=0, metavar="MS", help="Delay added to every reply, in milliseconds.")] = 0.0,
 ) -> None:
     """Serve a loopback mock of the Anthropic Messages and OpenAI chat-completions APIs.
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, RunsDirOpt
+from evalh.cli.help_format import EvalhCommand
+from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 
 if TYPE_CHECKING:
     from evalh.models import Run
@@ -21,6 +22,31 @@ class ReportFormat(StrEnum):
     markdown = "markdown"  # as `evalh compare` spells it
     json = "json"
     html = "html"
+
+
+FORMAT_HELP = ("table (terminal), md (or markdown), json, html, or a report format an installed "
+               "plugin registers (`evalh plugins`).")
+
+
+def _complete_format(incomplete: str) -> list[str]:
+    from evalh.report.formats import known_formats
+
+    return [f for f in known_formats() if f.startswith(incomplete)]
+
+
+class ReportCommand(EvalhCommand):
+    """`evalh report`: its --help lists the report formats plugins add."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from typer.core import TyperOption
+
+        from evalh import registry
+
+        plugins = sorted(registry.report_formats())
+        for param in self.params:
+            if isinstance(param, TyperOption) and param.name == "fmt" and plugins:
+                param.help = FORMAT_HELP + " Installed by plugins: " + ", ".join(plugins) + "."
+        super().format_help(ctx, formatter)
 
 
 @translate_errors
@@ -42,7 +68,8 @@ def report(
                                    "metadata.x, latency_ms, tokens_out, cost_usd, score. A --by field may then be a "
                                    "rooted path too (output.route)."),
     ] = None,
-    fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="table (terminal), md (or markdown), json or html.")] = ReportFormat.table,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help=FORMAT_HELP,
+                                     autocompletion=_complete_format)] = "table",
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     output: Annotated[
         Path | None,
@@ -55,6 +82,7 @@ def report(
     ] = True,
     runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Report the numbers of one or more runs: outcomes with their denominators, intervals
     where their assumptions hold, latency, tokens and cost, verdicts, worst cases,
@@ -75,6 +103,9 @@ def report(
         evalh report --format md >> "$GITHUB_STEP_SUMMARY"
 
         evalh report RUN_A RUN_B --format html -o report.html
+
+    A plugin's format (`evalh plugins` lists them) is named the same way:
+    `evalh report --format demo_csv -o runs.csv`.
     """
     from evalh.cli.project import open_project
     from evalh.errors import EvalhError, RunNotFound
@@ -82,8 +113,14 @@ def report(
 
     if json_out:  # --json is --format json, as on every command that prints data
         if fmt not in (ReportFormat.table, ReportFormat.json):
-            raise EvalhError(f"--json is --format json: drop --format {fmt.value}")
+            raise EvalhError(f"--json is --format json: drop --format {fmt}")
         fmt = ReportFormat.json
+    from evalh.report.formats import check_format, render_plugin
+
+    plugin = check_format(fmt)  # a name neither built in nor installed: exit 2, the known ones
+    if plugin and (by or stat):
+        raise EvalhError(f"--format {fmt}: a plugin's format renders the runs itself "
+                         f"(drop {'--by' if by else '--stat'})")
     fields = list(by or [])
     for field in fields:
         if not field.strip():
@@ -94,7 +131,7 @@ def report(
 
         for path in stat:
             check_path(path)
-        if fmt is ReportFormat.html:
+        if fmt == ReportFormat.html:
             raise EvalhError("--stat: the tables are in the table, md and json formats (not html)")
         fields = [f for f in fields if not is_rooted(f)]
     root, store = open_project(config, runs_dir)
@@ -106,6 +143,9 @@ def report(
             raise RunNotFound(f"no runs in {store.runs_dir}: {first_run_hint()}")
         refs = [ids[-1]]
     runs = [store.load(ref) for ref in refs]
+    if plugin:
+        _emit(render_plugin(fmt, runs), output, quiet)
+        return
     _check_fields(runs, fields)
     from evalh.report.build import versus_baseline
 
@@ -116,7 +156,7 @@ def report(
 
         stats = field_stats(runs, stat, stat_by)
 
-    if fmt is ReportFormat.table and output is None:
+    if fmt == ReportFormat.table and output is None:
         from evalh.console import out
 
         render_terminal(rep, out(), raw=raw)
@@ -126,7 +166,7 @@ def report(
 
             draw_blocks(stat_blocks(stats, several_runs=len(runs) > 1), out())
         return
-    if fmt is ReportFormat.table:
+    if fmt == ReportFormat.table:
         from evalh.report.render import terminal_text
 
         text = terminal_text(rep, raw=raw)
@@ -140,7 +180,7 @@ def report(
             from evalh.report.field_stats import stat_markdown
 
             text += "\n" + stat_markdown(stats, several_runs=len(runs) > 1)
-    elif fmt is ReportFormat.json:
+    elif fmt == ReportFormat.json:
         text = to_json(rep)
         if stats is not None:
             import orjson
@@ -154,13 +194,18 @@ def report(
         from evalh.report.pairs import case_pairs
 
         text = to_html(rep, pairs=case_pairs(runs[0], runs[1]) if len(runs) == 2 else None)
+    _emit(text, output, quiet)
+
+
+def _emit(text: str, output: Path | None, quiet: bool) -> None:
     if output is None:
         typer.echo(text, nl=False)
         return
     from evalh.store import atomic_write_bytes
 
     atomic_write_bytes(output, text.encode("utf-8"))  # a refused write: one line, exit 4
-    typer.echo(f"wrote {output}", err=True)
+    if not quiet:
+        typer.echo(f"wrote {output}", err=True)
 
 
 def _check_fields(runs: list[Run], fields: list[str]) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
+from evalh.cli.options import ConfigOpt, JsonOpt, RunQuietOpt, RunsDirOpt
 
 if TYPE_CHECKING:
     from evalh.baseline import LoadedBaseline
@@ -41,7 +41,7 @@ def run(
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
-    quiet: QuietOpt = False,
+    quiet: RunQuietOpt = False,
 ) -> None:
     """Run suites against their targets, score every case, and write one run document.
 

@@ -13,7 +13,7 @@ from evalh.cli.project import open_project, open_store
 
 @translate_errors
 def runs(
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the newest N runs.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, metavar="N", help="Show the newest N runs.")] = 20,
     runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -73,8 +73,11 @@ def show(
     from evalh.report.terminal.run import render_run
 
     run = open_store(runs_dir, config).load(run_id)
-    if json_out:
-        out().file.write(run.to_json_bytes().decode() + "\n")
+    if json_out:  # the document as the store writes it: a header line, then a line per result
+        from evalh.store import run_chunks
+
+        for chunk in run_chunks(run):
+            out().file.write(chunk.decode())
         return
     from evalh.console import safe_text
 

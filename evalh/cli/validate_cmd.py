@@ -7,11 +7,11 @@ from typing import Any
 import typer
 
 from evalh.cli.errors import translate_errors
-from evalh.cli.options import ConfigOpt, JsonOpt
+from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt
 
 
 @translate_errors
-def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+def validate(config: ConfigOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
     """Check evalh.toml and every suite's dataset, target and scorers without running anything.
 
     Exit 0 when everything is valid; 2 with one line naming the file and line or key otherwise.
@@ -45,6 +45,8 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
         from evalh.jsonio import document_text
 
         out().file.write(document_text({"config": str(cfg.path), "suites": rows}))
+        return
+    if quiet:  # the exit code is the result
         return
     from evalh.console import safe_text
 

@@ -1,7 +1,8 @@
-"""Model targets: a model with a prompt template (kinds `anthropic` and `openai`).
+"""Model targets: a model with a prompt template (kinds `anthropic`, `openai`, and every
+provider an installed plugin registers).
 
     [suites.qa.target]
-    kind = "anthropic"                  # or "openai" (any OpenAI-compatible server)
+    kind = "anthropic"                  # or "openai" (any OpenAI-compatible server), or a plugin's provider
     model = "claude-haiku-4-5"
     system = "Answer from the sources only."
     prompt = "Question: {{ input.question }}"
@@ -25,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalh.errors import TargetError
 from evalh.models import Case
@@ -48,8 +49,10 @@ class ModelTargetConfig(TargetConfig, ProviderConfig):
     SNAPSHOT = ProviderConfig.SNAPSHOT | frozenset({"kind", "prompt", "system", "messages", "output", "pace_ms"})
     SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"pace_ms"})
 
-    kind: Literal["anthropic", "openai"]
-    provider: Literal["anthropic", "openai"] | None = None  # type: ignore[assignment]
+    kind: str
+    """The provider: `anthropic`, `openai`, or one an installed plugin registers
+    (`evalh plugins` lists them)."""
+    provider: str | None = None  # type: ignore[assignment]
     """Follows `kind`; need not be written."""
     prompt: str | None = None
     """The user message, a template."""
@@ -64,10 +67,20 @@ class ModelTargetConfig(TargetConfig, ProviderConfig):
     """Calls start at least this many milliseconds apart (`--sleep-ms` sets it for every
     target); the pause is neither latency nor part of the timeout."""
 
+    @field_validator("kind")
+    @classmethod
+    def _model_kind(cls, kind: str) -> str:
+        from evalh import registry
+
+        if kind not in registry.model_kinds():
+            raise ValueError(f"unknown model target kind {kind!r} "
+                             f"(known: {', '.join(registry.model_kinds())})")
+        return kind
+
     @model_validator(mode="before")
     @classmethod
     def _provider_from_kind(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "provider" not in data and data.get("kind") in ("anthropic", "openai"):
+        if isinstance(data, dict) and "provider" not in data and isinstance(data.get("kind"), str):
             data = {**data, "provider": data["kind"]}
         return data
 
@@ -92,10 +105,21 @@ class ModelTargetConfig(TargetConfig, ProviderConfig):
         return self.model
 
 
-CONFIGS: dict[str, type[TargetConfig]] = {
-    "anthropic": ModelTargetConfig,
-    "openai": ModelTargetConfig,
-}
+class _ModelConfigs(dict[str, type[TargetConfig]]):
+    """Kind → config: `ModelTargetConfig` for every provider, built-in or plugin."""
+
+    def __missing__(self, kind: str) -> type[TargetConfig]:
+        from evalh import registry
+
+        if kind in registry.model_kinds():
+            return ModelTargetConfig
+        raise KeyError(kind)
+
+
+CONFIGS: dict[str, type[TargetConfig]] = _ModelConfigs(
+    anthropic=ModelTargetConfig,
+    openai=ModelTargetConfig,
+)
 
 
 class ModelTarget(Target):
