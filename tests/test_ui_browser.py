@@ -127,6 +127,7 @@ def test_case_list_filters_by_status(page: Page, site: tuple[str, list[str]]) ->
         "() => document.querySelector('[data-testid=pager]').textContent.endsWith('of 3')")
     cases = page.page.locator("[data-testid=cases] tbody tr")
     assert sorted(cases.nth(i).get_attribute("data-case") for i in range(cases.count())) == ["b", "c", "hostile.case"]
+    assert page.errors == []
 
 
 def test_compare_view_names_the_regressed_case(page: Page, site: tuple[str, list[str]]) -> None:
@@ -675,6 +676,62 @@ def test_run_page_shows_the_sweep_ranking_its_winner_and_whether_the_win_is_with
         body = p.page.locator("body").inner_text()
         assert "winner: threshold=0.7, a strict win on accuracy, within noise of the runner-up" in body
         assert HOSTILE_IMG in body and p.page.evaluate(PWNED) == [None, None]
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+    finally:
+        p.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+# --------------------------------------------------------------------------- every page at 1280 px
+
+
+def test_every_page_fits_its_cards_at_1280_px_with_long_ids_outputs_and_many_suites(
+        browser: Any, tmp_path: Path) -> None:
+    """Home (history of many suites, long labels), a run with a case open whose id and output
+    are one long unbroken word, the compare view and the HTML report's first screen: no card
+    wider than itself, no page wider than the window, no console error."""
+    from tests.report_factory import write_runs
+
+    long_id = "case." + "unbroken" * 12
+    blob = "A" * 4000
+    runs = []
+    for k in range(3):
+        suites = {f"suite_{j}_with_a_long_name": suite([res(f"c{i}", "passed" if (i + j + k) % 4 else "failed",
+                                                            tokens=(1200, 300), cost_usd=0.0123)
+                                                        for i in range(6)]) for j in range(8)}
+        suites["wide"] = suite([res(long_id, "failed" if k else "passed", output={"text": blob, "more": blob},
+                                    trace=[{"tool": "search", "query": blob}], error=("ValueError", blob) if k else None,
+                                    attempt=a) for a in range(3)], "stochastic")
+        runs.append(make_run(f"2026050{k + 1}T000000000Z-0000a{k}", suites, label=f"nightly build {k} " + "x" * 60,
+                             started_at=f"2026-05-0{k + 1}T00:00:00.000Z"))
+    write_runs(tmp_path / "eval_runs", runs)
+    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    p = wide(browser)
+    try:
+        p.page.goto(url + "/")
+        p.page.locator("[data-testid=history] tbody tr").first.wait_for()
+        assert p.page.evaluate(OVERFLOW) == []
+        p.page.goto(f"{url}/#/run/{runs[-1].run_id}?suite=wide")
+        p.page.locator(f"[data-testid=cases] tbody tr[data-case='{long_id}']").first.click()
+        p.page.locator("[data-testid=case-title]").wait_for()
+        assert p.page.locator("[data-testid=case-title]").inner_text() == long_id
+        assert p.page.evaluate(OVERFLOW) == []
+        p.page.goto(f"{url}/#/compare?base={runs[0].run_id}&candidate={runs[-1].run_id}&suite=wide&filter=all&case={long_id}&arm=default")
+        p.page.locator("[data-testid=diff-candidate]").wait_for()
+        assert p.page.evaluate(OVERFLOW) == []
+        assert p.errors == []
+        path = tmp_path / "r.html"
+        from evalh.report.pairs import case_pairs
+
+        path.write_text(to_html(build_report(runs[-2:]), pairs=case_pairs(runs[-2], runs[-1])), encoding="utf-8")
+        p.page.goto(path.as_uri())
+        p.page.locator("h1").wait_for()
         assert p.page.evaluate(OVERFLOW) == []
         assert p.errors == []
     finally:
