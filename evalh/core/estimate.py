@@ -18,7 +18,10 @@ and cost from the price table. The estimate is honest about its basis:
   from its `estimate_setup() -> [(model, prompt_tokens, max_output_tokens)]`; counted once
   per suite, also when resuming (calibration runs again).
 - cost: tokens × the run's price table (defaults merged with `[prices]`); requests of an
-  unpriced model are counted in `unpriced`, never as 0.
+  unpriced model are counted in `unpriced`, never as 0. A request through a batch API (a
+  target or judge with `batch = true`) costs the batch price (`providers.prices.
+  BATCH_DISCOUNT` of list): counted in `batch_requests`, and what it saves against the list
+  price in `batch_saving_usd`.
 
 Pure: reads the plan, calls nothing, writes nothing.
 """
@@ -32,6 +35,7 @@ from typing import Any
 import orjson
 
 from evalh.core.plan import RunPlan, SuitePlan
+from evalh.core.sources import is_batched
 from evalh.models import Case
 from evalh.scorers.base import Scorer
 from evalh.targets.base import Target
@@ -53,9 +57,15 @@ class Tally:
     cost_usd: float | None = None
     unpriced: int = 0
     """Requests with a token estimate but no price (a model missing from the price table)."""
+    batch_requests: int = 0
+    """Requests through a provider's batch API (`batch = true`), at the batch price."""
+    batch_saving_usd: float | None = None
+    """What those requests cost less than at list price (None: none is priced)."""
 
-    def add(self, model: str | None, tokens_in: int | None, tokens_out: int | None, plan: RunPlan) -> None:
+    def add(self, model: str | None, tokens_in: int | None, tokens_out: int | None, plan: RunPlan,
+            *, batch: bool = False) -> None:
         self.requests += 1
+        self.batch_requests += batch
         if tokens_in is None and tokens_out is None:
             self.not_estimated += 1
             return
@@ -64,15 +74,22 @@ class Tally:
         cost = plan.services.cost_of(model, tokens_in or 0, tokens_out or 0)
         if cost is None:
             self.unpriced += 1
-        else:
-            self.cost_usd = (self.cost_usd or 0.0) + cost
+            return
+        if batch:
+            from evalh.providers.prices import BATCH_DISCOUNT
+
+            saving = cost * (1 - BATCH_DISCOUNT)
+            self.batch_saving_usd = (self.batch_saving_usd or 0.0) + saving
+            cost -= saving
+        self.cost_usd = (self.cost_usd or 0.0) + cost
 
     def merge(self, other: Tally) -> None:
         self.requests += other.requests
         self.requests_unknown += other.requests_unknown
         self.not_estimated += other.not_estimated
         self.unpriced += other.unpriced
-        for name in ("tokens_in", "tokens_out_max", "cost_usd"):
+        self.batch_requests += other.batch_requests
+        for name in ("tokens_in", "tokens_out_max", "cost_usd", "batch_saving_usd"):
             theirs = getattr(other, name)
             if theirs is not None:
                 setattr(self, name, (getattr(self, name) or 0) + theirs)
@@ -136,6 +153,8 @@ class PlanEstimate:
                 "tokens_in": "estimated: rendered prompt (or case input) characters / 4 unless the target estimates",
                 "tokens_out_max": "upper bound: max_tokens per request",
                 "cost_usd": "from the price table; null when nothing is priced",
+                "batch_saving_usd": "what batch = true saves against list prices (batch APIs bill 50 %); "
+                                    "null when nothing batched is priced",
             },
         }
 
@@ -169,6 +188,7 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
     for arm in suite.arms:
         target = arm.target
         model = target.config.model_id() if target is not None else None
+        batch = target is not None and is_batched(target.config)
         for case in suite.cases:
             todo = sum(
                 (case.id, arm.name, attempt) not in done for attempt in range(suite.repeats)
@@ -179,9 +199,9 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
             est.items += todo
             if model is not None and target is not None:
                 prompt, how = _prompt_tokens(target, case)
-                bases[f"arm {arm.name}: {how}; output ≤ max_tokens"] = None
+                bases[f"arm {arm.name}: {how}; output ≤ max_tokens" + ("; batch price" if batch else "")] = None
                 for _ in range(todo):
-                    est.target.add(model, prompt, _max_tokens(target), plan)
+                    est.target.add(model, prompt, _max_tokens(target), plan, batch=batch)
             else:
                 if target is not None:
                     bases[f"arm {arm.name}: not a model target, tokens unknown"] = None
@@ -204,10 +224,11 @@ def _judge_requests(
     if requests is None:
         requests = scorer.estimate(case)
     if requests is not None:
-        bases[f"scorer {name}: its own estimate"] = None
+        batched = _batched_models(scorer)
+        bases[f"scorer {name}: its own estimate" + ("; batch price" if batched else "")] = None
         for _ in range(todo):
             for model, tokens_in, tokens_out in requests:
-                est.judges.add(model, tokens_in, tokens_out, plan)
+                est.judges.add(model, tokens_in, tokens_out, plan, batch=model in batched)
         return
     n = scorer.requests_per_case()
     if n is not None:
@@ -225,8 +246,15 @@ def _setup_requests(plan: RunPlan, scorer: Scorer, est: SuiteEstimate, bases: di
     if requests:
         bases[f"scorer {scorer.config.display_name}: {len(requests)} calibration request(s) "
               "before the first case, output given"] = None
+    batched = _batched_models(scorer)
     for model, tokens_in, tokens_out in requests:
-        est.setup.add(model, tokens_in, tokens_out, plan)
+        est.setup.add(model, tokens_in, tokens_out, plan, batch=model in batched)
+
+
+def _batched_models(scorer: Scorer) -> set[str]:
+    """The models a scorer asks through a batch API (its judges with `batch = true`)."""
+    judges = getattr(scorer.config, "judges", None) or []
+    return {j.model for j in judges if is_batched(j)}
 
 
 def estimate_plan(plan: RunPlan, skipped: list[tuple[str, list[str]]] | None = None) -> PlanEstimate:

@@ -53,6 +53,10 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
         _int(total.tokens_out_max), _cost(total), style="bold",
     )
     console.print(table)
+    if total.batch_requests:  # batch = true: the batch price, and what it saves
+        saving = "" if total.batch_saving_usd is None else f", saving ${num(total.batch_saving_usd, ',.4f')} against list prices"
+        console.print(Text(f"  {total.batch_requests:,} of the requests go through batch APIs at the batch "
+                           f"price (50 % of list){saving}"))
     for s in est.suites:
         judges = s.judges
         if judges.requests or judges.requests_unknown:
