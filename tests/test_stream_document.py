@@ -167,7 +167,7 @@ def test_a_case_opened_by_its_offset_equals_the_full_load(tmp_path: Path, layout
     else:
         store.path_for(run.run_id).write_bytes(_indented(run))
     loaded = RunIndex(tmp_path).load(run.run_id)
-    assert (loaded.offsets is not None) == (layout == "streamed")
+    assert loaded.streamed == (layout == "streamed")
     assert loaded.raw_cases == ({} if layout == "streamed" else loaded.raw_cases)
     for suite in ("gate", "guards"):
         assert [r["case_id"] for r in loaded.rows[suite]] == [c.case_id for c in run.suites[suite].cases]

@@ -108,17 +108,49 @@ class LoadedRun:
     header: Run
     """The run with empty case lists."""
     raw_cases: dict[str, list[Any]]
-    rows: dict[str, list[dict[str, Any]]]
-    search: dict[str, list[str]]
-    """Lower-cased case id of each row, for the text filter."""
+    _rows: dict[str, list[dict[str, Any]]] | None = None
+    _search: dict[str, list[str]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Things derived from the run and cached with it (the report)."""
+    streamed: bool = False
+    """A document in the streamed layout: its `raw_cases` stay empty; its rows and the
+    byte offset of each result (`offsets`) are read in one pass over the lines when first
+    needed (with the facts, when a comparison asks first), and a result is read from its
+    line when it is opened."""
     offsets: dict[str, array[int]] | None = None
-    """A streamed document's: suite → byte offset of each result's line (its `raw_cases`
-    stay empty: a result is read from the file when it is opened)."""
     _run: Run | None = None
     _facts: Run | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def rows(self) -> dict[str, list[dict[str, Any]]]:
+        """Suite → the listing row of each result, in document order."""
+        if self._rows is None:
+            self._scan(facts=False)
+        assert self._rows is not None
+        return self._rows
+
+    @property
+    def search(self) -> dict[str, list[str]]:
+        """Lower-cased case id of each row, for the text filter."""
+        if self._search is None:
+            self._scan(facts=False)
+        assert self._search is not None
+        return self._search
+
+    def _scan(self, *, facts: bool) -> None:
+        """One pass over a streamed document's lines: the rows and offsets, and with
+        `facts` the run of facts (`RunStore.load_facts`'s) too."""
+        with self._lock:
+            if self._rows is not None and (not facts or self._facts is not None):
+                return
+            rows, offsets, cases = _scan_lines(self.key, self.shown, self.header, facts=facts)
+            if self._rows is None:
+                self._rows, self.offsets = rows, offsets
+                self._search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
+            if cases is not None:
+                self._facts = self.header.model_copy(update={"suites": {
+                    n: s.model_copy(update={"cases": cases.get(n, [])}) for n, s in self.header.suites.items()}})
 
     def _streamed(self, drop: tuple[str, ...] = ()) -> Run:
         path = Path(self.key[0])
@@ -135,10 +167,11 @@ class LoadedRun:
         with self._lock:
             if self._run is not None:
                 return self._run
-            if self.offsets is None:
+            if not self.streamed:
                 return self._whole()
             if self._facts is None:
-                self._facts = self._streamed(FACTS_LEFT_OUT)
+                self._scan(facts=True)
+            assert self._facts is not None
             return self._facts
 
     def run(self) -> Run:
@@ -148,7 +181,7 @@ class LoadedRun:
 
     def _whole(self) -> Run:
         if self._run is None:
-            if self.offsets is not None:
+            if self.streamed:
                 self._run = self._streamed()
                 self._facts = None
             else:
@@ -178,7 +211,7 @@ class LoadedRun:
             raw = self.raw_cases.get(suite)  # read before `_run`, as in `case`
             run = self._run
             with gc_paused():
-                if run is None and self.offsets is not None:
+                if run is None and self.streamed:
                     hit = self._stream_outputs(suite)
                 elif run is not None:
                     hit = [as_text(c.output) for c in run.suites[suite].cases]
@@ -209,7 +242,7 @@ class LoadedRun:
         run = self._run
         if run is not None:
             return run.suites[suite].cases[i]
-        if self.offsets is not None:
+        if self.streamed:
             return self._case_at(suite, i)
         try:
             return CaseResult.model_validate(raw[suite][i])
@@ -218,6 +251,8 @@ class LoadedRun:
 
 
     def _case_at(self, suite: str, i: int) -> CaseResult:
+        if self.offsets is None:
+            self._scan(facts=False)
         assert self.offsets is not None
         path = Path(self.key[0])
         try:
@@ -237,32 +272,52 @@ class LoadedRun:
             raise _invalid(self.shown, exc, f"suites.{suite}.cases.{i}") from None
 
 
-def _read_streamed(path: Path, key: FileKey) -> LoadedRun | None:
-    """A streamed document opened for its cases: the header validated, one pass over the
-    result lines for the listing rows and their offsets, no result kept. None when the
-    document has another layout."""
-    shown = str(path)
-    header = read_streamed(path, shown, header_only=True)
-    if header is None:
-        return None
+def _scan_lines(key: FileKey, shown: str, header: Run, *, facts: bool) -> tuple[
+        dict[str, list[dict[str, Any]]], dict[str, array[int]], dict[str, list[CaseResult]] | None]:
+    """Rows and offsets of every result of a streamed document, and with `facts` each
+    result validated without its input, expected value, output and trace."""
+    path = Path(key[0])
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in header.suites}
     offsets: dict[str, array[int]] = {name: array("q") for name in header.suites}
-    with path.open("rb") as fh, gc_paused():
+    cases: dict[str, list[CaseResult]] | None = {name: [] for name in header.suites} if facts else None
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise RunNotFound(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    with fh, gc_paused():
         st = os.fstat(fh.fileno())
         head = read_head(fh)
         if head is None or (shown, st.st_mtime_ns, st.st_size) != key:
-            raise RunDocumentError(f"{shown}: changed while it was read: reload the page")
+            raise RunDocumentError(f"{shown}: changed while it was open: reload the page")
         for name, at, body in iter_case_lines(fh, head, shown):
             try:
                 c = orjson.loads(body)
             except orjson.JSONDecodeError as exc:
                 raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
+            if not isinstance(c, dict):
+                c = {}
             rs = rows.setdefault(name, [])
-            rs.append(case_row(len(rs), c if isinstance(c, dict) else {}))
+            rs.append(case_row(len(rs), c))
             offsets.setdefault(name, array("q")).append(at)
-    search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
-    return LoadedRun(key=key, shown=shown, header=header, raw_cases={}, rows=rows, search=search,
-                     offsets=offsets)
+            if cases is not None:
+                for k in FACTS_LEFT_OUT:
+                    c.pop(k, None)
+                got = cases.setdefault(name, [])
+                try:
+                    got.append(CaseResult.model_validate(c))
+                except ValidationError as exc:
+                    raise _invalid(shown, exc, f"suites.{name}.cases.{len(got)}") from None
+    return rows, offsets, cases
+
+
+def _read_streamed(path: Path, key: FileKey) -> LoadedRun | None:
+    """A streamed document opened: its header validated, nothing else read yet (the rows
+    and offsets come with the first listing, case or comparison). None when the document
+    has another layout."""
+    header = read_streamed(path, str(path), header_only=True)
+    if header is None:
+        return None
+    return LoadedRun(key=key, shown=str(path), header=header, raw_cases={}, streamed=True)
 
 
 class RunIndex:
@@ -348,7 +403,8 @@ class RunIndex:
                 rows = {n: [case_row(i, c) if isinstance(c, dict) else case_row(i, {}) for i, c in enumerate(cs)]
                         for n, cs in raw_cases.items()}
             search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
-            loaded = LoadedRun(key=key, shown=str(path), header=header, raw_cases=raw_cases, rows=rows, search=search)
+            loaded = LoadedRun(key=key, shown=str(path), header=header, raw_cases=raw_cases, _rows=rows,
+                               _search=search)
         with self._lock:
             self._loaded[run_id] = loaded
             self._loaded.move_to_end(run_id)
