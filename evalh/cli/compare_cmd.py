@@ -120,14 +120,16 @@ def compare(
     base_ref, cand_ref = _refs(store, root, base, candidate)
     with gc_paused():  # two large runs: millions of acyclic objects (see evalh.gcpause)
         notes = None
-        cand_run = store.load(cand_ref)
+        # the facts it pairs (no input, output or trace): JUnit XML quotes outputs
+        load = store.load if junit_xml is not None else store.load_facts
+        cand_run = load(cand_ref)
         if base is None:  # the BASELINE marker: its runs pooled per case
             from evalh.baseline import load_baseline
 
             baseline = load_baseline(root, store)
             base_run, notes = baseline.run, baseline.notes(cand_run)
         else:
-            base_run = store.load(base_ref)
+            base_run = load(base_ref)
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
         cmp = compare_runs(base_run, cand_run, policy)
