@@ -15,7 +15,7 @@ from evalh.cli.main import app
 from evalh.core.aggregate import aggregate
 from evalh.core.outcome import summarize
 from evalh.document import HEADS, read_head
-from evalh.errors import RunDocumentError
+from evalh.errors import EvalhError, RunDocumentError
 from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, GitInfo, Run, Score, SuiteResult
 from evalh.store import RunStore, serialize_run
 from evalh.ui.index import RunIndex
@@ -197,3 +197,46 @@ def test_a_document_replaced_while_open_is_read_again(tmp_path: Path) -> None:
 def test_serialize_run_is_what_the_store_writes(tmp_path: Path) -> None:
     run = _run(6)
     assert RunStore(tmp_path).write(run).read_bytes() == serialize_run(run)
+
+
+def test_a_case_opened_before_any_listing_reads_no_row(tmp_path: Path) -> None:
+    """The case view of a streamed run finds the offsets by its newlines alone (no line
+    parsed): the same offsets the parsing pass finds, the same case as a full load."""
+    import os
+
+    from evalh.document import case_offsets, line_offsets
+    from evalh.ui.api import DashboardApi
+
+    store = RunStore(tmp_path / "eval_runs")
+    run = _run(7)
+    path = store.write(run)
+    api = DashboardApi(RunIndex(store.runs_dir), tmp_path)
+    got = api.case(run.run_id, {"suite": "guards", "i": "12"})
+    assert got["result"] == run.suites["guards"].cases[12].model_dump(mode="json")
+    loaded = api.index.load(run.run_id)
+    assert loaded._rows is None and loaded.offsets is not None  # no row was built
+    with path.open("rb") as fh:
+        head = read_head(fh)
+        assert head is not None
+        parsed = case_offsets(fh, head, str(path))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert line_offsets(fd, head, str(path)) == parsed == loaded.offsets
+    finally:
+        os.close(fd)
+    with pytest.raises(EvalhError, match="no suite"):
+        api.case(run.run_id, {"suite": "nope", "i": "0"})
+
+
+def test_a_truncated_results_part_is_one_named_error_in_the_case_view(tmp_path: Path) -> None:
+    from evalh.ui.api import DashboardApi
+
+    store = RunStore(tmp_path / "eval_runs")
+    run = _run(8)
+    path = store.write(run)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # cut in the middle of the results
+    api = DashboardApi(RunIndex(store.runs_dir), tmp_path)
+    with pytest.raises(RunDocumentError, match=str(path)) as err:
+        api.case(run.run_id, {"suite": "guards", "i": "3"})
+    assert "\n" not in err.value.message
