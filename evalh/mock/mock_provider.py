@@ -417,9 +417,14 @@ class MockProvider:
         creates = self._batches.creates
         return creates.total() if provider is None else creates[provider]
 
-    def batch_requests(self) -> list[tuple[str, str, list[str]]]:
-        """Every batch created: (id, provider, its custom_ids in order)."""
-        return [(b.id, b.provider, [cid for cid, _ in b.requests]) for b in self._batches.batches.values()]
+    def batch_requests(self) -> list[dict[str, Any]]:
+        """Every batch created, oldest first: `{"id", "provider", "status", "retrieves",
+        "custom_ids", "models"}` (its requests' custom_ids and models, in order)."""
+        return [
+            {"id": b.id, "provider": b.provider, "status": b.status, "retrieves": b.retrieves,
+             "custom_ids": [cid for cid, _ in b.requests], "models": [body.get("model") for _, body in b.requests]}
+            for b in list(self._batches.batches.values())
+        ]
 
     def count(self, path: str | None = None) -> int:
         """How many requests arrived (health/control excluded), optionally only to `path`."""
