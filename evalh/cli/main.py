@@ -104,7 +104,9 @@ def _adapt_help() -> None:
 
 def main() -> None:
     _adapt_help()
-    app()
+    from evalh.cli.process_exit import run_and_exit
+
+    run_and_exit(app)  # exits without freeing what the command loaded (evalh.cli.process_exit)
 
 
 if __name__ == "__main__":  # pragma: no cover
