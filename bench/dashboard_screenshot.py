@@ -3,7 +3,8 @@
     python bench/dashboard_screenshot.py
 
 Seeds 12 runs (bench/seed_runs.py) into bench/.work/shot/ and two newer runs that also hold
-an `answers` suite (three arms, text answers, three attempts in the newest), marks one
+an `answers` suite (three arms, text answers, three attempts in the newest) and a `triage`
+suite with a stored policy sweep (`evalh.core.sweep.suite_sweep`, as `evalh run` keeps it), marks one
 BASELINE, serves them with the dashboard, and saves with headless Chromium (Debian's
 /usr/bin/chromium, via Playwright) at 1280 px:
 
@@ -15,6 +16,9 @@ BASELINE, serves them with the dashboard, and saves with headless Chromium (Debi
 - docs/dashboard-compare.png: two runs compared, a regressed case side by side with its diff
 - docs/dashboard-matrix.png: the cases x arms grid
 - docs/dashboard-repeats.png: the cases x attempts grid with flakiness classes
+- docs/dashboard-sweep.png: a policy sweep's ranking (a `triage` suite whose run keeps the
+  ranking of its configured threshold sweep: the winner, within noise of the runner-up,
+  beats the current policy beyond noise)
 - docs/report-html.png: the first screen of the HTML report of the two newest runs
 - docs/report-html-pairs.png: that report's cases side by side, a regressed one opened
 """
@@ -34,6 +38,9 @@ WORK = HERE / ".work" / "shot"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARMS = ("haiku", "sonnet", "opus")
+UNDER_HEADER = """(sel) => window.scrollTo(0, document.querySelector(sel).getBoundingClientRect().top + window.scrollY
+    - document.querySelector('header.top').getBoundingClientRect().height - 8)"""
+"""Scroll so the element starts just under the sticky header (what was above it hidden)."""
 QUESTIONS = [
     ("ans.budget", "How much did the 2025 budget allocate to housing?",
      "The 2025 budget allocated $2.4B to housing, mostly for social rentals [1].",
@@ -108,6 +115,37 @@ def figures_details(rng: random.Random) -> dict:  # type: ignore[type-arg]
     return {"refuters": confusion_report(obs), "facts": judge_counts(scores), "preference": pair}
 
 
+def triage_suite(k: int):  # type: ignore[no-untyped-def]
+    """80 cases a risk judge scored, each with a policy-free `harmful` label, and the ranking
+    of the threshold sweep the run keeps (`[suites.triage.sweep]`, current threshold 0.5)."""
+    from seed_runs import _suite
+
+    from evalh.config import SuiteConfig
+    from evalh.core.sweep import SweepConfig, suite_sweep
+    from evalh.models import CaseResult, Score
+
+    rng = random.Random(40 + k)
+    out = []
+    for i in range(80):
+        harmful = i % 3 == 0
+        if harmful:
+            x = rng.uniform(0.62, 0.98) if rng.random() < 0.9 else rng.uniform(0.3, 0.6)
+        else:
+            x = rng.uniform(0.5, 0.66) if rng.random() < 0.3 else rng.uniform(0.02, 0.5)
+        x = round(x, 2)
+        ok = (x >= 0.5) == harmful
+        out.append(CaseResult(
+            case_id=f"triage.{i:02d}", case_digest=f"{i + 500:064x}", status="passed" if ok else "failed",
+            score=1.0 if ok else 0.0, input={"message": f"message {i}"}, output={"risk": x},
+            expected={"harmful": harmful}, scores=[Score(scorer="risk", value=x, passed=ok)],
+            metadata={"split": "heldout"}, latency_ms=round(rng.lognormvariate(5.5, 0.3), 1)))
+    suite = _suite(out, "stochastic", "datasets/triage.jsonl")
+    spec = SweepConfig(measure="scorer:risk", label="harmful", positive=True, grid={"threshold": "0.3:0.8:0.05"},
+                       current={"threshold": 0.5})
+    suite.sweep = suite_sweep("triage", SuiteConfig.model_construct(sweep=spec), out, None)
+    return suite
+
+
 def seed_all(root: Path) -> list:  # type: ignore[type-arg]
     from seed_runs import gate, live, seed
 
@@ -124,7 +162,7 @@ def seed_all(root: Path) -> list:  # type: ignore[type-arg]
             "started_at": f"2026-10-04T{12 + 6 * k:02d}:00:00Z",
             "finished_at": f"2026-10-04T{12 + 6 * k:02d}:04:00Z",
             "suites": {"gate": gate(rng, 40, {5, 11} if k else {11}), "live": live(rng, 0.8 - 0.05 * k),
-                       "answers": answers_suite(k, 3 if k else 1)},
+                       "answers": answers_suite(k, 3 if k else 1), "triage": triage_suite(k)},
         })
         store.write(run)
         runs.append(run)
@@ -158,6 +196,9 @@ def main() -> int:
 
     def shot(page, name: str, full: bool = True) -> None:  # type: ignore[no-untyped-def]
         path = DOCS / name
+        # let the scroll and the sticky panels settle: two animation frames, then a short pause
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.wait_for_timeout(150)
         page.screenshot(path=str(path), full_page=full)
         written.append(path.name)
 
@@ -173,14 +214,17 @@ def main() -> int:
             page.locator("[data-testid=grid-card] h2").wait_for()
             shot(page, "dashboard-run.png", full=False)
             page.locator("[data-testid=figure][data-kind=judge]").first.wait_for()
-            page.evaluate("window.scrollTo(0, document.querySelector('[data-testid=figure][data-kind=judge]').getBoundingClientRect().top + window.scrollY - 70)")
+            page.evaluate(UNDER_HEADER, "[data-testid=figure][data-kind=judge]")
             shot(page, "dashboard-figures.png", full=False)
+            page.locator("[data-testid=figure][data-kind=sweep]").first.wait_for()
+            page.evaluate(UNDER_HEADER, "[data-testid=figure][data-kind=sweep]")
+            shot(page, "dashboard-sweep.png", full=False)
             page.goto(f"{url}/#/run/{runs[-1].run_id}?suite=live&q=live.q15")
             page.locator("[data-testid=suites]").wait_for()
             page.locator("[data-testid=cases] tbody tr[data-case='live.q15']").first.click()
             page.locator("[data-testid=case-title]").wait_for()
-            page.evaluate("window.scrollTo(0, 0)")
-            shot(page, "dashboard-case.png")
+            page.evaluate(UNDER_HEADER, "[data-testid=case-detail]")  # the case list and its drill-down
+            shot(page, "dashboard-case.png", full=False)
             page.goto(f"{url}/#/compare?base={base}&candidate={cand}&suite=answers&filter=regressed&case=ans.budget&arm=sonnet")
             page.locator("[data-testid=diff-candidate]").wait_for()
             page.evaluate("window.scrollTo(0, document.getElementById('pairs').offsetTop - 60)")

@@ -377,6 +377,14 @@ def test_a_strict_win_by_many_cases_is_beyond_noise_and_says_it_is_still_optimis
     [m] = res["margins"]  # the runner-up is the current policy: one comparison, not two
     assert m["other_current"] is True and m["top_only"] == 12 and m["low"] > 0
     assert "beyond noise" in res["verdict"] and "picked on these same results" in res["verdict"]
+    from evalh.report.figures import sweep as sweep_figure
+
+    fig = sweep_figure(res)  # a current policy beaten beyond noise is a flag (it reaches the summary)
+    assert fig.flags == [f"policy sweep: threshold=0.7 beats the current threshold=0.5 beyond noise (accuracy +0.300, "
+                         f"95% CI {m['low']:+.3f} to {m['high']:+.3f})"]
+    assert fig.notes[0] == "winner: threshold=0.7, a strict win on accuracy, beyond noise"
+    within = sweep_figure(sweep(binary(grid={"threshold": "0.5,0.7"}, current={"threshold": 0.5}), _scores(5, 5, 1)).to_dict())
+    assert within.flags == [] and within.notes[0] == "winner: threshold=0.7, a strict win on accuracy, within noise of the runner-up"
 
 
 def test_a_tie_at_the_top_has_no_win_to_judge_but_is_compared_with_the_current_policy() -> None:

@@ -658,7 +658,7 @@ def test_run_page_shows_the_sweep_ranking_its_winner_and_whether_the_win_is_with
         headline = fig.locator("[data-testid=sweep-headline]").inner_text()
         assert headline == "winner: threshold=0.7, a strict win on accuracy, within noise of the runner-up"
         notes = fig.locator(".notes li").all_inner_texts()
-        assert any("vs the runner-up, the current policy (threshold=0.5): accuracy +0.083, within noise (95% CI" in n
+        assert any("vs the runner-up, the current policy (threshold=0.5): accuracy +0.083, within noise; 95% CI" in n
                    and "McNemar mid-p" in n for n in notes)
         # the sweep that could not rank is flagged, its hostile label shown as text
         flag = p.page.locator("[data-testid=figure][data-kind=sweep][data-suite=broken] [data-testid=figure-flag]")

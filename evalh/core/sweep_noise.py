@@ -127,31 +127,34 @@ def margin(
     )
 
 
+def _p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def margin_text(m: Margin, objective: str, *, tied: bool = False) -> str:
-    """One line: whom the top is compared with, the difference, whether it is beyond noise,
-    then its interval and the results behind it. `tied`: the top is the first of a tie."""
+    """One line: whom the top is compared with, the difference and whether it is beyond
+    noise, then its interval and the results behind it. `tied`: the top is the first of a
+    tie (then named, since no winner is)."""
     def policy(p: PolicyParams) -> str:
         return ", ".join(f"{k}={v}" for k, v in p.items())
 
-    who = "the runner-up" if m.against == "runner-up" else "the current policy"
-    if m.against == "runner-up" and m.other_current:
-        who = "the runner-up, the current policy"
-    lead = f"{policy(m.top)} ({'first of the tied top' if tied else 'top'})"
+    who = "the current policy" if m.against == "current" or m.other_current else "the runner-up"
+    role = "the runner-up, the current policy" if m.against == "runner-up" and m.other_current else who
+    lead = f"{policy(m.top)} (first of the tied top) " if tied else ""
     if m.within_noise is None:
         say = "not to be told from noise"
     elif m.within_noise:
         say = "within noise"
     else:
-        say = "beyond noise (though the top was picked on these same results)"
+        say = "beyond noise (optimistic: the top was picked on these same results)"
     if m.low is not None and m.high is not None:
-        iv = f"{m.confidence:.0%} CI {m.low:+.3f} to {m.high:+.3f}, {m.method}"
-        if m.p_value is not None:
-            iv += f" {m.p_value:.3g}"
+        how = m.method.replace("; McNemar mid-p", f", McNemar mid-p {_p(m.p_value)}") if m.p_value is not None else m.method
+        iv = f"{m.confidence:.0%} CI {m.low:+.3f} to {m.high:+.3f} ({how})"
     else:
         iv = m.note or "no interval"
-    return (f"{lead} vs {who} ({policy(m.other)}): {objective.replace('_', ' ')} {m.difference:+.3f}, {say} "
-            f"({iv}; of {m.results} results in {m.cases} cases, {m.top_only} right only with the top, "
-            f"{m.other_only} only with {who.split(', ')[-1]})")
+    units = f" in {m.cases} cases" if m.cases != m.results else ""
+    return (f"{lead}vs {role} ({policy(m.other)}): {objective.replace('_', ' ')} {m.difference:+.3f}, {say}; {iv}; "
+            f"of {m.results} results{units}, {m.top_only} right only with the top, {m.other_only} only with {who}")
 
 
 def noise_phrase(m: Margin) -> str:

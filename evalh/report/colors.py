@@ -13,7 +13,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-PALETTE = ("#3b5bdb", "#e8590c", "#2f9e44", "#9c36b5", "#0c8599", "#c2255c", "#5c940d", "#795548")
+PALETTE = ("#3b5bdb", "#e8590c", "#2f9e44", "#9c36b5", "#0c8599", "#c2255c", "#495057", "#795548")
 
 
 def suite_of(series: str) -> str:

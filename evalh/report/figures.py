@@ -229,7 +229,8 @@ def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
     miss = doc.get("errored") == "miss"
     balanced = objective == "balanced_accuracy"
     fig = Figure(kind="sweep", scorer="sweep", arm=arm,
-                 title=f"policy sweep [{arm}]: {doc.get('measure')} against the label {doc.get('label') or '(expected)'}, "
+                 title=f"policy sweep{'' if arm == 'default' else f' [{arm}]'}: {doc.get('measure')} against the label "
+                       f"{doc.get('label') or '(expected)'}, "
                        f"ranked by {objective.replace('_', ' ')}",
                  columns=["rank", *params, *(["balanced accuracy"] if balanced else []), "accuracy (right/n)",
                           "under", "over", *(["errored"] if miss else []), ""])
@@ -277,13 +278,15 @@ def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
                 continue
     fig.notes += [margin_text(m, objective, tied=recommended is None) for m in margins]
     o, lo = _map(doc.get("observations")), _map(doc.get("left_out"))
+    unscored = [f"{_int(o.get('undecided'))} without a measure", f"{_int(o.get('errored'))} with an errored input "
+                + ("counted as a miss for every candidate" if miss else "excluded"), f"{_int(o.get('unlabelled'))} unlabelled"]
+    left = [f"{_int(lo.get('above_observed'))} with a threshold above the greatest observed value {lo.get('max_observed')}",
+            f"{_int(lo.get('not_decreasing'))} with tiers not strictly decreasing"]
+    left = [t for t in left if not t.startswith("0 ")]
     fig.notes.append(
-        f"{len(shown)} of {total} candidates shown; scored on {_int(o.get('scored'))} of "
-        f"{_int(o.get('total'))} results ({_int(o.get('undecided'))} without a measure, {_int(o.get('errored'))} "
-        f"with an errored input {'counted as a miss for every candidate' if miss else 'excluded'}, "
-        f"{_int(o.get('unlabelled'))} unlabelled); left out: {_int(lo.get('above_observed'))} with a threshold "
-        f"above the greatest observed value {lo.get('max_observed')}, {_int(lo.get('not_decreasing'))} with "
-        f"tiers not strictly decreasing")
+        f"{len(shown)} of {total} candidates shown; scored on {_int(o.get('scored'))} of {_int(o.get('total'))} results"
+        + (f" ({', '.join(unscored)})" if _int(o.get("scored")) != _int(o.get("total")) or miss else "")
+        + (f"; left out of the grid: {', '.join(left)}" if left else ""))
     cur = doc.get("current") if isinstance(doc.get("current"), Mapping) else None
     if cur is not None and cur.get("note"):
         fig.notes.append(f"the current policy ({_policy(cur.get('params'))}) is not a candidate: {cur['note']}")
@@ -291,9 +294,8 @@ def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
                      "the policy; evalh never writes it")
     beaten = next((m for m in margins if m.other_current and m.within_noise is False), None)
     if beaten is not None:
-        fig.flags.append(f"policy sweep: the current policy ({_policy(beaten.other)}) is beaten beyond noise: "
-                         f"{_policy(beaten.top)} has {obj} {beaten.difference:+.3f} "
-                         f"({beaten.confidence:.0%} CI {beaten.low:+.3f} to {beaten.high:+.3f})")
+        fig.flags.append(f"policy sweep: {_policy(beaten.top)} beats the current {_policy(beaten.other)} beyond noise "
+                         f"({obj} {beaten.difference:+.3f}, {beaten.confidence:.0%} CI {beaten.low:+.3f} to {beaten.high:+.3f})")
     fig.data = {k: doc.get(k) for k in ("measure", "label", "objective", "recommended", "won_on", "within_noise",
                                          "tied_top", "current", "margins", "verdict")}
     fig.data["candidates_total"] = total

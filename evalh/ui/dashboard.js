@@ -31,6 +31,13 @@
 
   function el(tag, a, kids) { return add(attrs(document.createElement(tag), a), kids); }
   function svg(tag, a, kids) { return add(attrs(document.createElementNS(SVGNS, tag), a), kids); }
+  function breakable(text) {
+    // an id as text, with a <wbr> after each . _ - / so a narrow column wraps it between its
+    // parts rather than mid-word (its textContent is the id unchanged)
+    var parts = String(text).split(/(?<=[._\-\/])/), out = [];
+    parts.forEach(function (part, i) { out.push(part); if (i < parts.length - 1) out.push(el("wbr")); });
+    return out;
+  }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
 
   // ------------------------------------------------------------------ formatting
@@ -335,9 +342,10 @@
       var prev = j > 0 ? data.runs[j - 1] : null; // the previous run of the whole history, filtered or not
       var isBase = r.run_id === data.baseline;
       var cells = [
-        el("td", { "class": "id nowrap" }, [el("a", { href: runHref(r.run_id) }, r.run_id), isBase ? [" ", badge("BASELINE", "base")] : null]),
-        el("td", null, r.label || ""),
-        el("td", { "class": "mono nowrap" }, when(r.started_at)),
+        // the id never wraps; the BASELINE badge goes under it when the column is narrow
+        el("td", { "class": "id" }, [el("a", { "class": "nowrap", href: runHref(r.run_id) }, r.run_id), isBase ? [" ", badge("BASELINE", "base")] : null]),
+        el("td", { "class": "label" }, r.label || ""),
+        el("td", { "class": "mono nowrap", title: when(r.started_at) }, when(r.started_at).slice(0, 16)),
         el("td", { "class": "mono nowrap", title: r.git && r.git.branch ? "branch " + r.git.branch : "" }, short(r.git && r.git.sha) + (r.git && r.git.dirty ? "*" : "")),
         el("td", null, badge(r.status, "st-" + r.status))
       ];
@@ -354,7 +362,7 @@
     var shown = keep.length === data.runs.length ? data.runs.length + " runs" : keep.length + " of " + data.runs.length + " runs";
     return el("div", { "class": "card" }, [
       el("h2", { "data-testid": "history-title" }, "History (" + shown + ", newest first)"),
-      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "history" }, [el("thead", null, head), body])),
+      el("div", { "class": "scroll" }, el("table", { "class": "data compact", "data-testid": "history" }, [el("thead", null, head), body])),
       pages > 1 ? el("div", { "class": "pager" }, [
         el("button", { disabled: page <= 0 ? "disabled" : null, onclick: function () { go(page - 1); } }, "‹ newer"),
         el("span", { "data-testid": "history-pager" }, "page " + (page + 1) + " of " + pages),
@@ -519,7 +527,7 @@
             tr.className = "click sel";
             state.i = r.i; sync(); openCase(gen, state, detail);
           } }, [
-          el("td", { "class": "id" }, r.case_id),
+          el("td", { "class": "id" }, breakable(r.case_id)),
           el("td", null, r.arm === "default" ? "" : r.arm),
           el("td", { "class": "n" }, r.attempt),
           el("td", { "class": "o-" + r.status }, r.status),
@@ -772,7 +780,7 @@
         }));
       var body = el("tbody");
       g.rows.forEach(function (row) {
-        var cells = [el("td", { "class": "id" }, row.case_id)];
+        var cells = [el("td", { "class": "id" }, breakable(row.case_id))];
         if (g.by === "attempt") cells.push(el("td", null, badge(FLAKY_TEXT[row.flakiness], FLAKY_CLASS[row.flakiness])));
         g.columns.forEach(function (col) {
           var c = row.cells[col];
@@ -885,7 +893,7 @@
             tr.className = "click sel";
             state["case"] = p.case_id; state.arm = p.arm; sync(); openPair(gen, state, detail);
           } }, [
-          el("td", { "class": "id" }, p.case_id),
+          el("td", { "class": "id" }, breakable(p.case_id)),
           el("td", null, p.arm === "default" ? "" : p.arm),
           el("td", null, sideCell(p.base)),
           el("td", null, sideCell(p.candidate)),
