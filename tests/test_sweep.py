@@ -510,3 +510,23 @@ def test_a_sweep_that_cannot_rank_is_stored_as_an_error_and_flagged_never_a_fail
     assert fig.kind == "sweep" and fig.flags == [f"policy sweep: not ranked: {stored['error']}"]
     assert suite_sweep("s", SuiteConfig.model_construct(sweep=None), [], None) is None
     assert suite_sweep("s", None, [], None) is None
+
+
+def test_counts_by_bisection_equal_deciding_each_result() -> None:
+    import random
+
+    from evalh.core.sweep import ObservedValues, decide
+
+    rng = random.Random(5)
+    decisions = ["structural", "sharpen", "note", "none"]
+    data = [Observation(f"c{i}", 0, float(rng.randint(0, 6)), rng.choice(decisions)) for i in range(300)]
+    index = ObservedValues(decisions, data)
+    for _ in range(50):
+        params = tuple(sorted(rng.sample(range(0, 8), 3), reverse=True))
+        want = {d: dict.fromkeys(decisions, 0) for d in decisions}
+        for o in data:
+            want[str(o.label)][decide(tuple(map(float, params)), decisions, o.value)] += 1  # type: ignore[arg-type]
+        assert index.confusion(tuple(map(float, params))) == want
+    assert index.confusion((2.0, 2.0, 1.0))["none"] == {d: sum(1 for o in data if o.label == "none" and
+                                                                decide((2.0, 2.0, 1.0), decisions, o.value) == d)  # type: ignore[arg-type]
+                                                            for d in decisions}

@@ -31,6 +31,7 @@ lens verdict under `count:PATH`, a judge error, a failed target) is *errored*. B
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -160,8 +161,50 @@ def decide(params: Params, decisions: Sequence[str], x: float) -> str:
     return decisions[-1]
 
 
+class ObservedValues:
+    """The labelled observations a sweep scores, indexed once for every candidate: each
+    label's decided values sorted (a candidate's counts are then bisections, not a pass
+    over every result) and its errored observations counted."""
+
+    def __init__(self, decisions: Sequence[str], obs: Sequence[Observation]) -> None:
+        self.decisions = list(decisions)
+        values: dict[str, list[float]] = {d: [] for d in decisions}
+        self.missed: dict[str, int] = dict.fromkeys(decisions, 0)
+        for o in obs:
+            assert o.label is not None
+            if o.errored:
+                self.missed[o.label] += 1
+            else:
+                assert o.value is not None
+                values[o.label].append(o.value)
+        self.values = {d: sorted(v) for d, v in values.items()}
+
+    def confusion(self, params: Params) -> dict[str, dict[str, int]]:
+        """Label → decision → results, for thresholds in parameter order."""
+        decisions = self.decisions
+        if any(a <= b for a, b in itertools.pairwise(params)):  # not a tier order: decide one by one
+            out = {d: dict.fromkeys(decisions, 0) for d in decisions}
+            for lab, vals in self.values.items():
+                for x in vals:
+                    out[lab][decide(params, decisions, x)] += 1
+            return out
+        out = {}
+        for lab, vals in self.values.items():
+            n = len(vals)
+            # at or above each threshold, most severe first: tier i takes those between p[i] and p[i-1]
+            at_least = [n - bisect.bisect_left(vals, t) for t in params]
+            row = dict.fromkeys(decisions, 0)
+            prev = 0
+            for d, k in zip(decisions, at_least, strict=False):
+                row[d] = k - prev
+                prev = k
+            row[decisions[-1]] += n - prev
+            out[lab] = row
+        return out
+
+
 def evaluate(
-    params: Params, decisions: Sequence[str], obs: Sequence[Observation], *, excluded: int = 0
+    params: Params, decisions: Sequence[str], obs: Sequence[Observation] | ObservedValues, *, excluded: int = 0
 ) -> dict[str, Any]:
     """Counts of one policy over the labelled observations it is scored on.
 
@@ -169,16 +212,10 @@ def evaluate(
     `correct`, counted in `errored` (and in `errored_by_label`), neither an under- nor an
     over-call. `excluded` errored observations (the `exclude` rule) are only reported.
     """
+    index = obs if isinstance(obs, ObservedValues) else ObservedValues(decisions, obs)
     rank = {d: i for i, d in enumerate(decisions)}
-    confusion: dict[str, dict[str, int]] = {d: dict.fromkeys(decisions, 0) for d in decisions}
-    missed: dict[str, int] = dict.fromkeys(decisions, 0)
-    for o in obs:
-        assert o.label is not None
-        if o.errored:
-            missed[o.label] += 1
-            continue
-        assert o.value is not None
-        confusion[o.label][decide(params, decisions, o.value)] += 1
+    confusion = index.confusion(params)
+    missed = index.missed
     decided = sum(sum(row.values()) for row in confusion.values())
     errored = sum(missed.values())
     n = decided + errored
@@ -291,8 +328,9 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> SweepResult:
             f"observed value ({observed.max}) or tiers that are not strictly decreasing"
         )
     rows = []
+    index = ObservedValues(decisions, scored_obs)
     for params in pool:
-        row = evaluate(params, decisions, scored_obs,
+        row = evaluate(params, decisions, index,
                        excluded=len(errored_obs) if spec.errored == "exclude" else 0)
         row["params"] = params
         rows.append(row)

@@ -27,18 +27,27 @@ from evalh.core.sweep_models import Margin, PolicyParams
 CONFIDENCE = 0.95
 
 
-def _objective(objective: str, labels: Sequence[str], right: Sequence[int], weight: Sequence[int]) -> float:
-    """`accuracy` or `balanced_accuracy` of per-observation rights, over observations of weight 1."""
+def _objective(objective: str, totals: dict[str, list[int]]) -> float:
+    """`accuracy` or `balanced_accuracy` from label → [right, results]."""
+    cells = [c for c in totals.values() if c[1]]
+    if not cells:
+        return 0.0
     if objective == "accuracy":
-        n = sum(weight)
-        return sum(r * w for r, w in zip(right, weight, strict=True)) / n if n else 0.0
-    per: dict[str, list[int]] = {}
-    for lab, r, w in zip(labels, right, weight, strict=True):
-        if w:
-            cell = per.setdefault(lab, [0, 0])
-            cell[0] += r
-            cell[1] += 1
-    return sum(c / t for c, t in per.values()) / len(per) if per else 0.0
+        return sum(c[0] for c in cells) / sum(c[1] for c in cells)
+    return sum(c[0] / c[1] for c in cells) / len(cells)
+
+
+def _totals(labels: Sequence[str], right: Sequence[bool], members: Sequence[int] | None = None) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i in range(len(labels)) if members is None else members:
+        cell = out.setdefault(labels[i], [0, 0])
+        cell[0] += int(right[i])
+        cell[1] += 1
+    return out
+
+
+def _difference(objective: str, labels: Sequence[str], a: Sequence[bool], b: Sequence[bool]) -> float:
+    return _objective(objective, _totals(labels, a)) - _objective(objective, _totals(labels, b))
 
 
 def _effective_df(sizes: Sequence[int]) -> float:
@@ -50,22 +59,22 @@ def _effective_df(sizes: Sequence[int]) -> float:
 
 def _jackknife(objective: str, labels: Sequence[str], case_ids: Sequence[str], a: Sequence[bool],
                b: Sequence[bool]) -> tuple[float, float, float, int] | None:
-    """(difference, se, df, cases) of `objective(a) − objective(b)`, leaving one case out at a time."""
-    ra, rb = [int(x) for x in a], [int(x) for x in b]
+    """(difference, se, df, cases) of `objective(a) − objective(b)`, leaving one case out at a
+    time (from per-label totals: one pass, not one per case)."""
     cases: dict[str, list[int]] = {}
     for i, c in enumerate(case_ids):
         cases.setdefault(c, []).append(i)
     g = len(cases)
     if g < 2:
         return None
-    full = [1] * len(labels)
-    est = _objective(objective, labels, ra, full) - _objective(objective, labels, rb, full)
-    loo = []
-    for members in cases.values():
-        w = full.copy()
-        for i in members:
-            w[i] = 0
-        loo.append(_objective(objective, labels, ra, w) - _objective(objective, labels, rb, w))
+    ta, tb = _totals(labels, a), _totals(labels, b)
+    est = _objective(objective, ta) - _objective(objective, tb)
+
+    def without(total: dict[str, list[int]], part: dict[str, list[int]]) -> dict[str, list[int]]:
+        return {lab: [c[0] - part.get(lab, [0, 0])[0], c[1] - part.get(lab, [0, 0])[1]] for lab, c in total.items()}
+
+    loo = [_objective(objective, without(ta, _totals(labels, a, m))) - _objective(objective, without(tb, _totals(labels, b, m)))
+           for m in cases.values()]
     mean_loo = math.fsum(loo) / g
     se = math.sqrt((g - 1) / g * math.fsum((x - mean_loo) ** 2 for x in loo))
     return est, se, _effective_df([len(m) for m in cases.values()]), g
@@ -86,9 +95,7 @@ def margin(
     other_only = sum(y and not x for x, y in zip(a, b, strict=True))
     neither = n - both - top_only - other_only
     cases = len(set(case_ids))
-    full = [1] * n
-    diff = (_objective(objective, labels, [int(x) for x in a], full)
-            - _objective(objective, labels, [int(x) for x in b], full)) if n else 0.0
+    diff = _difference(objective, labels, a, b) if n else 0.0
     low: float | None = None
     high: float | None = None
     p_value: float | None = None
