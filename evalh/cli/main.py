@@ -4,9 +4,10 @@ Run labelled cases against your product, score them, keep every run as a JSON do
 eval_runs/, and compare runs with verdicts CI can gate on. Start with `evalh init` in a new
 project, or `evalh run` where an evalh.toml exists.
 
-Exit codes: 0 success; 1 a deterministic case failed or a regression was found; 2 bad
+Exit codes: 0 success; 1 a deterministic case failed, a suite errored past its
+max_error_rate, the run is partial (a budget stopped it), or a regression was found; 2 bad
 usage or bad input; 3 inconclusive (only with --fail-on-inconclusive); 4 a file could not
-be written (disk full, read-only filesystem).
+be written (disk full, read-only filesystem); 130 interrupted (the run is kept partial).
 """
 
 from __future__ import annotations
