@@ -660,6 +660,10 @@ def test_run_page_shows_the_sweep_ranking_its_winner_and_whether_the_win_is_with
         notes = fig.locator(".notes li").all_inner_texts()
         assert any("vs the runner-up, the current policy (threshold=0.5): accuracy +0.083, within noise; 95% CI" in n
                    and "McNemar mid-p" in n for n in notes)
+        # why a row has no interval is folded under the suites table, one line per row, and opens
+        why = p.page.locator("[data-testid=no-interval]")
+        why.locator("summary").click()
+        assert any(t.startswith("triage: ") and "random" in t for t in why.locator("li").all_inner_texts())
         # the sweep that could not rank is flagged, its hostile label shown as text
         flag = p.page.locator("[data-testid=figure][data-kind=sweep][data-suite=broken] [data-testid=figure-flag]")
         assert HOSTILE_IMG in flag.inner_text() and flag.locator("img").count() == 0

@@ -380,6 +380,7 @@
     }));
     var body = el("tbody");
     var notes = el("ul", { "class": "notes" });
+    var why = el("ul", { "class": "notes" }), whyCount = 0; // why an arm has no interval: folded, one line each
     report.suites.forEach(function (s) {
       s.arms.forEach(function (a) {
         var c = a.counts, e = a.economics;
@@ -398,7 +399,7 @@
           el("td", { "class": "n wrap" }, e.tokens_in === null && e.tokens_out === null ? "unknown" : (e.tokens_in || 0) + " in / " + (e.tokens_out || 0) + " out"),
           el("td", { "class": "n wrap" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : ""))
         ]));
-        if (iv.reason) add(notes, el("li", null, name + ": no interval — " + iv.reason));
+        if (iv.reason) { whyCount++; add(why, el("li", null, name + ": " + iv.reason)); }
         else add(notes, el("li", null, name + ": Wilson 95% interval of " + iv.of + ", " + iv.successes + "/" + iv.n));
         if (a.repeats) {
           var r = a.repeats;
@@ -415,7 +416,10 @@
     var figures = [];
     report.suites.forEach(function (s) { (s.figures || []).forEach(function (f) { figures.push(figureBox(s.suite, f)); }); });
     return el("div", { "class": "card", "data-testid": "suites-card" }, [el("h2", null, "Suites"),
-      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "suites" }, [el("thead", null, head), body])), notes,
+      el("div", { "class": "scroll" }, el("table", { "class": "data", "data-testid": "suites" }, [el("thead", null, head), body])),
+      whyCount ? el("details", { "class": "why", "data-testid": "no-interval" }, [
+        el("summary", { "class": "dim" }, "no 95% interval for " + whyCount + " of the rows above — why (the assumptions that fail)"), why]) : null,
+      notes,
       figures.length ? [el("h3", null, "Figures the suites hold")].concat(figures) : null]);
   }
 
