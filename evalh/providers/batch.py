@@ -299,7 +299,7 @@ class _Watch:
         except asyncio.CancelledError:
             self.done.cancel()
             raise
-        except BaseException as exc:  # every waiter gets it
+        except Exception as exc:  # every waiter gets it (BatchGone, ProviderError, a malformed reply)
             if not self.done.done():
                 self.done.set_exception(exc)
             return
