@@ -34,6 +34,7 @@ from evalh.store import (
     parse_raw_run,
     parse_run,
     read_streamed,
+    shared_fields_set,
     validate_run_id,
 )
 
@@ -333,7 +334,7 @@ def _scan_lines(key: FileKey, shown: str, header: Run, *, facts: bool) -> tuple[
                     c.pop(k, None)
                 got = cases.setdefault(name, [])
                 try:
-                    got.append(CaseResult.model_validate(c))
+                    got.append(shared_fields_set(CaseResult.model_validate(c)))
                 except ValidationError as exc:
                     raise _invalid(shown, exc, f"suites.{name}.cases.{len(got)}") from None
     return rows, offsets, cases
