@@ -1,5 +1,6 @@
-"""Docs that run: the command lines of README.md's "Start in your project", of
-docs/adopting.md, and docs/ci.md's recipe step by step (the workflow YAML parsed, each
+"""Docs that run: the command lines of README.md's "Start in your project" and its product
+examples, of docs/adopting.md, of the reference pages (config, judges, report, running,
+labels and sweeps: see below), and docs/ci.md's recipe step by step (the workflow YAML parsed, each
 `run:` executed in order as GitHub runs it: `bash -eo pipefail`), in scratch projects;
 the exit codes and files the text promises are checked.
 
@@ -14,6 +15,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -187,3 +190,334 @@ def test_the_mock_script_reference_example_replies_as_described(tmp_path: Path) 
     by_id = {r["case_id"]: r for r in run["suites"]["mock"]["cases"]}
     assert by_id["paris1"]["output"] == "garbage" and by_id["json"]["output"] == '{"answer":42}'
     assert by_id["json"]["tokens_out"] == 7 and by_id["other"]["output"] == "ok"
+
+
+# --------------------------------------------------------------------------- the reference pages
+#
+# docs/config.md, judges.md, report.md, running.md and labels-and-sweeps.md: every shell
+# block (bash, sh, console, or a bare fence of evalh command lines) runs, every TOML block is
+# loaded — a complete config is run, a fragment (`key = …` lines, a `[[suites.S.scorers]]`
+# table) is validated in a suite that gives it its context. `text` and `json` blocks are what
+# evalh prints or reads (outputs, run documents, rating lines) and are not run, except a
+# block marked `<!-- docs-run: file PATH -->`, written to PATH in the scratch project. A block
+# that cannot run here is marked `<!-- docs-run: skip: WHY -->` on the line above it; such
+# exemptions are counted (EXEMPT) so they stay few. In commands, the placeholders RUN_ID,
+# RUN_A, RUN_B and the documented example id 20261129T201530123Z-3fa9c1 are replaced by run
+# ids of the scratch project — nothing else is edited. A model is the mock provider, reached
+# through ANTHROPIC_BASE_URL as a real one would be.
+
+FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
+MARK = re.compile(r"<!-- docs-run: (.*?) -->\s*$")
+EXAMPLE_ID = "20261129T201530123Z-3fa9c1"
+EXEMPT = {"docs/config.md": 0, "docs/judges.md": 0, "docs/report.md": 1, "docs/running.md": 1,
+          "docs/labels-and-sweeps.md": 2}
+SHELL = ("bash", "sh", "console", "")
+TOML_RE = re.compile(r"^\s*(\[|[A-Za-z_\"][\w.\"-]* *=)", re.M)
+
+
+@dataclass
+class Block:
+    doc: str
+    line: int
+    lang: str
+    text: str
+    mark: str | None
+
+    def where(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+
+def page(doc: str) -> list[Block]:
+    text = (REPO / doc).read_text(encoding="utf-8")
+    found = []
+    for m in FENCE.finditer(text):
+        indent = len(m.group(1))
+        body = "\n".join(ln[indent:] for ln in m.group(3).splitlines()) + "\n"
+        before = text[: m.start()].rstrip("\n").splitlines()
+        mark = MARK.search(before[-1]) if before else None
+        found.append(Block(doc, text.count("\n", 0, m.start()) + 1, m.group(2), body,
+                           mark.group(1) if mark else None))
+    return found
+
+
+class Coverage:
+    """Which blocks of a page a test ran; at the end every runnable one must have been."""
+
+    def __init__(self, doc: str) -> None:
+        self.doc = doc
+        self.blocks = page(doc)
+        self.done: set[int] = set()
+
+    def take(self, lang: str | tuple[str, ...], contains: str = "") -> list[Block]:
+        langs = (lang,) if isinstance(lang, str) else lang
+        out = [b for b in self.blocks if b.lang in langs and contains in b.text and b.line not in self.done
+               and not (b.mark or "").startswith("skip")]
+        self.done.update(b.line for b in out)
+        return out
+
+    def check(self) -> None:
+        skipped = [b for b in self.blocks if (b.mark or "").startswith("skip:")]
+        assert all(len(b.mark or "") > len("skip: ") + 10 for b in skipped), "an exemption says why"
+        assert len(skipped) <= EXEMPT[self.doc], [b.where() for b in skipped]
+        left = [b.where() for b in self.blocks if b.line not in self.done and b not in skipped
+                and (b.lang in SHELL or b.lang == "toml" or (b.mark or "").startswith("file "))]
+        assert not left, f"blocks no test ran: {left}"
+
+
+DOCS_REPLIES = [  # what a model asked by the docs' example prompts (sources as JSON) answers
+    ("How many people does Acme employ", "Acme employs 12,400 people [1]."),
+    ("What did the CEO say about demand", "Jane Park said demand stayed resilient [1]."),
+    ("What was Acme's quarterly revenue", "Acme's quarterly revenue was $2.31 billion [1]."),
+    ("How many customers does Acme serve", "Acme serves 1.52 million customers [1]."),
+]
+
+
+@pytest.fixture
+def mock_model() -> Iterator[dict[str, str]]:
+    """A mock provider answering the docs' prompts, the example answerer's (the scenarios
+    script) and the judges.md judge; the environment that points Anthropic clients at it."""
+    from evalh.mock.mock_provider import MockProvider
+
+    scenarios = json.loads((REPO / "datasets" / "scenarios.script.json").read_text())
+    rules = [{"match": f"regex:(?s)Sources: \\{{.*{re.escape(q)}", "json": {"answer": a}} for q, a in DOCS_REPLIES]
+    rules.append({"match": "names the capital of the country asked about",
+                  "json": {"verdict": "pass", "rationale": "It names Paris, and nothing false."}})
+    with MockProvider({"rules": rules + scenarios["rules"], "default": scenarios.get("default", {"text": "ok"})}) as mock:
+        yield {"ANTHROPIC_BASE_URL": str(mock.base_url), "ANTHROPIC_API_KEY": "sk-docs-run-0123456789"}
+
+
+def sh(cmd: str, root: Path, env: dict[str, str], code: int = 0) -> subprocess.CompletedProcess[str]:
+    proc = bash(cmd, root, env)
+    assert proc.returncode == code, f"{cmd!r} exited {proc.returncode}\n{proc.stdout[-1500:]}\n{proc.stderr[-1500:]}"
+    return proc
+
+
+def commands(block: Block) -> list[str]:
+    """The command lines of a shell block (a console block's `$ ` lines; comments kept)."""
+    lines = block.text.splitlines()
+    if block.lang == "console":
+        return [ln[2:] for ln in lines if ln.startswith("$ ")]
+    return [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def placeholders(cmd: str, ids: dict[str, str]) -> str:
+    for name, value in ids.items():
+        cmd = re.sub(rf"\b{re.escape(name)}\b", value, cmd)
+    return cmd
+
+
+def run_ids(root: Path) -> list[str]:
+    return sorted(p.stem for p in (root / "eval_runs").glob("*.json"))
+
+
+def load_run(root: Path, run_id: str) -> dict[str, object]:
+    return json.loads((root / "eval_runs" / f"{run_id}.json").read_bytes())
+
+
+def write_files(blocks: list[Block], root: Path) -> None:
+    for b in blocks:
+        if (b.mark or "").startswith("file "):
+            path = root / b.mark.split(" ", 1)[1]  # type: ignore[union-attr]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(b.text, encoding="utf-8")
+
+
+def fragment_keys(text: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"^([A-Za-z_][\w]*) *=", text, re.M)]
+
+
+def test_config_page_examples_run(repo_project: Path, mock_model: dict[str, str]) -> None:
+    root = repo_project
+    env = env_for(root, **mock_model)
+    cov = Coverage("docs/config.md")
+    write_files([b for b in cov.blocks if b.mark], root)
+    cov.done.update(b.line for b in cov.blocks if (b.mark or "").startswith("file "))
+
+    # The complete example, as evalh.toml: valid, and it runs green, the live suite on the model.
+    (complete,) = cov.take("toml", "[suites.gate]")
+    (root / "evalh.toml").write_text(complete.text)
+    sh("evalh validate", root, env)
+    proc = sh("evalh run --json", root, env)
+    run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
+    live = run["suites"]["live"]["cases"]
+    assert len(live) == 4 * 5 and all(r["status"] == "passed" for r in live), [r["scores"] for r in live][:2]
+    assert {r["output"]["answer"] for r in live} == {a for _, a in DOCS_REPLIES}
+
+    # A price table and the arms example, added to it.
+    (prices,) = cov.take("toml", '[prices."claude-haiku-4-5"]')
+    (arms,) = cov.take("toml", "[suites.prompts]")
+    (root / "evalh.toml").write_text(complete.text + "\n" + prices.text + "\n" + arms.text)
+    sh("evalh validate", root, env)
+    proc = sh("evalh run --suite prompts --json", root, env)
+    prompts = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())["suites"]["prompts"]
+    assert sorted({r["arm"] for r in prompts["cases"]}) == ["v1", "v2"] and len(prompts["cases"]) == 8
+
+    # Fragments: each in a suite that gives it context, validated. The user's own files they
+    # name (a schema, a scorer function) are the project's, written here.
+    (root / "schemas" / "reply.json").write_text('{"type": "object"}')
+    (root / "my_product").mkdir()
+    (root / "my_product" / "__init__.py").write_text("")
+    (root / "my_product" / "evals.py").write_text("def tone_ok(case, output, ctx):\n    return 1.0\n")
+    base = {"dataset": '"datasets/gate.jsonl"', "target": '"examples.citecheck:check"',
+            "scorers": '[{ type = "exact", field = "verdict" }]'}
+    suites = []
+    for block in cov.take("toml"):
+        keys = fragment_keys(block.text)
+        assert keys and set(keys) <= {"target", "scorers"}, block.where()
+        suite = {**base, **{k: block.text.split("=", 1)[1].split("#")[0].strip() for k in keys}}
+        suites.append(f"[suites.line{block.line}]\n" + "".join(f"{k} = {v}\n" for k, v in suite.items()))
+    # The case shown under "The dataset" is a valid dataset line.
+    case_block = next(b for b in cov.blocks if b.lang == "json" and '"refund.late"' in b.text)
+    (root / "cases.jsonl").write_text(case_block.text)
+    suites.append('[suites.case]\ndataset = "cases.jsonl"\ntarget = "examples.citecheck:check"\n')
+    (root / "evalh.toml").write_text("\n".join(suites))
+    proc = sh("evalh validate --json", root, env)  # one line naming the fragment otherwise
+    assert len(json.loads(proc.stdout)["suites"]) == len(suites) > 10
+    cov.check()
+
+
+def test_readme_product_examples_run(repo_project: Path, mock_model: dict[str, str]) -> None:
+    """README's "Using it on your product": the gate suite and the live model suite."""
+    root = repo_project
+    env = env_for(root, **mock_model)
+    gate, live = blocks("README.md", "toml", "## Using it on your product")
+    (root / "evalh.toml").write_text(gate + "\n" + live)
+    proc = sh("evalh run --json", root, env)
+    run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
+    assert all(r["status"] == "passed" for r in run["suites"]["live"]["cases"])
+    assert run["suites"]["gate"]["aggregate"]["passed"] == run["suites"]["gate"]["aggregate"]["n"]
+
+
+def test_judges_page_examples_run(tmp_path: Path, mock_model: dict[str, str]) -> None:
+    root = tmp_path
+    env = env_for(root, **mock_model)
+    cov = Coverage("docs/judges.md")
+    (judge,) = cov.take("toml", 'type = "judge"')
+    (verdicts,) = cov.take("toml", 'scale = "verdicts"')
+    (citation,) = cov.take("toml", 'type = "citation_judge"')
+    (sources_from,) = cov.take("toml", "sources_from =")
+    (external,) = cov.take("toml", 'type = "external_score"')
+    # The judge, on a suite of the user's: it runs, and the (mock) model's verdict is used.
+    (root / "qa.jsonl").write_text(json.dumps({"id": "fr", "input": {
+        "question": "What is the capital of France?", "reference": "Paris is the capital of France."},
+        "expected": "Paris"}) + "\n")
+    (root / "qa_product.py").write_text("def answer(inp):\n    return 'Paris'\n")
+    qa = '[suites.qa]\ndataset = "qa.jsonl"\ntarget = "qa_product:answer"\n\n'
+    (root / "evalh.toml").write_text(qa + judge.text)
+    proc = sh("evalh run --json --no-cache", root, env)
+    (case,) = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())["suites"]["qa"]["cases"]
+    assert case["status"] == "passed" and "Paris" in case["scores"][0]["rationale"]
+    # The other tables and keys, each where it belongs: validated.
+    scale_line = next(ln for ln in judge.text.splitlines() if ln.startswith("scale ="))
+    configs = [qa.replace("suites.qa", "suites.verdicts") + judge.text.replace("suites.qa", "suites.verdicts")
+               .replace(scale_line, verdicts.text.strip())]
+    citations = '[suites.{name}]\ndataset = "cites.jsonl"\ntarget = "qa_product:answer"\n\n'
+    (root / "cites.jsonl").write_text(json.dumps({"id": "c", "input": {
+        "question": "Who said it?", "sources": {"1": "Alice said it."}}}) + "\n")
+    lines = [ln for ln in sources_from.text.splitlines() if ln.strip()]
+    assert len({ln.split("=")[0] for ln in lines}) == 1  # alternatives of one key: each on its own
+    for i, alternative in enumerate(["", *lines]):
+        name = f"citations{i}"
+        judge_table = citation.text.replace("suites.citations", f"suites.{name}")
+        if alternative:  # where the sources are instead of `sources_field`
+            judge_table = re.sub(r"^sources_field = .*\n", "", judge_table, flags=re.M) + alternative + "\n"
+        configs.append(citations.format(name=name) + judge_table + "\n"
+                       + external.text.replace("suites.citations", f"suites.{name}"))
+    (root / "evalh.toml").write_text("\n".join(configs))
+    proc = sh("evalh validate --json", root, env)
+    assert len(json.loads(proc.stdout)["suites"]) == 1 + 1 + len(lines)
+    cov.check()
+
+
+@pytest.fixture
+def two_runs(repo_project: Path) -> tuple[Path, dict[str, str]]:
+    """The repo's project with two runs of its gate and parliament suites (split and
+    complexity metadata, trace tools, num_iterations)."""
+    env = env_for(repo_project)
+    for _ in range(2):
+        sh("evalh run -q --suite gate --suite parliament", repo_project, env)
+    a, b = run_ids(repo_project)
+    return repo_project, {"RUN_ID": b, "RUN_A": a, "RUN_B": b, EXAMPLE_ID: b}
+
+
+def test_report_page_commands_run(two_runs: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, ids = two_runs
+    summary = tmp_path / "summary.md"
+    env = env_for(root, GITHUB_STEP_SUMMARY=str(summary))
+    cov = Coverage("docs/report.md")
+    outputs = []
+    for block in cov.take(SHELL, "evalh report"):
+        for cmd in commands(block):
+            outputs.append(sh(placeholders(cmd, ids), root, env).stdout)
+    assert "pass_rate" not in summary.read_text() and "| gate |" in summary.read_text().replace("  ", " ")
+    assert (root / "report.html").read_text().startswith("<!doctype html>")
+    assert any('"passed"' in o for o in outputs)  # the jq line printed counts
+    cov.check()
+
+
+def test_running_page_commands_run(repo_project: Path, mock_model: dict[str, str]) -> None:
+    """The live suite here is the example answerer on the mock (a real key's job otherwise);
+    the resumed run is one a budget stopped."""
+    root = repo_project
+    env = env_for(root, **mock_model)
+    sh("evalh run -q --suite scenarios_model --max-cost 0.0000001", root, env, code=1)
+    (partial,) = run_ids(root)
+    assert load_run(root, partial)["status"] == "partial"
+    cov = Coverage("docs/running.md")
+    (block,) = cov.take("console", "evalh run --suite gate")
+    for cmd in commands(block):
+        sh(placeholders(cmd, {EXAMPLE_ID: partial}), root, env)
+    assert load_run(root, partial)["status"] == "complete"
+    labelled = [load_run(root, i) for i in run_ids(root) if i != partial]
+    assert any(r["label"] == "prompt=v2" and len(r["suites"]["live"]["cases"]) == 4 * 5 for r in labelled)
+    cov.check()
+
+
+def test_labels_page_commands_run(repo_project: Path) -> None:
+    """The panel suite and its sweep as the page writes them; the labelling workflow on its
+    run. The raters' files (alice.jsonl, …) are made here from requests.json, as raters would."""
+    from evalh.labels.rubric import parse_rubric
+
+    root = repo_project
+    env = env_for(root)
+    cov = Coverage("docs/labels-and-sweeps.md")
+    write_files(cov.blocks, root)
+    cov.done.update(b.line for b in cov.blocks if (b.mark or "").startswith("file "))
+    assert parse_rubric((root / "rubric.toml").read_bytes(), "rubric.toml").fields  # the scheme loads
+
+    (panel,) = cov.take("toml", "[suites.panel]\n")
+    (sweep,) = cov.take("toml", "[suites.panel.sweep]")
+    (root / "evalh.toml").write_text(panel.text + "\n" + sweep.text)
+    sh("evalh run -q", root, env)
+    (run_id,) = run_ids(root)
+    ids = {"RUN_ID": run_id}
+    for block in cov.take("", "evalh sweep"):
+        for cmd in commands(block):
+            assert "structural" in sh(placeholders(cmd, ids), root, env).stdout  # the ranked tiers
+    (root / "rubric.md").write_text("Is the panel's call on this node a defect?\n")
+    (export,) = cov.take("", "evalh export-requests")
+    for cmd in commands(export):
+        sh(placeholders(cmd, ids), root, env)
+    requests = json.loads((root / "requests.json").read_text())
+    rubric_sha = requests["rubric"]["sha256"]
+
+    def rating(req: dict[str, str], rater: str, label: str, **extra: str) -> str:
+        return json.dumps({"request_id": req["request_id"], "request_sha256": req["request_sha256"],
+                           "rubric_sha256": rubric_sha, "rater": rater, "label": label, **extra}) + "\n"
+
+    reqs = requests["requests"]
+    (root / "alice.jsonl").write_text("".join(rating(r, "alice", "defect" if i % 2 else "ok") for i, r in enumerate(reqs)))
+    (root / "bob.jsonl").write_text("".join(rating(r, "bob", "defect" if i % 3 else "ok") for i, r in enumerate(reqs)))
+    disputed = next(r for i, r in enumerate(reqs) if (i % 2 != 0) != (i % 3 != 0))
+    (root / "adjudication.jsonl").write_text(rating(disputed, "carol", "defect", kind="adjudication"))
+    (root / "fixes.jsonl").write_text(rating(reqs[0], "alice", "defect"))
+    (root / "old-rubric.md").write_bytes((root / "rubric.md").read_bytes())
+    (imports,) = cov.take("", "evalh label import")
+    for cmd in commands(imports):
+        sh(placeholders(cmd, ids), root, env)
+    (report,) = cov.take("", "evalh label report")
+    for cmd in commands(report):
+        out = sh(placeholders(cmd, ids), root, env).stdout
+        if "--json" in cmd:
+            assert json.loads(out)["counts"]
+    cov.check()
