@@ -105,10 +105,16 @@ def _adapt_help() -> None:
 
 def main() -> None:
     _adapt_help()
+    app()
+
+
+def entry() -> None:
+    """The `evalh` program: `main`, then the process ends without freeing what the command
+    loaded (evalh.cli.process_exit). `main` itself raises SystemExit, for callers in Python."""
     from evalh.cli.process_exit import run_and_exit
 
-    run_and_exit(app)  # exits without freeing what the command loaded (evalh.cli.process_exit)
+    run_and_exit(main)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry()
