@@ -89,6 +89,8 @@ def test_evalh_plugins_lists_loaded_shadowed_and_invalid(plugin_installed: None)
     assert rows[("scorer", "demo_length")]["distribution"] == "evalh-demo-plugin"
     assert rows[("target", "demo_shout")]["status"] == "loaded"
     assert rows[("provider", "demo_echo")]["status"] == "loaded"
+    assert rows[("target", "demo_echo")] == {**rows[("provider", "demo_echo")], "kind": "target",
+                                            "module": "evalh.targets.model"}  # its model target kind
     assert rows[("report_format", "demo_csv")]["status"] == "loaded"
     assert rows[("scorer", "exact")]["status"] == "shadowed"
     assert registry.SCORER_TYPES["exact"] == "evalh.scorers.match"  # the built-in wins
@@ -254,3 +256,13 @@ def test_without_the_plugin_its_report_format_is_unknown(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert "unknown report format 'demo_csv' (known: table, md, markdown, json, html)" in result.stderr
     assert "Installed by plugins" not in invoke("report", "--help").stdout
+
+
+def test_builtins_list_every_kind_once(plugin_installed: None) -> None:
+    rows = json.loads(invoke("plugins", "--builtins", "--json").stdout)["plugins"]
+    keys = [(r["kind"], r["name"]) for r in rows if r["status"] in ("loaded", "built-in")]
+    assert len(keys) == len(set(keys))  # (a shadowed entry point is listed beside the built-in)
+    by_key = {(r["kind"], r["name"]): r for r in rows if r["status"] in ("loaded", "built-in")}
+    assert by_key[("target", "demo_echo")]["distribution"] == "evalh-demo-plugin"  # not a built-in
+    assert by_key[("report_format", "html")]["status"] == "built-in"
+    assert by_key[("target", "anthropic")]["status"] == "built-in"
