@@ -142,3 +142,14 @@ def test_quiet_leaves_the_result_and_nothing_on_stderr(project: Path, tmp_path: 
     quiet = invoke("compare", base, cand, *common, "--format", "json", "-q")
     assert "evalh compare: " in loud.stderr and quiet.stderr == ""
     assert quiet.exit_code == 0 and json.loads(quiet.stdout)["verdict"] == json.loads(loud.stdout)["verdict"]
+
+
+def test_shared_options_come_in_one_order() -> None:
+    """--config before --runs-dir before --quiet, wherever a command has them (--json sits
+    beside --format where there is one)."""
+    order = ["-c, --config", "--runs-dir", "-q, --quiet"]
+    for path in every_command():
+        text = invoke(*path, "--help").stdout
+        options = text.split("Options:")[-1]
+        found = [o for o in order if f"\n  {o} " in options or f"\n  {o}\n" in options]
+        assert sorted(found, key=options.index) == found, (path, found)

@@ -80,8 +80,8 @@ def report(
         typer.Option("--raw/--no-raw", help="Show each repeated suite's raw-attempts table in the terminal "
                                             "(its first 50 cases), or fold it to one line."),
     ] = True,
-    runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Report the numbers of one or more runs: outcomes with their denominators, intervals

@@ -14,8 +14,8 @@ from evalh.cli.project import open_project, open_store
 @translate_errors
 def runs(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, metavar="N", help="Show the newest N runs.")] = 20,
-    runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """List runs, newest last: id, label, status, git sha, and per-suite pass rates.
@@ -53,8 +53,8 @@ def runs(
 @translate_errors
 def show(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id (see `evalh runs`) or a path to a run document.")],
-    runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Print one run: its results table, the cases that did not pass, and the figures its

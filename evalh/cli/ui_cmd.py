@@ -14,8 +14,8 @@ from evalh.cli.options import ConfigOpt, RunsDirOpt
 def ui(
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free port).")] = 4023,
     host: Annotated[str, typer.Option("--host", metavar="HOST", help="Address to bind. Keep the default unless you mean to share every run.")] = "127.0.0.1",
-    runs_dir: RunsDirOpt = None,
     config: ConfigOpt = None,
+    runs_dir: RunsDirOpt = None,
 ) -> None:
     """Serve a local dashboard of the runs directory: trends of pass rate, mean score,
     cost and latency across runs, the run history (BASELINE marked), a drill-down to every
