@@ -118,6 +118,11 @@ class SuiteConfig(_Strict):
     """Per-call timeout of the target; `[evalh] timeout_s` when unset, `--timeout` overrides."""
     concurrency: int | None = Field(None, ge=1)
     """Cases in flight at once; `[evalh] concurrency` when unset, `--concurrency` overrides."""
+    processes: int | None = Field(None, ge=1)
+    """Worker processes the suite's cases are spread over, each with its own event loop and
+    clients (for clients whose CPU per request fills one core: docs/scale.md#throughput-more-than-one-core);
+    `[evalh] processes` when unset, `--procs` overrides. Not in the run document: the results
+    are the same."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
     """Allowances of `evalh compare` for stochastic suites."""
     max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
@@ -184,6 +189,8 @@ class Settings(_Strict):
     `$EVAL_RUNS_DIR` and `--runs-dir` take precedence."""
     concurrency: int = Field(8, ge=1)
     """Cases in flight at once, per suite."""
+    processes: int = Field(1, ge=1)
+    """Worker processes per suite (see the suite's `processes`)."""
     timeout_s: float = Field(60.0, gt=0)
     """Per-call timeout of a target, in seconds; a call that takes longer is `errored`."""
     seed: int | None = None

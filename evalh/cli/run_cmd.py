@@ -23,6 +23,7 @@ def run(
     label: Annotated[str | None, typer.Option("--label", "-l", metavar="LABEL", help="A label stored with the run, e.g. 'prompt=v2'.")] = None,
     repeats: Annotated[int | None, typer.Option("--repeats", "-n", min=1, metavar="N", help="Run each case N times (attempt 0..N-1).")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", min=1, metavar="N", help="Cases in flight at once.")] = None,
+    procs: Annotated[int | None, typer.Option("--procs", min=1, metavar="N", help="Spread each suite's cases over N worker processes, each with its own event loop and clients (for model targets whose client CPU fills one core); the run document is the same as with one.")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, metavar="SECONDS", help="Per-case timeout in seconds.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", metavar="SEED", help="Seed of the order shuffle (recorded in the run).")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", min=0, metavar="USD", help="Stop starting cases once this many USD are spent; the run is written partial.")] = None,
@@ -80,7 +81,7 @@ def run(
         seed=seed, max_cost_usd=max_cost, max_tokens=max_tokens, no_cache=no_cache,
         resume=resume, dry_run=dry_run, allow_self_judge=allow_self_judge,
         max_error_rate=max_error_rate, compare_baseline=compare_baseline, shard=shard,
-        judge_model=judge_model, sleep_ms=sleep_ms, iterations=iterations,
+        judge_model=judge_model, sleep_ms=sleep_ms, iterations=iterations, processes=procs,
     )
     talk = not quiet and not json_out
 

@@ -61,6 +61,8 @@ class SuitePlan:
     config: SuiteConfig | None = None
     """The suite's config, when it was planned from evalh.toml (None: from a stored run)."""
     details: dict[str, Any] = field(default_factory=dict)
+    processes: int = 1
+    """Worker processes its cases are spread over (`evalh.core.procs`)."""
 
     @property
     def total(self) -> int:
@@ -197,6 +199,7 @@ def build_suite_plan(
         target_snapshot=snapshot(suite.arm_targets()[0][1]),
         subject_models=[m for _, t in suite.arm_targets() if (m := t.model_id())],
         config=suite,
+        processes=suite.processes or config.settings.processes,
     )
 
 

@@ -54,6 +54,8 @@ class RunRequest:
     """`--sleep-ms`: every Python, model and HTTP target paced (`core.overrides`)."""
     iterations: int | None = None
     """`--iterations`: cases generated per suite with a `generate` table (`core.generate`)."""
+    processes: int | None = None
+    """`--procs`: every suite's cases over this many worker processes (`core.procs`)."""
 
     def refused_with_resume(self) -> list[str]:
         """The flags given that `--resume` refuses: the run keeps its own."""
@@ -179,6 +181,9 @@ def prepare_request(
 
     apply_shard(prepared.plan, request.shard, resumed=request.resume is not None,
                 seeded=request.seed is not None or config.settings.seed is not None)
+    if request.processes is not None:  # the results are the same: not recorded, a resume may differ
+        for suite_plan in prepared.plan.suites:
+            suite_plan.processes = request.processes
     warnings = [f"skipped suite {name!r}: needs {', '.join(missing)}" for name, missing in prepared.skipped]
     return PreparedRequest(request, config, RunStore(directory), prepared, warnings)
 

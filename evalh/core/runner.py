@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import random
 import signal
@@ -35,6 +34,7 @@ from evalh.core.sizes import measure
 from evalh.core.sources import error_info
 from evalh.core.workers import DaemonExecutor
 from evalh.errors import BudgetExceeded, EvalhError, WriteFailed
+from evalh.gcpause import FreezeWindow, NoWindow, kept_off_the_books
 from evalh.models import (
     Case,
     CaseResult,
@@ -97,6 +97,7 @@ class Runner:
         self._git: Future[GitInfo] | None = None
         self._secrets: list[str] | None = None  # the environment's, read at the first result
         self._first_reply = FirstReply()
+        self.gc_window: FreezeWindow = NoWindow()
 
     def _facts(self, case: Case) -> tuple[str, dict[str, Any]]:
         facts = self._case_facts.get(id(case))
@@ -213,6 +214,7 @@ class Runner:
         self.journal.append(suite.name, result)
         self.results[suite.name].append(result)
         self.observer.on_result(suite, result)
+        self.gc_window.tick()  # what the run keeps, off the collector's books (evalh.gcpause)
 
     async def _prepare_scorers(self, suite: SuitePlan) -> None:
         """Scorers with a `prepare(suite_plan, services) -> dict` hook run it before the
@@ -270,6 +272,13 @@ class Runner:
             return
         items = self._items(suite, rng)
         self.observer.on_suite(suite, len(items))
+        if suite.processes > 1 and len(items) > 1:  # spread over worker processes
+            from evalh.core.procs import run_in_processes
+
+            if await run_in_processes(self, suite, items):  # False: it runs in this process
+                if not self.stop_reason:
+                    await self._finalize_scorers(suite)
+                return
         queue: asyncio.Queue[WorkItem] = asyncio.Queue()
         for item in items:
             queue.put_nowait(item)
@@ -502,20 +511,15 @@ def _run_to_the_end(plan: RunPlan, store: RunStore, observer: Observer | None) -
         with _cancel_on_sigterm():
             done.append(await runner.run())
 
-    # Imports, config and plan: full collections during the run skip them. Only when nothing
-    # is frozen yet: a host that froze its own objects (before forking workers) keeps them so.
-    freeze = gc.get_freeze_count() == 0
-    if freeze:
-        gc.freeze()
+    # Imports, config and plan, then the results as they come: full collections during the
+    # run skip them (evalh.gcpause; not when a host froze its own objects already).
     try:
-        asyncio.run(main())
+        with kept_off_the_books() as runner.gc_window:
+            asyncio.run(main())
     except (asyncio.CancelledError, KeyboardInterrupt):
         kept = sum(len(r) for r in runner.results.values())
         raise RunInterrupted(
             f"interrupted: run {plan.run_id} written as partial ({kept} of {plan.total} "
             f"results kept); finish it with: evalh run --resume {plan.run_id}"
         ) from None
-    finally:
-        if freeze:
-            gc.unfreeze()
     return done[0]
