@@ -227,6 +227,34 @@ def render_markdown(r: dict[str, Any]) -> str:
                 lines.append(f"| {key} | {b['efficiency']:.0%} | {a['efficiency']:.0%} | {b['cpu_ms']:.2f} ms | "
                              f"{_cpu_per_request(a.get('runs') or [], 'cpu_s')} |")
             lines.append("")
+    procs = r.get("procs")
+    if procs:
+        lines += [
+            "### Over worker processes (`processes = N`, `evalh run --procs N`)",
+            "",
+            "The same workload (1,000 cases, 50 ms replies, the mock in its own process on the same "
+            "2 cores), one suite's cases spread over N worker processes (`evalh.core.procs`), each "
+            "row beside N = 1 of the same pass. *CPU per request* is split into the run's own process "
+            "(the coordinator: loading the plan, handing out items, reading, journaling and keeping "
+            "results, writing the document) and its workers (each with its own loop and client).",
+            "",
+            "| client | in flight | processes | wall | ideal | of ideal | cases phase | CPU per request: run's process "
+            "| CPU per request: workers | server CPU per request | p50 latency |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        names = {"anthropic": "evalh, `anthropic` target (official SDK on aiohttp) → mock",
+                 "openai": "evalh, `openai` target (aiohttp) → mock"}
+        for e in sorted(procs.values(), key=lambda e: (e["target"], e["in_flight"], e["processes"])):
+            runs = e.get("runs") or []
+            span = [x["run_span_s"] for x in runs if x.get("run_span_s")]
+            phase = f"{e['ideal_s'] / sorted(span)[len(span) // 2]:.0%}" if span else "–"
+            lines.append(
+                f"| {names.get(e['target'], e['target'])} | {e['in_flight']} | {e['processes']} | "
+                f"{e['wall_s']:.2f} s | {e['ideal_s']:.2f} s | {e['efficiency']:.0%} | {phase} | "
+                f"{_cpu_per_request(runs, 'cpu_s')} | {_cpu_per_request(runs, 'workers_cpu_s')} | "
+                f"{_cpu_per_request(runs, 'server_cpu_s')} | {statistics_p50(e)} |"
+            )
+        lines += [""] + [str(note) for note in r.get("procs_notes") or []] + ([""] if r.get("procs_notes") else [])
     one = r.get("one_case")
     if one:
         e = one["evalh"]

@@ -65,12 +65,16 @@ def write_dataset(n: int) -> Path:
     return path
 
 
-def write_config(name: str, n: int, target: str, concurrency: int, base_url: str | None = None) -> Path:
-    """One suite `b` of `n` cases; `target` is `python`, `sleep50`, `anthropic` or `openai`."""
+def write_config(name: str, n: int, target: str, concurrency: int, base_url: str | None = None,
+                 processes: int = 1) -> Path:
+    """One suite `b` of `n` cases; `target` is `python`, `sleep50`, `anthropic` or `openai`;
+    `processes`: its cases over that many worker processes (evalh.core.procs)."""
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "bench_target.py").write_text(TARGET_SOURCE, encoding="utf-8")
     write_dataset(n)
-    head = f'[evalh]\nconcurrency = {concurrency}\ntimeout_s = 60\n\n[suites.b]\ndataset = "cases{n}.jsonl"\n'
+    head = f'[evalh]\nconcurrency = {concurrency}\ntimeout_s = 60\n'
+    head += f"processes = {processes}\n" if processes > 1 else ""
+    head += f'\n[suites.b]\ndataset = "cases{n}.jsonl"\n'
     head += 'scorers = [{ type = "exact" }]\n'
     if target == "python":
         body = 'target = "bench_target:instant"\n'
@@ -118,20 +122,24 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
         from evalh.report.terminal.progress import ProgressObserver
 
         observer = ProgressObserver(enabled=True)
+    import resource
     from datetime import datetime
 
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, cpu0 = time.perf_counter(), time.process_time()
     cfg = load_config(config)
     prepared = prepare_run(cfg, RunOptions(seed=1, use_cache=False), Path(runs_dir))
     run = run_plan(prepared.plan, RunStore(Path(runs_dir)), observer)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # worker processes (processes = N), reaped
+    workers_cpu = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
     agg = run.suites["b"].aggregate
     assert run.finished_at is not None
     span = (datetime.fromisoformat(run.finished_at) - datetime.fromisoformat(run.started_at)).total_seconds()
     return {
         "wall_s": wall, "cases": agg.n, "passed": agg.passed, "errored": agg.errored,
         "latency_ms_p50": agg.latency_ms_p50, "status": run.status, "cpu_s": cpu,
-        "run_span_s": span, "limits": run.limits,
+        "run_span_s": span, "limits": run.limits, "workers_cpu_s": workers_cpu,
     }
 
 
@@ -427,6 +435,33 @@ def bench_latency(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def bench_procs(args: argparse.Namespace) -> dict[str, Any]:
+    """The latency-bound workload (1,000 cases, 50 ms replies) with the suite's cases over
+    worker processes (`processes = N`), beside one process in the same pass: `anthropic` and
+    `openai` targets at 32 and 64 in flight. Keys: `kind@in_flight/pN`. CPU is split into the
+    run's process (`cpu_s`: the coordinator — journal, results, hand-out) and its workers
+    (`workers_cpu_s`)."""
+    n = 1000
+    repeats = 1 if args.quick else 3
+    out: dict[str, Any] = {}
+    server = MockServer(latency_ms=50)
+    try:
+        for kind in ("anthropic", "openai"):
+            for c in (32, 64):
+                for procs in (1, 2, 3):
+                    cfg = write_config(f"procs_{kind}{c}_{procs}", n, kind, c, server.base_url, processes=procs)
+                    runs = [server.run(["evalh", str(cfg), str(WORK / "runs")]) for _ in range(repeats)]
+                    wall = median_of(runs)
+                    ideal = n * 0.05 / c
+                    key = f"{kind}@{c}/p{procs}"
+                    out[key] = {"target": kind, "in_flight": c, "processes": procs, "latency_s": 0.05, "cases": n,
+                                "wall_s": wall, "ideal_s": ideal, "efficiency": ideal / wall, "runs": runs}
+                    print(f"latency-bound {key}: {wall:.2f}s (ideal {ideal:.2f}s, {ideal / wall:.0%})", file=sys.stderr)
+    finally:
+        server.stop()
+    return out
+
+
 def bench_one_case(args: argparse.Namespace, inspect_python: str | None) -> dict[str, Any]:
     cfg = write_config("one", 1, "python", 8)
     evalh_bin = shutil.which("evalh") or ""
@@ -499,7 +534,7 @@ def main_bench(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="one repeat, no 10,000-sample inspect run")
     parser.add_argument("--inspect-python", help="interpreter that has inspect_ai (default: this one, or $INSPECT_PYTHON)")
-    parser.add_argument("--only", choices=["overhead", "latency", "one_case", "progress"], action="append")
+    parser.add_argument("--only", choices=["overhead", "latency", "procs", "one_case", "progress"], action="append")
     parser.add_argument("--render-only", action="store_true", help="rewrite the .md from the .json")
     args = parser.parse_args(argv)
     if args.render_only:
@@ -521,9 +556,10 @@ def main_bench(argv: list[str]) -> int:
         "quick": args.quick,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
-    only = set(args.only or ["overhead", "latency", "one_case", "progress"])
+    everything = {"overhead", "latency", "procs", "one_case", "progress"}
+    only = set(args.only or everything)
     json_path = HERE / "runner_results.json"
-    if only != {"overhead", "latency", "one_case", "progress"} and json_path.exists():
+    if only != everything and json_path.exists():
         previous = json.loads(json_path.read_text())
         if inspect_python is None and "overhead" not in only:  # section 1 keeps its inspect_ai
             results["machine"]["inspect_ai"] = previous.get("machine", {}).get("inspect_ai")
@@ -532,6 +568,7 @@ def main_bench(argv: list[str]) -> int:
     for name, run in (
         ("overhead", lambda: bench_overhead(args, inspect_python)),
         ("latency", lambda: bench_latency(args)),
+        ("procs", lambda: bench_procs(args)),
         ("one_case", lambda: bench_one_case(args, inspect_python)),
         ("progress", lambda: bench_progress(args)),
     ):
