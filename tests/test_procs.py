@@ -234,3 +234,55 @@ judge_not_subject = true
     assert "reported model 'claude-haiku-4-5-20251001'" in line and "judge model 'claude-haiku-4-5'" in line
     assert 1 <= len(calls.read_text().splitlines()) <= 2  # each worker's first reply at most
     assert _nothing_written(tmp_path / "runs")
+
+
+PIDS = '''
+
+def slow_pid(inp):
+    import os, time
+    with open(os.environ["PIDS_FILE"], "a") as fh:
+        fh.write(f"{os.getpid()}\\n")
+    time.sleep(0.2)
+    return {"verdict": "even" if inp["n"] % 2 == 0 else "odd"}
+'''
+
+
+def test_ctrl_c_stops_the_workers_keeps_a_partial_run_and_resume_over_processes_finishes_it(
+    tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import time
+
+    from tests.runner_project import evalh_process
+
+    cfg = write_project(tmp_path, cases=40, target="slow_pid", concurrency=4)
+    (tmp_path / f"{TARGET_MODULE}.py").write_text((tmp_path / f"{TARGET_MODULE}.py").read_text() + PIDS)
+    pids_file = tmp_path / "pids"
+    runs = tmp_path / "runs"
+    proc = evalh_process(["run", "--config", str(cfg), "--runs-dir", str(runs), "-q", "--seed", "1",
+                          "--procs", "2"], tmp_path, env={"PIDS_FILE": str(pids_file)})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # some cases done: interrupt mid-run
+        if pids_file.exists() and len(pids_file.read_text().splitlines()) >= 8:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    [path] = runs.glob("*.json")
+    doc = load(path)
+    assert doc["status"] == "partial" and doc["status_reason"] == "interrupted"
+    assert 0 < len(doc["suites"]["s"]["cases"]) < 40
+    workers = {int(p) for p in pids_file.read_text().split()} - {proc.pid}
+    assert len(workers) == 2  # the cases ran in two worker processes, not in the run's
+    for pid in workers:  # none outlives the run
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    resumed = evalh_process(["run", "--runs-dir", str(runs), "--config", str(cfg), "-q",
+                             "--resume", doc["run_id"], "--procs", "2"], tmp_path,
+                            env={"PIDS_FILE": str(pids_file)})
+    _, err = resumed.communicate(timeout=120)
+    done = load(path)
+    assert done["status"] == "complete", err
+    assert len(done["suites"]["s"]["cases"]) == 40
