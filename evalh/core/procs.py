@@ -245,12 +245,19 @@ def _worker_main(runner: Runner, suite: SuitePlan, items: Sequence[WorkItem], so
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's process decides on Ctrl-C
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
+        failed: list[BaseException] = []
+
         def main() -> None:
-            asyncio.run(_worker_loop(runner, suite, items, sock, k, n))
+            try:
+                asyncio.run(_worker_loop(runner, suite, items, sock, k, n))
+            except BaseException as exc:  # the run's process sees this worker die: status 70
+                failed.append(exc)
 
         thread = threading.Thread(target=main, name=f"evalh-proc-{k}")
         thread.start()
         thread.join()
+        if failed:
+            code = 70
     except BaseException:
         code = 70
     finally:
