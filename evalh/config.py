@@ -101,7 +101,8 @@ class SuiteConfig(_Strict):
     """`[suites.S.generate]`: cases a model writes from a corpus or a palette before the suite
     runs (see docs/generated-cases.md)."""
     target: TargetConfig
-    """The system under test: `"module:function"` or a table with `kind`."""
+    """The system under test: `"module:function"` or a table with `kind`. Not needed with
+    `arms` (the baseline arm's target stands for it)."""
     regime: Literal["deterministic", "stochastic"] = "deterministic"
     """`deterministic`: compared case by case with zero tolerance, and any failed or errored
     case makes `evalh run` exit 1. `stochastic`: compared by thresholds and statistics."""
@@ -302,8 +303,13 @@ def _suite(path: Path, name: str, raw: Any) -> SuiteConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: {where}: expected a table")
     raw = dict(raw)
-    if "target" not in raw:
-        raise ConfigError(f"{path}: {where}.target: missing")
+    if "target" not in raw:  # arms replace the target: the baseline arm's stands for the suite
+        arm_list = raw.get("arms")
+        named = [a for a in arm_list if isinstance(a, dict) and "target" in a] if isinstance(arm_list, list) else []
+        if not named:
+            raise ConfigError(f"{path}: {where}.target: missing (give `target`, or `arms`)")
+        chosen = [a for a in named if a.get("name") == raw.get("baseline_arm")] or named
+        raw["target"] = chosen[0]["target"]
     raw["target"] = _target(path, f"{where}.target", raw["target"])
     for key in ("scorers", "arms"):  # a string or a table here would be iterated as one
         if not isinstance(raw.get(key, []), list):

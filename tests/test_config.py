@@ -291,3 +291,22 @@ def test_splits_that_select_no_case_are_a_config_error(project: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "suites.smoke.splits" in result.output and "heldoutt" in result.output
     assert not (project / "eval_runs").exists()
+
+
+def test_arms_replace_the_target(project: Path) -> None:
+    """docs/config.md: arms replace `target`, so a suite of arms needs none (the baseline
+    arm's target stands for the suite); a suite with neither names both keys."""
+    (project / "evalh.toml").write_text(
+        '[suites.arms]\ndataset = "data/smoke.jsonl"\nscorers = [{ type = "exact", field = "verdict" }]\n'
+        'baseline_arm = "real"\narms = [\n'
+        '  { name = "yes_man", target = "evalh_fixture_target:always_accept" },\n'
+        '  { name = "real", target = "evalh_fixture_target:answer" },\n]\n')
+    suite = load_config(project / "evalh.toml").suites["arms"]
+    assert [name for name, _ in suite.arm_targets()] == ["yes_man", "real"]
+    assert isinstance(suite.target, PythonTargetConfig) and suite.target.callable == "evalh_fixture_target:answer"
+    result = CliRunner().invoke(app, ["run", "--config", str(project / "evalh.toml"), "--runs-dir",
+                                      str(project / "runs"), "-q"])
+    assert result.exit_code == 1, result.output  # the yes-man arm fails smoke.no
+    (project / "evalh.toml").write_text('[suites.none]\ndataset = "data/smoke.jsonl"\n')
+    with pytest.raises(ConfigError, match=r"suites\.none\.target: missing \(give `target`, or `arms`\)"):
+        load_config(project / "evalh.toml")
