@@ -60,8 +60,9 @@ def compare(
         help="table (terminal), json (stable keys) or markdown (or md).")] = CompareFormat.table,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     junit_xml: Annotated[Path | None, typer.Option(
-        "--junit-xml", metavar="FILE", help="Also write JUnit XML here: each compared case a testcase, each "
-        "regression a failure.", dir_okay=False)] = None,
+        "--junit-xml", metavar="FILE", help="Also write JUnit XML here: each compared case a testcase with "
+        "the candidate's time, each regression a failure saying what regressed (both sides' status, "
+        "score and scorers).", dir_okay=False)] = None,
     pass_rate_drop: Annotated[float | None, typer.Option(
         "--pass-rate-drop", min=0.0, max=1.0, metavar="SHARE",
         help="Allowed pass-rate drop (0.05 = 5 points) for every stochastic suite.")] = None,
