@@ -12,6 +12,11 @@ Each checkout runs its own bench worker with its own evalh (PYTHONPATH); the wor
 to its bench/.work/runner/ (ignored by git). Prints one line per size: the median wall and
 CPU time (user + system of the worker process, less sensitive to a loaded machine) of
 each side, per case, and after / before.
+
+`--cli`: whole process instead — `python -m evalh.cli.main run --config ... -q --seed 1`,
+spawn to exit (interpreter start, imports, the run, writing the document, the process's
+exit), what a user waits for; CPU is the child's user + system time. `--inline-too` adds a
+third side, the after checkout with `inline = true` on the target (issue 18 item 4).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -45,36 +51,73 @@ def worker(tree: Path, n: int) -> dict[str, float]:
     return {"wall_s": result["wall_s"], "cpu_s": result["cpu_s"]}
 
 
+def cli(tree: Path, n: int, inline: bool) -> dict[str, float]:
+    """`evalh run` of the runner bench's config, spawn to exit (see the module docstring)."""
+    work = tree / "bench" / ".work" / "runner"
+    config = work / f"py{n}.toml"
+    if inline:
+        text = config.read_text(encoding="utf-8").replace(
+            'target = "bench_target:instant"',
+            'target = { kind = "python", callable = "bench_target:instant", inline = true }')
+        config = work / f"py{n}_inline.toml"
+        config.write_text(text, encoding="utf-8")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalh.cli.main", "run", "--config", str(config), "--runs-dir", str(work / "runs"),
+         "-q", "--seed", "1", "--no-cache"],
+        cwd=work, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, check=False,
+    )
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    docs = list((work / "runs").glob("*.json"))
+    shutil.rmtree(work / "runs", ignore_errors=True)
+    if proc.returncode != 0 or len(docs) != 1:
+        raise RuntimeError(f"{tree}: evalh run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cli", action="store_true", help="whole process: evalh run, spawn to exit")
+    ap.add_argument("--inline-too", action="store_true", help="a third side: after, with inline = true")
+    ap.add_argument("--sizes", type=lambda v: tuple(int(x) for x in v.split(",")), default=SIZES,
+                    help="case counts, comma-separated (default: 10000,1000)")
     args = ap.parse_args(argv)
+    sizes: tuple[int, ...] = args.sizes
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    sides: dict[str, tuple[Path, bool]] = {name: (tree, False) for name, tree in trees.items()}
+    if args.inline_too:
+        sides["after-inline"] = (trees["after"], True)
     for tree in trees.values():
         subprocess.run(
             [sys.executable, "-c", "import sys; sys.path.insert(0, 'bench'); import run_bench as b; "
-             + "; ".join(f"b.write_config('py{n}', {n}, 'python', 32)" for n in SIZES)],
+             + "; ".join(f"b.write_config('py{n}', {n}, 'python', 32)" for n in sizes)],
             cwd=tree, check=True, env={**os.environ, "PYTHONPATH": str(tree)},
         )
-    runs: dict[str, dict[int, list[dict[str, float]]]] = {k: {n: [] for n in SIZES} for k in trees}
+    runs: dict[str, dict[int, list[dict[str, float]]]] = {k: {n: [] for n in sizes} for k in sides}
     print(f"load average at start {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
     for i in range(args.repeats):
-        for n in SIZES:
-            order = list(trees.items()) if i % 2 == 0 else list(trees.items())[::-1]
-            for name, tree in order:
-                runs[name][n].append(worker(tree, n))
+        for n in sizes:
+            order = list(sides.items()) if i % 2 == 0 else list(sides.items())[::-1]
+            for name, (tree, inline) in order:
+                runs[name][n].append(cli(tree, n, inline) if args.cli else worker(tree, n))
     print(f"load average at end {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
-    for n in SIZES:
+    for n in sizes:
         line = [f"{n:,} cases:"]
         for key in ("wall_s", "cpu_s"):
             b = statistics.median(r[key] for r in runs["before"][n])
-            a = statistics.median(r[key] for r in runs["after"][n])
-            line.append(f"{key[:-2]} before {b:.2f} s ({b / n * 1000:.3f} ms/case), after {a:.2f} s "
-                        f"({a / n * 1000:.3f} ms/case), after/before {a / b:.2f};")
+            line.append(f"{key[:-2]} before {b:.2f} s ({b / n * 1000:.3f} ms/case)")
+            for name in list(sides)[1:]:
+                a = statistics.median(r[key] for r in runs[name][n])
+                line.append(f"{name} {a:.2f} s ({a / n * 1000:.3f} ms/case, {a / b:.2f}x)")
+            line[-1] += ";"
         print(" ".join(line))
-        for name in trees:
+        for name in sides:
             print(f"  {name}: wall {[round(r['wall_s'], 2) for r in runs[name][n]]} "
                   f"cpu {[round(r['cpu_s'], 2) for r in runs[name][n]]}")
     return 0
