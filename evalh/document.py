@@ -55,39 +55,120 @@ def _object_open(value: dict[str, Any]) -> bytes:
     return body[:-1]
 
 
+INDEX = "line_index"
+"""The header member that gives the byte offset of every `EVERY`th result of each suite."""
+EVERY = 1024
+_WIDTH = 16
+_UNSET = b"%*d" % (_WIDTH, -1)
+
+
 def document_chunks(
     top: dict[str, Any],
     heads: dict[str, dict[str, Any]],
     cases: Callable[[str], Iterable[bytes]],
+    *,
+    scrub: Callable[[bytes], bytes] = lambda b: b,
+    patches: list[tuple[int, bytes]] | None = None,
 ) -> Iterator[bytes]:
-    """The document, in chunks of whole lines. `top`: every top-level member but `suites`
-    (in document order); `heads`: each suite's members but `cases`, in order; `cases(name)`:
-    that suite's results, each as compact JSON bytes (no newline), in document order."""
+    """The document, in chunks of whole lines, each passed through `scrub` (secrets out).
+    `top`: every top-level member but `suites` (in document order); `heads`: each suite's
+    members but `cases`, in order, with the number of `results` it will give; `cases(name)`:
+    that suite's results, each as compact JSON bytes (no newline), in document order.
+
+    The header ends with `line_index`: the byte offset of every `EVERY`th result of each
+    suite, written as -1 padded to a fixed width and known only once the results are
+    written: `patches` (when given) receives (position, bytes) pairs that fill them in, for a
+    writer that can seek back (`evalh.store.atomic_write_chunks`). A document left unpatched
+    (printed as it is made) is valid JSON whose readers find the results by scanning."""
     counted: dict[str, int] = {}
-    header = {k: v for k, v in top.items() if k not in ("suites", HEADS)}
-    # each head holds the number of results the caller will give (`results`), checked below
+    header = {k: v for k, v in top.items() if k not in ("suites", HEADS, INDEX)}
     header[HEADS] = {name: dict(head) for name, head in heads.items()}
-    yield _object_open(header) + b",\n" + b'"suites":{\n'
     names = list(heads)
+    first = scrub(_object_open(header)) + b',"' + INDEX.encode() + b'":{"every":%d,"offsets":{' % EVERY
+    slots: dict[str, int] = {}  # suite → position of its first entry
+    for k, name in enumerate(names):
+        n = heads[name].get("results")
+        entries = -(-n // EVERY) if isinstance(n, int) and n > 0 else 0
+        first += (b"," if k else b"") + orjson.dumps(name) + b":["
+        slots[name] = len(first)
+        first += b",".join([_UNSET] * entries) + b"]"
+    first += b"}},\n" + b'"suites":{\n'
+    written = len(first)
+    yield first
     for k, name in enumerate(names):
         head = {key: v for key, v in heads[name].items() if key not in ("cases", "results")}
         opened = _object_open(head)
-        yield orjson.dumps(name) + b":" + opened + (_OPEN_TAIL if len(opened) > 1 else _OPEN_TAIL[1:])
+        chunk = scrub(orjson.dumps(name) + b":" + opened + (_OPEN_TAIL if len(opened) > 1 else _OPEN_TAIL[1:]))
+        written += len(chunk)
+        yield chunk
         n = 0
         pending: bytes | None = None
         for line in cases(name):
             if pending is not None:
-                yield pending + b",\n"
-            pending = line
+                pending += b",\n"
+                written += len(pending)
+                yield pending
+            if n % EVERY == 0 and patches is not None and n // EVERY < _entries(heads[name]):
+                patches.append((slots[name] + (n // EVERY) * (_WIDTH + 1), b"%*d" % (_WIDTH, written)))
+            pending = scrub(line)
             n += 1
         if pending is not None:
-            yield pending + b"\n"
+            pending += b"\n"
+            written += len(pending)
+            yield pending
         counted[name] = n
-        yield b"]}" + (b",\n" if k < len(names) - 1 else b"\n")
+        tail = b"]}" + (b",\n" if k < len(names) - 1 else b"\n")
+        written += len(tail)
+        yield tail
     yield b"}}\n"
     for name, head in heads.items():
         if head.get("results") is not None and head["results"] != counted.get(name):
             raise AssertionError(f"suite {name}: header says {head['results']} results, {counted.get(name)} written")
+
+
+def _entries(head: dict[str, Any]) -> int:
+    n = head.get("results")
+    return -(-n // EVERY) if isinstance(n, int) and n > 0 else 0
+
+
+def indexed_offset(head: dict[str, Any], suite: str, i: int) -> tuple[int, int] | None:
+    """(byte offset of a result line at or before result `i` of `suite`, how many result
+    lines to step over from there) from the header's `line_index`; None when the header has
+    no usable index (an unpatched or older document: find the offsets by scanning)."""
+    index = head.get(INDEX)
+    if not isinstance(index, dict) or index.get("every") != EVERY:
+        return None
+    offsets = (index.get("offsets") or {}).get(suite)
+    if not isinstance(offsets, list) or not 0 <= i // EVERY < len(offsets):
+        return None
+    at = offsets[i // EVERY]
+    if not isinstance(at, int) or isinstance(at, bool) or at <= 0:
+        return None
+    return at, i % EVERY
+
+
+def read_case_near(fd: int, offset: int, skip: int, shown: str) -> Any:
+    """The raw result `skip` result lines after the one at `offset` (see `indexed_offset`);
+    a `RunDocumentError` when the lines there are not results."""
+    at = offset
+    for _ in range(skip):
+        at = _line_end(fd, at, shown)
+    if os.pread(fd, 1, at) != b"{":
+        raise RunDocumentError(f"{shown}: no result at byte {at}: the document's line index is wrong")
+    return read_case_at(fd, at, shown)
+
+
+def _line_end(fd: int, at: int, shown: str) -> int:
+    if os.pread(fd, 1, at) != b"{":
+        raise RunDocumentError(f"{shown}: no result at byte {at}: the document's line index is wrong")
+    while True:
+        block = os.pread(fd, 1 << 16, at)
+        if not block:
+            raise RunDocumentError(f"{shown}: not valid JSON: the document ends early (byte {at})")
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return at + nl + 1
+        at += len(block)
 
 
 def read_head(fh: IO[bytes]) -> dict[str, Any] | None:

@@ -157,9 +157,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
-def run_chunks(run: Run) -> Iterator[bytes]:
+def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None) -> Iterator[bytes]:
     """The document of `run` in the streamed layout (`evalh.document`), a few lines at a
-    time, secrets scrubbed: no copy of the whole run as one dict or one buffer."""
+    time, secrets scrubbed: no copy of the whole run as one dict or one buffer. `patches`
+    receives what fills in the header's line index once the lines are made."""
     env = secret_env_values()
     top = run.model_dump(mode="json", by_alias=True, exclude={"suites"})
     heads = {name: {**s.model_dump(mode="json", exclude={"cases"}), "results": len(s.cases)}
@@ -169,13 +170,15 @@ def run_chunks(run: Run) -> Iterator[bytes]:
         for c in run.suites[name].cases:
             yield orjson.dumps(c.model_dump(mode="json"))
 
-    for chunk in document_chunks(top, heads, cases):
-        yield scrub_secrets(chunk, env=env)
+    yield from document_chunks(top, heads, cases, scrub=lambda b: scrub_secrets(b, env=env), patches=patches)
 
 
-def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20) -> None:
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20,
+                        patches: list[tuple[int, bytes]] | None = None) -> None:
     """`atomic_write_bytes` for data made as it is written: the chunks are gathered into
-    writes of about `buffer` bytes, so memory holds one buffer, never the whole file."""
+    writes of about `buffer` bytes, so memory holds one buffer, never the whole file. Then
+    each (position, bytes) of `patches` (filled while the chunks were made) is written in
+    place, before the file is synced and renamed."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -194,6 +197,8 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 
                     _write_all(fd, b"".join(pending))
                     pending, size = [], 0
             _write_all(fd, b"".join(pending))
+            for at, value in patches or ():
+                os.pwrite(fd, value, at)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -220,7 +225,11 @@ def _fsync_dir(directory: Path) -> None:
 
 def serialize_run(run: Run) -> bytes:
     """The whole document of `run` as bytes (what `RunStore.write` streams to the file)."""
-    return b"".join(run_chunks(run))
+    patches: list[tuple[int, bytes]] = []
+    data = bytearray(b"".join(run_chunks(run, patches)))
+    for at, value in patches:
+        data[at:at + len(value)] = value
+    return bytes(data)
 
 
 def parse_run(data: bytes, shown: str) -> Run:
@@ -694,7 +703,8 @@ class RunStore:
         # write, so a sweep never takes its temporary file for a dead run's.
         lock = self.lock(run.run_id, wait_s=30)
         try:
-            atomic_write_chunks(path, run_chunks(run))
+            patches: list[tuple[int, bytes]] = []
+            atomic_write_chunks(path, run_chunks(run, patches), patches=patches)
         finally:
             lock.release()
         return path

@@ -214,16 +214,26 @@ def test_a_case_opened_before_any_listing_reads_no_row(tmp_path: Path) -> None:
     got = api.case(run.run_id, {"suite": "guards", "i": "12"})
     assert got["result"] == run.suites["guards"].cases[12].model_dump(mode="json")
     loaded = api.index.load(run.run_id)
-    assert loaded._rows is None and loaded.offsets is not None  # no row was built
+    assert loaded._rows is None and loaded.offsets is None  # the header's line index found it
     with path.open("rb") as fh:
         head = read_head(fh)
         assert head is not None
         parsed = case_offsets(fh, head, str(path))
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert line_offsets(fd, head, str(path)) == parsed == loaded.offsets
+        assert line_offsets(fd, head, str(path)) == parsed
     finally:
         os.close(fd)
+    index = head["line_index"]
+    assert index["offsets"]["guards"] == parsed["guards"][::index["every"]].tolist()
+    # printed as it is made (evalh show --json), the index is not filled in: found by scanning
+    from evalh.store import run_chunks
+
+    path.write_bytes(b"".join(run_chunks(run)))
+    json.loads(path.read_bytes())
+    api = DashboardApi(RunIndex(store.runs_dir), tmp_path)
+    assert api.case(run.run_id, {"suite": "guards", "i": "29"})["result"]["case_id"] == "s29"
+    assert api.index.load(run.run_id).offsets is not None
     with pytest.raises(EvalhError, match="no suite"):
         api.case(run.run_id, {"suite": "nope", "i": "0"})
 
@@ -270,3 +280,20 @@ def test_loaded_results_share_one_complete_field_set(tmp_path: Path, layout: str
     assert a.model_dump()["status"] == "errored" and a.model_dump()["scores"][0]["rationale"] == "changed"
     assert b.model_dump() == run.suites["gate"].cases[1].model_dump(exclude={"input", "output", "expected", "trace"}) | {
         "input": None, "output": None, "expected": None, "trace": None}
+
+
+def test_the_line_index_finds_results_past_its_step(tmp_path: Path) -> None:
+    """`line_index` keeps every EVERYth offset: a result between two is reached by stepping
+    over lines from the one before; the header stays small whatever the number of results."""
+    from evalh.document import EVERY
+    from evalh.ui.api import DashboardApi
+
+    store = RunStore(tmp_path / "eval_runs")
+    run = _run(10, cases=2 * EVERY + 5)
+    path = store.write(run)
+    header = json.loads(path.read_bytes().split(b"\n")[0][:-1] + b"}")
+    assert len(header["line_index"]["offsets"]["gate"]) == 3
+    api = DashboardApi(RunIndex(store.runs_dir), tmp_path)
+    for i in (0, EVERY - 1, EVERY, EVERY + 1, 2 * EVERY + 4):
+        got = api.case(run.run_id, {"suite": "gate", "i": str(i)})["result"]
+        assert got == run.suites["gate"].cases[i].model_dump(mode="json")

@@ -24,7 +24,15 @@ import orjson
 from pydantic import ValidationError
 
 from evalh.core.outcome import run_summary
-from evalh.document import iter_case_lines, line_offsets, read_case_at, read_head
+from evalh.document import (
+    HEADS,
+    indexed_offset,
+    iter_case_lines,
+    line_offsets,
+    read_case_at,
+    read_case_near,
+    read_head,
+)
 from evalh.errors import RunDocumentError, RunNotFound, first_validation_error
 from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
@@ -254,11 +262,33 @@ class LoadedRun:
 
     def count(self, suite: str) -> int | None:
         """How many results `suite` holds (None: no such suite). Of a streamed document
-        whose rows are not read yet, from the offsets alone (`_line_offsets`)."""
+        whose rows are not read yet, from its header's count."""
         if self.streamed and self._rows is None:
+            head = self._head()
+            if suite not in head[HEADS]:
+                return None
+            n = (head[HEADS][suite] or {}).get("results")
+            if isinstance(n, int):
+                return n
             offsets = self._line_offsets()
             return len(offsets[suite]) if suite in offsets else None
         return len(self.rows[suite]) if suite in self.rows else None
+
+    def _head(self) -> dict[str, Any]:
+        """The raw header of a streamed document (its first line), read once."""
+        with self._lock:
+            head = self.extra.get("head")
+            if head is None:
+                fd = self._open()
+                try:
+                    with open(fd, "rb", closefd=False) as fh:
+                        head = read_head(fh)
+                finally:
+                    os.close(fd)
+                if head is None:
+                    raise RunDocumentError(f"{self.shown}: changed while it was open: reload the page")
+                self.extra["head"] = head
+            return head
 
     def _open(self) -> int:
         """An fd on the document, checked to be the file this run was read from."""
@@ -290,10 +320,17 @@ class LoadedRun:
             return self.offsets
 
     def _case_at(self, suite: str, i: int) -> CaseResult:
-        offsets = self._line_offsets()
+        """Result `i` of `suite` from its line: found from the header's line index (a seek
+        and at most `EVERY` lines stepped over), else from every result's offset."""
+        near = indexed_offset(self._head(), suite, i) if self.offsets is None else None
+        offsets = self._line_offsets() if near is None else None
         fd = self._open()
         try:
-            raw = read_case_at(fd, offsets[suite][i], self.shown)
+            if near is not None:
+                raw = read_case_near(fd, near[0], near[1], self.shown)
+            else:
+                assert offsets is not None
+                raw = read_case_at(fd, offsets[suite][i], self.shown)
         finally:
             os.close(fd)
         try:
