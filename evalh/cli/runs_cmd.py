@@ -72,12 +72,16 @@ def show(
     from evalh.console import out
     from evalh.report.terminal.run import render_run
 
-    run = open_store(runs_dir, config).load(run_id)
-    if json_out:  # the document as the store writes it: a header line, then a line per result
-        from evalh.store import run_chunks
+    store = open_store(runs_dir, config)
+    run = store.load(run_id)  # validated: a damaged document is one line, exit 2
+    if json_out:  # the document as it is stored, copied a block at a time
+        import codecs
 
-        for chunk in run_chunks(run):
-            out().file.write(chunk.decode())
+        text = codecs.getincrementaldecoder("utf-8")()  # a character cut between two blocks
+        with store.resolve(run_id).open("rb") as fh:
+            while block := fh.read(1 << 20):
+                out().file.write(text.decode(block))
+        out().file.write(text.decode(b"", final=True))
         return
     from evalh.console import safe_text
 
