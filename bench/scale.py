@@ -163,36 +163,60 @@ COUNTS = frozenset({"n", "passed", "failed", "errored", "judge_error", "skipped"
 
 
 def synthesize(src: Path, dst: Path, k: int, tag: str) -> None:
-    """A document of k times the results of `src` (a streamed document): each result line
-    repeated k times under new case ids, the header's counts multiplied by k. Written line
-    by line: no run of that size is held in memory."""
+    """A document of k times the results of `src` (a streamed document of one suite): each
+    result line repeated k times under new case ids, the header's counts multiplied by k,
+    its line index filled in as `evalh.store` does. Written line by line: no run of that
+    size is held in memory."""
     import orjson
+
+    from evalh.document import EVERY, INDEX
 
     with src.open("rb") as fh:
         first = fh.readline()
         head = orjson.loads(first[:-2] + b"}")
         rest = fh.read()
     head = _scaled(head, k, COUNTS)
+    head.pop(INDEX, None)
     head["run_id"] = dst.stem
     head["label"] = tag
+    (name,) = head["suite_heads"]
+    entries = -(-head["suite_heads"][name]["results"] // EVERY)
+    start = orjson.dumps(head)[:-1] + b',"%s":{"every":%d,"offsets":{%s:[' % (INDEX.encode(), EVERY, orjson.dumps(name))
+    slot = len(start)
+    unset = b"%16d" % -1
+    header = start + b",".join([unset] * entries) + b"]}},\n"
     lines = rest.split(b"\n")
+    patches = []
     with dst.open("wb") as out:
-        out.write(orjson.dumps(head)[:-1] + b",\n")
+        out.write(header)
+        written = len(header)
+        n = 0
         for line in lines:
             if not line.startswith(b"{"):
-                if line.startswith(b'"') and b'"dataset":' in line:  # a suite's opening line
+                if line.startswith(b'"') and b'"dataset":' in line:  # the suite's opening line
                     opened = orjson.loads(line[line.index(b":") + 1:] + b"]}")
                     opened.pop("cases", None)
-                    name = line[:line.index(b":")]
-                    out.write(name + b":" + orjson.dumps(_scaled(opened, k, COUNTS))[:-1] + b',"cases":[\n')
+                    chunk = line[:line.index(b":")] + b":" + orjson.dumps(_scaled(opened, k, COUNTS))[:-1] + b',"cases":[\n'
                 elif line:
-                    out.write(line + b"\n")
+                    chunk = line + b"\n"
+                else:
+                    continue
+                out.write(chunk)
+                written += len(chunk)
                 continue
             body = line[:-1] if line.endswith(b",") else line
             last = not line.endswith(b",")
             for r in range(k):
-                out.write(body.replace(b'{"case_id":"', b'{"case_id":"r%d-' % r, 1)
-                          + (b"\n" if last and r == k - 1 else b",\n"))
+                if n % EVERY == 0:
+                    patches.append((slot + (n // EVERY) * 17, b"%16d" % written))
+                chunk = (body.replace(b'{"case_id":"', b'{"case_id":"r%d-' % r, 1)
+                         + (b"\n" if last and r == k - 1 else b",\n"))
+                out.write(chunk)
+                written += len(chunk)
+                n += 1
+        for at, value in patches:
+            out.seek(at)
+            out.write(value)
 
 
 def bench_synthesized(tree_name: str, tree: Path, n: int, src_n: int, rows: list[dict[str, object]]) -> None:
