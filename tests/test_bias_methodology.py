@@ -420,14 +420,18 @@ def test_measured_sizes_label_derived_tokens() -> None:
 # ---------------------------------------------------------------------------- the example
 
 
+# docs/methodology-bias.md's command, beyond --config (tests/test_docs_run.py checks the page says this)
+EXAMPLE_RUN_ARGS = ["--label", "bias demo", "--seed", "7", "--suite", "sycophancy", "--suite", "anchoring",
+                    "--suite", "pattern_bias", "--suite", "compression"]
+
+
 @pytest.fixture(scope="module")
 def example_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     repo = Path(__file__).resolve().parents[1]
     runs = tmp_path_factory.mktemp("bias-runs")
     cfg = repo / "examples" / "bias" / "evalh.toml"
     result = runner.invoke(app, ["run", "--config", str(cfg), "--runs-dir", str(runs), "-q", "--no-cache",
-                                 "--label", "bias demo", "--seed", "7", "--suite", "sycophancy", "--suite",
-                                 "anchoring", "--suite", "pattern_bias", "--suite", "compression"])
+                                 *EXAMPLE_RUN_ARGS])
     assert result.exit_code == 0, result.output
     return runs, json.loads(next(runs.glob("*.json")).read_text())
 

@@ -210,7 +210,9 @@ FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
 MARK = re.compile(r"<!-- docs-run: (.*?) -->\s*$")
 EXAMPLE_ID = "20261129T201530123Z-3fa9c1"
 EXEMPT = {"docs/config.md": 0, "docs/judges.md": 0, "docs/report.md": 1, "docs/running.md": 1,
-          "docs/labels-and-sweeps.md": 2}
+          "docs/labels-and-sweeps.md": 2, "docs/concepts.md": 0, "docs/methodology.md": 0,
+          "docs/architecture.md": 1, "docs/methodology-bias.md": 0, "docs/generated-cases.md": 0,
+          "docs/plugins.md": 0, "docs/scale.md": 0, "docs/batch.md": 0}
 SHELL = ("bash", "sh", "console", "")
 TOML_RE = re.compile(r"^\s*(\[|[A-Za-z_\"][\w.\"-]* *=)", re.M)
 
@@ -520,4 +522,146 @@ def test_labels_page_commands_run(repo_project: Path) -> None:
         out = sh(placeholders(cmd, ids), root, env).stdout
         if "--json" in cmd:
             assert json.loads(out)["counts"]
+    cov.check()
+
+
+
+# --------------------------------------------------------------------------- the other pages
+#
+# docs/cli.md is not run here: it is generated from the commands' own help
+# (docs/gen_cli_reference.py) and tests/test_cli_reference.py compares it with the help.
+
+
+def test_pages_without_commands_have_none_to_run() -> None:
+    """concepts.md, methodology.md and architecture.md show diagrams, schemas and outputs
+    (`text` blocks); architecture.md's "Checking it" block is what .ci/run does already."""
+    for doc in ("docs/concepts.md", "docs/methodology.md", "docs/architecture.md"):
+        cov = Coverage(doc)
+        assert all(b.lang != "" for b in cov.blocks), doc  # a bare fence would be taken for commands
+        cov.check()
+
+
+def subset(part: object, whole: object, where: str = "") -> None:
+    """`part` (a page's TOML excerpt) says nothing `whole` (the config that runs) does not."""
+    if isinstance(part, dict):
+        assert isinstance(whole, dict), where
+        for k, v in part.items():
+            assert k in whole, f"{where}.{k}: not in the example"
+            subset(v, whole[k], f"{where}.{k}")
+    elif isinstance(part, list) and part and all(isinstance(x, dict) for x in part):
+        assert isinstance(whole, list), where
+        for x in part:
+            fits = []
+            for y in whole:
+                try:
+                    subset(x, y, where)
+                    fits.append(y)
+                except AssertionError:
+                    pass
+            assert fits, f"{where}: {x} matches no table of the example"
+    else:
+        assert part == whole, f"{where}: {part!r} on the page, {whole!r} in the example"
+
+
+def test_methodology_bias_page_is_the_example_that_runs() -> None:
+    """The page's command is the one tests/test_bias_methodology.py runs (its `example_run`,
+    whose figures it checks against hand counts; not run twice), and each TOML excerpt is
+    what examples/bias/evalh.toml, the config it runs, says."""
+    import shlex
+    import tomllib
+
+    from tests.test_bias_methodology import EXAMPLE_RUN_ARGS
+
+    cov = Coverage("docs/methodology-bias.md")
+    (block,) = cov.take("bash", "evalh run")
+    run, report = (shlex.split(c, comments=True) for c in block.text.replace("\\\n", " ").splitlines())
+    assert run == ["evalh", "run", "--config", "examples/bias/evalh.toml", *EXAMPLE_RUN_ARGS]
+    assert report == ["evalh", "report", "--config", "examples/bias/evalh.toml"]
+    example = tomllib.loads((REPO / "examples/bias/evalh.toml").read_text(encoding="utf-8"))
+    for b in cov.take("toml"):
+        subset(tomllib.loads(b.text), example, b.where())
+    cov.check()
+
+
+def test_generated_cases_page_suite_validates_and_dry_runs(repo_project: Path) -> None:
+    root = repo_project
+    cov = Coverage("docs/generated-cases.md")
+    (suite,) = cov.take("toml", "[suites.parliament.generate]")
+    (root / "evalh.toml").write_text(suite.text)
+    env = env_for(root)
+    sh("evalh validate", root, env)
+    proc = sh("evalh run --dry-run", root, env)  # "what generation would ask and cost, without a call"
+    assert "generating 24 cases: 24 requests to claude-sonnet-4-5" in " ".join(proc.stderr.split() + proc.stdout.split())
+    assert not (root / "eval_runs").exists()
+    cov.check()
+
+
+def test_plugins_page_examples_run(tmp_path: Path) -> None:
+    """The page's entry points, as a dist-info on PYTHONPATH (as an installed package is;
+    tests/test_installed.py pip-installs it), naming tests/plugin_pkg's modules; its suites
+    and its report command run on them."""
+    import tomllib
+
+    root = tmp_path
+    cov = Coverage("docs/plugins.md")
+    (eps,) = cov.take("toml", "[project.entry-points.")
+    groups = tomllib.loads(eps.text)["project"]["entry-points"]
+    shipped = tomllib.loads((REPO / "tests/plugin_pkg/pyproject.toml").read_text())["project"]["entry-points"]
+    subset(groups, shipped, eps.where())
+    info = root / "site" / "evalh_demo_plugin-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evalh-demo-plugin\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{g}]\n" + "".join(f"{n} = {v}\n" for n, v in e.items()) + "\n" for g, e in groups.items()))
+    env = env_for(root, PYTHONPATH=f"{root / 'site'}{os.pathsep}{REPO / 'tests/plugin_pkg/src'}",
+                  DEMO_ECHO_KEY="sk-demo-0123456789")
+    (demo,) = cov.take("toml", "[suites.demo]")
+    (echo,) = cov.take("toml", "[suites.echo]")
+    (root / "cases.jsonl").write_text('{"id": "hi", "input": {"text": "hi"}, "expected": "SAY HI"}\n'
+                                      '{"id": "long", "input": {"text": "a sentence well over twenty characters"}}\n')
+    (root / "evalh.toml").write_text(demo.text + "\n" + echo.text)
+    sh("evalh validate", root, env)
+    run = json.loads(sh("evalh run --json", root, env, code=1).stdout)  # the long case is over 20 characters
+    doc = json.loads(Path(run["path"]).read_bytes())
+    statuses = {(s, r["case_id"]): r["status"] for s, v in doc["suites"].items() for r in v["cases"]}
+    assert statuses == {("demo", "hi"): "passed", ("demo", "long"): "failed",
+                        ("echo", "hi"): "passed", ("echo", "long"): "failed"}, statuses
+    (report,) = cov.take("sh", "evalh report")
+    for cmd in commands(report):
+        sh(cmd, root, env)
+    assert doc["run_id"] in (root / "runs.csv").read_text()
+    cov.check()
+
+
+def test_scale_page_commands_run(tmp_path: Path) -> None:
+    """The page's summary lines (every shard in one scratch project, moved to shards/K/ as
+    the CI would; tests/test_scale_recipes.py runs the full recipes), and the processes
+    example on a suite `live`."""
+    root = tmp_path
+    cov = Coverage("docs/scale.md")
+    (root / "cases.jsonl").write_text("".join(
+        json.dumps({"id": f"c{n}", "input": {"n": n}, "expected": "even" if n % 2 == 0 else "odd"}) + "\n"
+        for n in range(12)))
+    (root / "parity.py").write_text("def check(inp):\n    return 'even' if inp['n'] % 2 == 0 else 'odd'\n")
+    suite = 'dataset = "cases.jsonl"\ntarget = "parity:check"\nscorers = [{ type = "exact" }]\n'
+    (root / "evalh.toml").write_text("[suites.live]\n" + suite)
+    env = env_for(root)
+    (summary,) = cov.take("console", "evalh merge")
+    shard, merge = commands(summary)
+    for k in range(1, 5):  # machine k
+        sh(shard.replace("--shard 1/4", f"--shard {k}/4"), root, env)
+        (done,) = (root / "eval_runs").glob("*.json")
+        (root / "shards" / str(k)).mkdir(parents=True)
+        done.rename(root / "shards" / str(k) / done.name)
+    sh(merge, root, env)
+    (merged,) = [load_run(root, i) for i in run_ids(root)]
+    assert len(merged["merged_from"]) == 4 and len(merged["suites"]["live"]["cases"]) == 12
+
+    (procs,) = cov.take("toml", "processes = 4")
+    (root / "evalh.toml").write_text(procs.text + suite)  # the last table is [suites.live]
+    (command,) = cov.take("console", "--procs 4")
+    for cmd in commands(command):
+        sh(cmd, root, env)
+    newest = load_run(root, run_ids(root)[-1])
+    assert not newest.get("merged_from") and len(newest["suites"]["live"]["cases"]) == 12
     cov.check()
