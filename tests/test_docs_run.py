@@ -665,3 +665,28 @@ def test_scale_page_commands_run(tmp_path: Path) -> None:
     newest = load_run(root, run_ids(root)[-1])
     assert not newest.get("merged_from") and len(newest["suites"]["live"]["cases"]) == 12
     cov.check()
+
+
+def test_batch_page_examples(tmp_path: Path) -> None:
+    """The first suite: valid, and its dry run prices the target's and the judge's request at
+    the batch price (half of list: the saving is the cost). The offline example and the
+    resume after `kill -9` are run by tests/test_batch.py (against the mock's batch APIs,
+    counting the batches created), from this page's blocks: not run twice."""
+    root = tmp_path
+    cov = Coverage("docs/batch.md")
+    (nightly,) = cov.take("toml", "[suites.nightly]")
+    (root / "datasets").mkdir()
+    (root / "datasets" / "nightly.jsonl").write_text('{"id": "q1", "input": {"question": "Who?"}}\n')
+    (root / "evalh.toml").write_text(nightly.text)
+    env = env_for(root, ANTHROPIC_API_KEY="sk-docs-run-0123456789")  # a dry run calls nothing
+    sh("evalh validate", root, env)
+    total = json.loads(sh("evalh run --dry-run --json", root, env).stdout)["total"]
+    assert total["batch_requests"] == 2 and total["batch_saving_usd"] == pytest.approx(total["cost_usd"])
+    tests = (REPO / "tests" / "test_batch.py").read_text(encoding="utf-8")
+    for name in ("test_the_example_of_docs_batch_md_runs_as_written",
+                 "test_killed_while_polling_the_resumed_run_reattaches_to_its_batch"):
+        assert f"def {name}(" in tests, name
+    cov.take("toml", "[suites.capitals]")
+    cov.take("bash", "evalh run --dry-run")
+    cov.take("bash", "evalh run --resume RUN_ID")
+    cov.check()
