@@ -131,3 +131,24 @@ def test_compare_junit_bodies_are_escaped_and_cut(project: Path) -> None:
     line = next(ln for ln in text.splitlines() if ln.startswith("  exact: failed"))
     assert "</failure><x a='1'>&\ufffd" in line and line.endswith("…")
     assert len(line) < MAX_RATIONALE + 40
+
+
+def test_compare_junit_names_suites_absent_from_one_side(project: Path) -> None:
+    """A suite only in the base and one only in the candidate are each a testcase (skipped,
+    saying which side lacks it), not left out of the report."""
+    config, runs = str(project / "evalh.toml"), str(project / "runs")
+    assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 0
+    toml = project / "evalh.toml"
+    toml.write_text(toml.read_text().replace("[suites.smoke]", "[suites.other]"))
+    assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 0
+    base, cand = sorted(p.stem for p in (project / "runs").glob("*.json"))
+    xml = project / "compare.xml"
+    result = invoke("compare", base, cand, "--config", config, "--runs-dir", runs, "--junit-xml", str(xml))
+    assert result.exit_code == 0, result.output
+    validate(xml)
+    root = ET.parse(xml).getroot()
+    (removed,) = cases(root, "smoke").values()
+    (added,) = cases(root, "other").values()
+    assert removed.get("name") == "suite removed" and added.get("name") == "suite added"
+    assert "the candidate run has no suite smoke" in (removed.find("skipped").get("message") or "")  # type: ignore[union-attr]
+    assert "the base run has no suite other" in (added.find("skipped").get("message") or "")  # type: ignore[union-attr]
