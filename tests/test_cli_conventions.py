@@ -153,3 +153,28 @@ def test_shared_options_come_in_one_order() -> None:
         options = text.split("Options:")[-1]
         found = [o for o in order if f"\n  {o} " in options or f"\n  {o}\n" in options]
         assert sorted(found, key=options.index) == found, (path, found)
+
+
+# Commands that print no data: messages on stderr only (baseline set, label import), servers
+# (ui, label serve, mock-provider), and export-requests, whose data is a JSON document already.
+NO_DATA = {("baseline", "set"), ("label", "import"), ("label", "serve"), ("mock-provider",), ("ui",),
+           ("export-requests",)}
+
+
+def test_json_is_on_every_command_that_prints_data() -> None:
+    leaves = [c for c in every_command() if c and "Commands" not in invoke(*c, "--help").stdout]
+    assert {tuple(c) for c in leaves} >= NO_DATA  # none of them is gone unnoticed
+    for command in leaves:
+        text = invoke(*command, "--help").stdout
+        if tuple(command) in NO_DATA:
+            assert "--format" not in text, command
+            continue
+        assert "--json" in text, f"evalh {' '.join(command)} prints data but has no --json"
+
+
+def test_baseline_set_prints_no_data(project: Path) -> None:
+    config, runs = str(project / "evalh.toml"), str(project / "runs")
+    assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 0
+    (run_id,) = [p.stem for p in (project / "runs").glob("*.json")]
+    result = invoke("baseline", "set", run_id, "--config", config, "--runs-dir", runs)
+    assert result.exit_code == 0 and result.stdout == "" and run_id in result.stderr
