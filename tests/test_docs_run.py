@@ -690,3 +690,21 @@ def test_batch_page_examples(tmp_path: Path) -> None:
     cov.take("bash", "evalh run --dry-run")
     cov.take("bash", "evalh run --resume RUN_ID")
     cov.check()
+
+
+def test_plugins_page_python_api_and_pytest_blocks_run(project: Path) -> None:
+    """The page's Python API block and its pytest test, in a project with the `smoke`
+    suite they name (tests/conftest.py's `project`, every case passing)."""
+    root = project
+    env = env_for(root)
+    api_block, pytest_block = (b for b in page("docs/plugins.md") if b.lang == "python")
+    (root / "use_api.py").write_text(api_block.text)
+    proc = subprocess.run([sys.executable, "use_api.py"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=120)
+    ok(proc, f"{api_block.where()}: the Python API block")
+    assert "smoke" in proc.stdout and len(run_ids(root)) == 1  # the md report of the run it made
+    (root / "test_evals.py").write_text(pytest_block.text)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_evals.py"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    ok(proc, f"{pytest_block.where()}: the pytest block")
+    assert "1 passed" in proc.stdout and len(run_ids(root)) == 2  # the fixture ran the suite
