@@ -1,6 +1,8 @@
 """Docs that run: the command lines of README.md's "Start in your project" and its product
 examples, of docs/adopting.md, of the reference pages (config, judges, report, running,
-labels and sweeps: see below), and docs/ci.md's recipe step by step (the workflow YAML parsed, each
+labels and sweeps: see below), of the other pages (concepts, methodology, architecture,
+methodology-bias, generated-cases, plugins, scale, batch: at the end; where another test
+runs a page's example already, it is pointed to, not run twice), and docs/ci.md's recipe step by step (the workflow YAML parsed, each
 `run:` executed in order as GitHub runs it: `bash -eo pipefail`), in scratch projects;
 the exit codes and files the text promises are checked.
 
