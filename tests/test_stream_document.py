@@ -297,3 +297,22 @@ def test_the_line_index_finds_results_past_its_step(tmp_path: Path) -> None:
     for i in (0, EVERY - 1, EVERY, EVERY + 1, 2 * EVERY + 4):
         got = api.case(run.run_id, {"suite": "gate", "i": str(i)})["result"]
         assert got == run.suites["gate"].cases[i].model_dump(mode="json")
+
+
+def test_a_journaled_result_shares_the_field_set_and_reads_back_the_same(tmp_path: Path) -> None:
+    """The runner keeps every journaled result until the document is written: journaling
+    gives it the shared set of field names (3 KB less each), and changes nothing else."""
+    from evalh.store import Journal
+
+    journal = Journal(tmp_path / "r.journal.jsonl")
+    journal.open({"run_id": "r"})
+    made = [CaseResult(case_id=f"c{k}", status="passed", scores=[Score(scorer="exact", passed=True)])
+            for k in range(3)]
+    for r in made:
+        assert r.model_fields_set != set(CaseResult.model_fields)  # only what was given
+        journal.append("gate", r)
+    journal.close()
+    assert made[0].__pydantic_fields_set__ is made[2].__pydantic_fields_set__
+    assert made[0].scores[0].__pydantic_fields_set__ is made[1].scores[0].__pydantic_fields_set__
+    _, back = Journal.read(journal.path)
+    assert [r.model_dump() for _, r in back] == [r.model_dump() for r in made]
