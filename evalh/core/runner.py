@@ -307,6 +307,8 @@ class Runner:
     # ------------------------------------------------------------------ the run
 
     def build_run(self, status: str, reason: str | None) -> Run:
+        from evalh.core.sweep import suite_sweep  # suites.S.sweep: the configured sweep's ranking
+
         plan = self.plan
         suites: dict[str, SuiteResult] = {}
         for suite in plan.suites:
@@ -327,6 +329,7 @@ class Runner:
                 arms=arms,
                 baseline_arm=suite.arms[0].name if suite.arms else None,
                 details=suite.details, metrics=metrics, contrasts=contrasts,
+                sweep=suite_sweep(suite.name, suite.config, results, suite.arms[0].name if suite.arms else None),
                 cases=results,
             )
         run = Run(
