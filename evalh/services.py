@@ -116,8 +116,8 @@ class RunServices:
     pacers: dict[int, Any] = field(default_factory=dict)
     """A paced target's pacer (evalh.targets.pacing), by its config, made at its first call."""
     journal: Any = None
-    """The run's journal (evalh.store.Journal, by its path; `evalh run` sets it): batch clients
-    note the batches they submit there (evalh.providers.batch), so a resumed run re-attaches."""
+    """The run's journal (evalh.store.Journal) once the runner opened it: batch clients note
+    the batches they submit there (evalh.providers.batch), so a resumed run re-attaches."""
 
     def cost_of(self, model: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
         """Cost from the price table; unknown model → None, never 0."""

@@ -421,21 +421,8 @@ class Journal:
 
     def note_batch(self, record: dict[str, Any]) -> None:
         """A batch submitted to a provider's batch API (its id, endpoint and custom_ids), so
-        a resumed run re-attaches to it instead of submitting it again (evalh.providers.batch).
-        Also on a `Journal` of the run's path that this object did not open (the runner's is
-        open): the line is appended to the file in one write."""
-        if self._fd is not None:
-            self._write({"batch": record})
-            return
-        line = scrub_secrets(jsonl_line({"batch": record}), env=secret_env_values())
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-            try:
-                _write_all(fd, line)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise write_failed(self.path, exc) from None
+        a resumed run re-attaches to it instead of submitting it again (evalh.providers.batch)."""
+        self._write({"batch": record})
 
     @staticmethod
     def batch_notes(path: Path) -> list[dict[str, Any]]:

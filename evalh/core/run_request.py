@@ -214,9 +214,6 @@ def run_request(
     from evalh.core.outcome import gate_exit_code, run_verdict
     from evalh.core.runner import run_plan
 
-    services = req.prepared.plan.services
-    if services.journal is None:  # where batch clients note their batches (evalh.providers.batch)
-        services.journal = req.store.journal(req.prepared.plan.run_id)
     run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock)
     verdict = run_verdict(run)
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,

@@ -377,6 +377,7 @@ class Runner:
                     guard(suite, self.plan.services)
         journal_is_new = not self.journal.path.exists()
         self.journal.open(header)
+        self.plan.services.journal = self.journal  # batch clients note their batches there
         saved_env = {k: os.environ.get(k) for k in ("EVALH_RUN_ID", "EVALH_CASE_ID")}
         self.observer.on_start(self.plan)
         rng = random.Random(self.plan.seed)
