@@ -127,34 +127,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     The file gets the permissions a newly created file has under the umask (mkstemp's
     0600 would hide a report from the web server or CI step meant to read it). An OS error
     is a `WriteFailed` naming `path`; the temporary file is removed."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise write_failed(path, exc) from None
-    try:
-        try:
-            if hasattr(os, "fchmod"):  # POSIX: mkstemp made it 0600
-                os.fchmod(fd, 0o666 & ~current_umask())
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise write_failed(path, exc) from None
-        raise
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    atomic_write_chunks(path, [data])
 
 
 def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None) -> Iterator[bytes]:
@@ -175,7 +148,7 @@ def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None) -> Iter
 
 def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20,
                         patches: list[tuple[int, bytes]] | None = None) -> None:
-    """`atomic_write_bytes` for data made as it is written: the chunks are gathered into
+    """`atomic_write_bytes` for data made as it is written (the one writer of both): the chunks are gathered into
     writes of about `buffer` bytes, so memory holds one buffer, never the whole file. Then
     each (position, bytes) of `patches` (filled while the chunks were made) is written in
     place, before the file is synced and renamed."""
