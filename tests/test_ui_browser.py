@@ -10,7 +10,7 @@ without a single network request.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,20 @@ OUTCOMES = [
 PWNED = "() => [window.__evalh_pwned, window.__evalh_pwned_script]"
 
 
+def serve(runs_dir: Path, root: Path) -> tuple[str, Callable[[], None]]:
+    """The dashboard over `runs_dir` on a free loopback port: its URL, and how to stop it."""
+    server = make_server(runs_dir, root, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+    return f"http://127.0.0.1:{server.server_address[1]}", stop
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
@@ -54,15 +68,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[s
     root = tmp_path_factory.mktemp("site")
     runs = series(root / "eval_runs", OUTCOMES, hostile_in=1)
     write_baseline(root, runs[0].run_id)
-    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    url, stop = serve(root / "eval_runs", root)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", [r.run_id for r in runs]
+        yield url, [r.run_id for r in runs]
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        stop()
 
 
 class Page:
@@ -229,15 +239,11 @@ def rich(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[s
     root = tmp_path_factory.mktemp("rich")
     runs = _rich_runs(root / "eval_runs")
     RICH_RUNS[:] = [root / "eval_runs"]
-    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    url, stop = serve(root / "eval_runs", root)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", [r.run_id for r in runs]
+        yield url, [r.run_id for r in runs]
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        stop()
 
 
 OVERFLOW = """() => {
@@ -447,12 +453,10 @@ def test_run_page_names_the_dead_lens_worst_and_shows_every_figure(browser: Any,
 
     run = run_with_figures().model_copy(update={"run_id": "20260301T000000000Z-00000f"})
     write_runs(root / "eval_runs", [run])
-    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    url, stop = serve(root / "eval_runs", root)
     p = wide(browser)
     try:
-        p.page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/run/{run.run_id}")
+        p.page.goto(f"{url}/#/run/{run.run_id}")
         figs = p.page.locator("[data-testid=figure]")
         figs.first.wait_for()
         assert sorted(figs.nth(i).get_attribute("data-kind") for i in range(figs.count())) == ["classification", "judge", "pairwise"]
@@ -464,9 +468,7 @@ def test_run_page_names_the_dead_lens_worst_and_shows_every_figure(browser: Any,
         assert p.errors == []
     finally:
         p.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        stop()
 
 
 def test_history_filters_by_label_branch_sha_status_and_date(browser: Any, tmp_path: Path) -> None:
@@ -482,10 +484,7 @@ def test_history_filters_by_label_branch_sha_status_and_date(browser: Any, tmp_p
                      label=label, status=status, started_at=f"{day}T08:00:00.000Z")
         runs.append(r.model_copy(update={"git": GitInfo(sha=sha, dirty=False, branch=branch)}))
     write_runs(tmp_path / "eval_runs", runs)
-    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
+    url, stop = serve(tmp_path / "eval_runs", tmp_path)
     p = wide(browser)
 
     def shown() -> list[str | None]:
@@ -525,9 +524,7 @@ def test_history_filters_by_label_branch_sha_status_and_date(browser: Any, tmp_p
         assert p.errors == []
     finally:
         p.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        stop()
 
 
 def test_a_chart_of_many_runs_names_the_run_under_the_pointer(browser: Any, tmp_path: Path) -> None:
@@ -536,12 +533,10 @@ def test_a_chart_of_many_runs_names_the_run_under_the_pointer(browser: Any, tmp_
     runs = [make_run(f"202603{1 + k // 24:02d}T{k % 24:02d}0000000Z-{k:06x}", {"s": suite([res("a"), res("b", "failed" if k % 3 else "passed")])},
                      started_at=f"2026-03-{1 + k // 24:02d}T{k % 24:02d}:00:00.000Z") for k in range(160)]
     write_runs(tmp_path / "eval_runs", runs)
-    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    url, stop = serve(tmp_path / "eval_runs", tmp_path)
     p = wide(browser)
     try:
-        p.page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
+        p.page.goto(f"{url}/")
         overlay = p.page.locator("[data-testid=chart-overlay-pass_rate]")
         overlay.wait_for()
         assert p.page.locator("[data-testid=chart-pass_rate] .pt").count() == 0  # lines only
@@ -558,9 +553,7 @@ def test_a_chart_of_many_runs_names_the_run_under_the_pointer(browser: Any, tmp_
         assert p.errors == []
     finally:
         p.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        stop()
 
 
 def test_html_report_of_two_runs_lays_each_changed_case_side_by_side(
@@ -637,12 +630,10 @@ def test_run_page_shows_the_sweep_ranking_its_winner_and_whether_the_win_is_with
     run = sweep_run("20260401T000000000Z-00005e")
     assert run.suites["triage"].sweep["recommended"] == {"threshold": 0.7}
     write_runs(tmp_path / "eval_runs", [run])
-    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    url, stop = serve(tmp_path / "eval_runs", tmp_path)
     p = wide(browser)
     try:
-        p.page.goto(f"http://127.0.0.1:{server.server_address[1]}/#/run/{run.run_id}")
+        p.page.goto(f"{url}/#/run/{run.run_id}")
         fig = p.page.locator("[data-testid=figure][data-kind=sweep][data-suite=triage]")
         fig.wait_for()
         head = fig.locator("thead th").all_inner_texts()
@@ -684,9 +675,7 @@ def test_run_page_shows_the_sweep_ranking_its_winner_and_whether_the_win_is_with
         assert p.errors == []
     finally:
         p.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        stop()
 
 
 # --------------------------------------------------------------------------- every page at 1280 px
@@ -712,10 +701,7 @@ def test_every_page_fits_its_cards_at_1280_px_with_long_ids_outputs_and_many_sui
         runs.append(make_run(f"2026050{k + 1}T000000000Z-0000a{k}", suites, label=f"nightly build {k} " + "x" * 60,
                              started_at=f"2026-05-0{k + 1}T00:00:00.000Z"))
     write_runs(tmp_path / "eval_runs", runs)
-    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
+    url, stop = serve(tmp_path / "eval_runs", tmp_path)
     p = wide(browser)
     try:
         p.page.goto(url + "/")
@@ -740,6 +726,4 @@ def test_every_page_fits_its_cards_at_1280_px_with_long_ids_outputs_and_many_sui
         assert p.errors == []
     finally:
         p.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        stop()
