@@ -226,22 +226,32 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
 
     if line() != b'"suites":{\n':
         raise bad('"suites":{')
-    for name in names:
+    for k, name in enumerate(names):
         opener = line()
         if not (opener.startswith(orjson.dumps(name) + b":{") and opener.endswith(b'"cases":[\n')):
             raise bad(f"the start of suite {name!r}")
+        n = 0
+        more = True  # a result may come next: none yet, or the last one ended with a comma
         while True:
             at = pos
             data = line()
-            if data.startswith(b"{"):
-                body = data[:-2] if data.endswith(b",\n") else data[:-1] if data.endswith(b"\n") else data
+            if data.startswith(b"{") and more:
+                more = data.endswith(b",\n")
+                body = data[:-2] if more else data[:-1] if data.endswith(b"\n") else data
+                n += 1
                 yield name, at, body
                 continue
-            if data.startswith(b"]}"):
+            if data == (b"]},\n" if k < len(names) - 1 else b"]}\n") and (not more or n == 0):
                 break
             raise bad(f"a result of suite {name!r} or its end")
+        expected = head[HEADS][name].get("results") if isinstance(head[HEADS][name], dict) else None
+        if isinstance(expected, int) and expected != n:
+            raise RunDocumentError(f"{shown}:{number}: suite {name!r} holds {n} results, its header says {expected}")
     if line() != b"}}\n":
         raise bad("the end of the document")
+    while rest := fh.read(1 << 16):
+        if rest.strip():
+            raise bad("nothing after the end of the document")
 
 
 def case_offsets(fh: IO[bytes], head: dict[str, Any], shown: str) -> dict[str, array[int]]:

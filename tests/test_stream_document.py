@@ -316,3 +316,30 @@ def test_a_journaled_result_shares_the_field_set_and_reads_back_the_same(tmp_pat
     assert made[0].scores[0].__pydantic_fields_set__ is made[1].scores[0].__pydantic_fields_set__
     _, back = Journal.read(journal.path)
     assert [r.model_dump() for _, r in back] == [r.model_dump() for r in made]
+
+
+@pytest.mark.parametrize("edit", ["a result dropped", "the last result dropped", "a result twice",
+                                  "bytes after the end"])
+def test_a_results_part_that_disagrees_with_its_header_is_one_named_error(tmp_path: Path, edit: str) -> None:
+    """A document whose results are not the ones its header counts, or that is not one JSON
+    value, is refused (exit 2), never read as a complete run with a case missing: a failing
+    case cut out of the results part must not make the run pass."""
+    store = RunStore(tmp_path / "runs")
+    run = _run(1, cases=5, broken=frozenset({2, 4}))
+    path = store.write(run)
+    lines = path.read_bytes().split(b"\n")
+    gate = [i for i, x in enumerate(lines) if x.startswith(b'{"case_id":"g')]
+    if edit == "a result dropped":
+        del lines[gate[2]]
+    elif edit == "the last result dropped":
+        del lines[gate[-1]]
+    elif edit == "a result twice":
+        lines.insert(gate[0], lines[gate[0]])
+    else:
+        lines[-1] = b'{"case_id":"g9"}'
+    path.write_bytes(b"\n".join(lines))
+    for load in (store.load, store.load_facts):
+        with pytest.raises(RunDocumentError, match=str(path)):
+            load(run.run_id)
+    shown = CliRunner().invoke(app, ["compare", str(path), str(path), "--runs-dir", str(store.runs_dir)])
+    assert shown.exit_code == 2, shown.output
