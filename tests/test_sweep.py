@@ -530,3 +530,29 @@ def test_counts_by_bisection_equal_deciding_each_result() -> None:
     assert index.confusion((2.0, 2.0, 1.0))["none"] == {d: sum(1 for o in data if o.label == "none" and
                                                                 decide((2.0, 2.0, 1.0), decisions, o.value) == d)  # type: ignore[arg-type]
                                                             for d in decisions}
+
+
+def test_a_non_finite_measure_is_undecided_as_in_the_stored_document() -> None:
+    """A target's NaN (or inf) is written as null in the run document: the ranking `evalh
+    run` stores from the results in memory must be the one `evalh sweep` gives over that
+    document, so such a case is undecided, never counted as flagged or passed."""
+    import math
+
+    import orjson
+
+    from evalh.config import SuiteConfig
+    from evalh.core.sweep import suite_sweep
+
+    results = []
+    for i in range(20):
+        bad = i % 2 == 0
+        value = math.nan if i % 5 == 0 else math.inf if i == 7 else (0.7 if bad else 0.2) + i / 100
+        results.append(CaseResult(case_id=f"c{i}", status="passed", output={"risk": value},
+                                  score=value, expected={"label": "bad" if bad else "good"}))
+    stored = [CaseResult.model_validate(orjson.loads(orjson.dumps(r.model_dump(mode="json")))) for r in results]
+    for measure in ("output:risk", "score"):
+        cfg = SuiteConfig.model_construct(sweep=SweepConfig(positive="bad", label="label", measure=measure,
+                                                            grid={"threshold": "0.1:0.9:0.1"}))
+        in_memory, from_document = suite_sweep("s", cfg, results, None), suite_sweep("s", cfg, stored, None)
+        assert in_memory is not None and "error" not in in_memory
+        assert in_memory == from_document

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -87,8 +88,14 @@ ERRORED_MEASURE = "errored"
 
 
 def measure_of(spec: SweepConfig, result: CaseResult) -> float | str | None:
-    """The per-case number a policy decides on; None when the result cannot give one,
-    `ERRORED_MEASURE` when it would rest on a failed call (never read as a survive)."""
+    """The per-case number a policy decides on; None when the result cannot give one (a
+    NaN or infinity too: the run document stores null), `ERRORED_MEASURE` when it would rest
+    on a failed call (never read as a survive)."""
+    value = _measure_of(spec, result)
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _measure_of(spec: SweepConfig, result: CaseResult) -> float | str | None:
     if result.status == "skipped":
         return None
     if result.status == "errored":  # the target failed: nothing was decided
