@@ -63,7 +63,10 @@ PROVIDERS: dict[str, str] = {
 
 REPORT_FORMATS: dict[str, str] = {}
 """Report formats added by plugins (`evalh report --format NAME`); the built-in ones
-(table, md, json, html) are the report command's own."""
+(`BUILTIN_REPORT_FORMATS`) are the report command's own."""
+BUILTIN_REPORT_FORMATS = ("table", "md", "markdown", "json", "html")
+"""`evalh report`'s own formats (`markdown` is `md`, as `evalh compare` spells it): a plugin's
+format of one of these names is shadowed, as a built-in scorer's name is."""
 
 GROUPS: dict[str, str] = {
     "evalh.scorers": "scorer",
@@ -131,7 +134,7 @@ def load_plugins(*, reload: bool = False) -> list[Plugin]:
             module = module.strip()
             if attr or not module or not all(part.isidentifier() for part in module.split(".")):
                 status = "invalid"
-            elif name in table:
+            elif name in table or (kind == "report_format" and name in BUILTIN_REPORT_FORMATS):
                 status = "shadowed"
             else:
                 status = "loaded"

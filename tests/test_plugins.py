@@ -41,6 +41,7 @@ def plugin_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evalh-demo-plugin\nVersion: 0.1.0\n")
     (info / "entry_points.txt").write_text(entry_points_txt({
         "evalh.scorers": {"exact": "evalh_demo_plugin.scorer", "broken": "evalh_demo_plugin.scorer:build"},
+        "evalh.report_formats": {"html": "evalh_demo_plugin.report_format"},
     }))
     sys.path[:0] = [str(site), str(PLUGIN / "src")]
     registry.load_plugins(reload=True)
@@ -94,6 +95,8 @@ def test_evalh_plugins_lists_loaded_shadowed_and_invalid(plugin_installed: None)
     assert rows[("report_format", "demo_csv")]["status"] == "loaded"
     assert rows[("scorer", "exact")]["status"] == "shadowed"
     assert registry.SCORER_TYPES["exact"] == "evalh.scorers.match"  # the built-in wins
+    assert rows[("report_format", "html")]["status"] == "shadowed"  # `report --format html` is the built-in
+    assert "html" not in registry.REPORT_FORMATS
     assert rows[("scorer", "broken")]["status"] == "invalid"
     assert "broken" not in registry.SCORER_TYPES
 

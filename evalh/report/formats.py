@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from evalh.registry import BUILTIN_REPORT_FORMATS  # a plugin cannot take these names
+
 if TYPE_CHECKING:
     from evalh.models import Run
 
-BUILTIN = ("table", "md", "markdown", "json", "html")
+BUILTIN = BUILTIN_REPORT_FORMATS
 """`evalh report`'s own formats (`markdown` is `md`, as `evalh compare` spells it)."""
 
 
