@@ -206,6 +206,21 @@ def result_counts(head: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+def _check_opener(members: bytes, head: Any, name: str, where: str) -> None:
+    """A suite's members on the line that opens it are the header's copy of them
+    (`suite_heads`, less `results`): evalh reads the header, any other JSON parser the
+    suite itself, and the two must not see two different runs."""
+    try:
+        opened = orjson.loads(members)
+    except orjson.JSONDecodeError:
+        raise RunDocumentError(f"{where}: not valid JSON in the run document's layout: suite {name!r} opens badly") from None
+    kept = {k: v for k, v in head.items() if k != "results"} if isinstance(head, dict) else None
+    if opened != kept:
+        differ = sorted(k for k in {*opened, *(kept or {})} if opened.get(k) != (kept or {}).get(k))
+        raise RunDocumentError(f"{where}: suite {name!r} differs from its copy in the header "
+                               f"({', '.join(differ) or 'its members'}): the document was edited or damaged")
+
+
 def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator[tuple[str, int, bytes]]:
     """(suite, byte offset, result JSON) of every result, in document order, from a file
     positioned just after the header line (`read_head`). A line that is not where the layout
@@ -228,8 +243,11 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
         raise bad('"suites":{')
     for k, name in enumerate(names):
         opener = line()
-        if not (opener.startswith(orjson.dumps(name) + b":{") and opener.endswith(b'"cases":[\n')):
+        key = orjson.dumps(name) + b":"
+        if not (opener.startswith(key + b"{") and opener.endswith(b'"cases":[\n')):
             raise bad(f"the start of suite {name!r}")
+        _check_opener(opener[len(key):-len(_OPEN_TAIL)] + b"}" if opener.endswith(_OPEN_TAIL) else b"{}",
+                      head[HEADS][name], name, f"{shown}:{number}")
         n = 0
         more = True  # a result may come next: none yet, or the last one ended with a comma
         while True:

@@ -343,3 +343,25 @@ def test_a_results_part_that_disagrees_with_its_header_is_one_named_error(tmp_pa
             load(run.run_id)
     shown = CliRunner().invoke(app, ["compare", str(path), str(path), "--runs-dir", str(store.runs_dir)])
     assert shown.exit_code == 2, shown.output
+
+
+def test_a_suite_whose_opening_line_disagrees_with_the_header_is_one_named_error(tmp_path: Path) -> None:
+    """evalh reads a suite's aggregates from the header's `suite_heads`, any other JSON
+    parser from `suites.S`: a document where the two differ (say, a pass rate edited in one
+    place) is refused, so no two readers of one document see two different runs."""
+    store = RunStore(tmp_path / "runs")
+    run = _run(1, cases=5, broken=frozenset({2, 4}))
+    path = store.write(run)
+    lines = path.read_bytes().split(b"\n")
+    (at,) = [i for i, x in enumerate(lines) if x.startswith(b'"gate":{')]
+    opened = json.loads(lines[at][len(b'"gate":'):-len(b',"cases":[')] + b"}")
+    assert opened["aggregate"]["failed"] == 2
+    edited = lines[at].replace(b'"failed":2', b'"failed":0', 1)
+    assert edited != lines[at]
+    lines[at] = edited
+    path.write_bytes(b"\n".join(lines))
+    for load in (store.load, store.load_facts):
+        with pytest.raises(RunDocumentError, match=r"suite 'gate' .*header"):
+            load(run.run_id)
+    shown = CliRunner().invoke(app, ["compare", str(path), str(path), "--runs-dir", str(store.runs_dir)])
+    assert shown.exit_code == 2, shown.output
