@@ -301,13 +301,9 @@ def read_run_header(path: Path) -> RunHeader:
     except OSError as exc:
         raise RunDocumentError(f"{path}: cannot read: {exc}") from None
     if raw is None:  # an older schema: the migrations need the whole document
-        from evalh.store import parse_run
+        from evalh.store import parse_run, read_document
 
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise RunDocumentError(f"{path}: cannot read: {exc}") from None
-        return _from_run(parse_run(data, shown))
+        return _from_run(parse_run(read_document(path), shown))
     rates = raw.pop("_rates")
     run = _validate(raw, shown)
     header = _from_run(run)

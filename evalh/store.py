@@ -327,6 +327,15 @@ def read_streamed(path: Path, shown: str, *, header_only: bool = False,
         raise RunDocumentError(f"{path}: cannot read: {exc}") from None
 
 
+def read_document(path: Path) -> bytes:
+    """The whole file of a run document (for the readers of the earlier, indented layout);
+    an OS error is a `RunDocumentError` naming it."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+
+
 class JournalHeader(BaseModel):
     """The first line of a journal: what `evalh run --resume` rebuilds the plan from."""
 
@@ -768,10 +777,7 @@ class RunStore:
         run = read_streamed(path, str(path), header_only=True)
         if run is not None:
             return run
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+        data = read_document(path)
         with gc_paused():
             raw = parse_raw_run(data, str(path))
             for suite in (raw.get("suites") or {}).values():
@@ -784,10 +790,7 @@ class RunStore:
         run = read_streamed(path, str(path), drop=drop)
         if run is not None:
             return run
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+        data = read_document(path)
         with gc_paused():
             return _parse_run(data, str(path), drop)
 
