@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -130,20 +130,35 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write_chunks(path, [data])
 
 
-def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None) -> Iterator[bytes]:
+def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None, *,
+               lines: ResultLines | None = None) -> Iterator[bytes]:
     """The document of `run` in the streamed layout (`evalh.document`), a few lines at a
     time, secrets scrubbed: no copy of the whole run as one dict or one buffer. `patches`
-    receives what fills in the header's line index once the lines are made."""
+    receives what fills in the header's line index once the lines are made. `lines` (the
+    runner's, from its journal) gives each suite's count and result lines instead of
+    `run.suites[name].cases`."""
     env = secret_env_values()
     top = run.model_dump(mode="json", by_alias=True, exclude={"suites"})
-    heads = {name: {**s.model_dump(mode="json", exclude={"cases"}), "results": len(s.cases)}
+    heads = {name: {**s.model_dump(mode="json", exclude={"cases"}),
+                    "results": lines.count(name) if lines is not None else len(s.cases)}
              for name, s in run.suites.items()}
 
     def cases(name: str) -> Iterator[bytes]:
+        if lines is not None:
+            yield from lines.lines(name)
+            return
         for c in run.suites[name].cases:
             yield orjson.dumps(c.model_dump(mode="json"))
 
     yield from document_chunks(top, heads, cases, scrub=lambda b: scrub_secrets(b, env=env), patches=patches)
+
+
+class ResultLines(Protocol):
+    """A run's results as compact JSON lines, suite by suite in document order, without the
+    models (`evalh.core.retained`: streamed from the run's journal)."""
+
+    def count(self, suite: str) -> int: ...
+    def lines(self, suite: str) -> Iterator[bytes]: ...
 
 
 def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20,
@@ -383,18 +398,23 @@ class Journal:
                     self.path.unlink()
                 raise
 
-    def _write(self, obj: dict[str, Any]) -> None:
+    def _write(self, obj: dict[str, Any]) -> tuple[int, int]:
+        """Append one line; (its byte offset, its length)."""
         assert self._fd is not None
+        line = scrub_secrets(jsonl_line(obj), env=self._secrets)
         try:
-            _write_all(self._fd, scrub_secrets(jsonl_line(obj), env=self._secrets))
+            _write_all(self._fd, line)
+            end = os.lseek(self._fd, 0, os.SEEK_CUR)  # O_APPEND: just after this line
         except OSError as exc:
             raise write_failed(self.path, exc) from None
+        return end - len(line), len(line)
 
-    def append(self, suite: str, result: CaseResult) -> None:
-        """Journal `result`. A journaled result is one the run keeps until its document is
-        written: it gets the shared set of field names (`shared_fields_set`, 3 KB less)."""
-        self._write({"suite": suite, "result": result.model_dump(mode="json")})
-        shared_fields_set(result)
+    def append(self, suite: str, result: CaseResult) -> tuple[int, int]:
+        """Journal `result`; (byte offset, length) of its line, where the runner reads it back
+        (`evalh.core.retained`: the run's document is streamed from these lines)."""
+        at = self._write({"suite": suite, "result": result.model_dump(mode="json")})
+        shared_fields_set(result)  # a caller that keeps it keeps 3 KB less
+        return at
 
     def note_prepared(self, suite: str, scorer: str, info: dict[str, Any]) -> None:
         """What a scorer's set-up before the suite found (a judge's calibration), so a
@@ -682,14 +702,16 @@ class RunStore:
             raise write_failed(path.parent, exc) from None
         return RunLock.acquire(path, run_id, wait_s=wait_s)
 
-    def write(self, run: Run) -> Path:
+    def write(self, run: Run, lines: ResultLines | None = None) -> Path:
+        """Write `run`'s document atomically (its results from `lines` when given, see
+        `run_chunks`)."""
         path = self.path_for(run.run_id)
         # A process running the run already holds it; anyone else (rejudge) holds it for the
         # write, so a sweep never takes its temporary file for a dead run's.
         lock = self.lock(run.run_id, wait_s=30)
         try:
             patches: list[tuple[int, bytes]] = []
-            atomic_write_chunks(path, run_chunks(run, patches), patches=patches)
+            atomic_write_chunks(path, run_chunks(run, patches, lines=lines), patches=patches)
         finally:
             lock.release()
         return path
