@@ -250,8 +250,10 @@ class LoadedBaseline:
         return compare_runs(self.run, candidate, policy), self.notes(candidate)
 
 
-def load_baseline(root: Path, store: RunStore) -> LoadedBaseline:
-    """Load every run BASELINE names and pool them (one run: used as it is).
+def load_baseline(root: Path, store: RunStore, *, header_only: bool = False) -> LoadedBaseline:
+    """Load every run BASELINE names and pool them (one run: used as it is). With
+    `header_only`, a marker that names one run gives that run without its results (its
+    facts are then read by `compare_load`); several runs are pooled from their results.
 
     Raises `BaselineNotSet`, `InvalidRunId`, `RunNotFound`, `RunDocumentError` or (runs of
     different configurations) `EvalhError`: all exit code 2.
@@ -259,6 +261,9 @@ def load_baseline(root: Path, store: RunStore) -> LoadedBaseline:
     from evalh.core.pool import pool_runs
 
     ids = require_baseline_ids(root)
+    if len(ids) == 1 and header_only:
+        run = store.load_header(ids[0])
+        return LoadedBaseline(ids, [run], run)
     runs = [store.load(i) for i in ids]
     if len(runs) == 1:
         return LoadedBaseline(ids, runs, runs[0])

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
@@ -225,15 +226,52 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
     """(suite, byte offset, result JSON) of every result, in document order, from a file
     positioned just after the header line (`read_head`). A line that is not where the layout
     puts it is a `RunDocumentError` naming the file and line."""
+    for name, at, block, count in iter_case_chunks(fh, head, shown):
+        lines = block.split(b"\n") if count > 1 else [block.removesuffix(b"\n")]
+        if count > 1:
+            lines.pop()  # what follows the last newline: nothing
+        for line in lines:
+            yield name, at, line[:-1] if line.endswith(b",") else line
+            at += len(line) + 1
+
+
+_NOT_A_RESULT = re.compile(rb"\n[^{]")
+"""A line break followed by a line that is not a result (the end of a suite)."""
+
+
+def iter_case_chunks(
+    fh: IO[bytes], head: dict[str, Any], shown: str, *, size: int = 1 << 20
+) -> Iterator[tuple[str, int, bytes, int]]:
+    """`iter_case_lines` about `size` bytes at a time: (suite, byte offset, consecutive
+    result lines of that suite as they are in the file, how many). Less its trailing comma,
+    a chunk between brackets is a JSON array: a reader parses a thousand results with one
+    call. The layout is checked as line by line (a JSON string holds no raw newline, so a
+    newline is a line break): every line a result until the suite's end, each ending with a
+    comma but its last; where that does not hold, the lines are read one by one to name
+    the line that breaks it."""
     names = list(head[HEADS])
-    pos = fh.tell()
-    number = 1
+    pos = fh.tell()  # the file offset of buf[i]
+    number = 1  # the line number of the last line read
+    buf, i = b"", 0  # bytes read, not yet consumed: buf[i:], whole lines
+
+    def fill() -> bool:
+        nonlocal buf, i
+        data = fh.read(size)
+        if not data:
+            return False
+        if not data.endswith(b"\n"):
+            data += fh.readline()
+        buf, i = buf[i:] + data, 0
+        return True
 
     def line() -> bytes:
-        nonlocal pos, number
-        data = fh.readline(_LINE_LIMIT)
-        number += 1
-        pos += len(data)
+        nonlocal i, pos, number
+        nl = buf.find(b"\n", i)
+        if nl < 0 and fill():
+            nl = buf.find(b"\n", i)
+        end = nl + 1 if nl >= 0 else len(buf)
+        data = buf[i:end]
+        i, pos, number = end, pos + len(data), number + 1
         return data
 
     def bad(what: str) -> RunDocumentError:
@@ -250,16 +288,31 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
                       head[HEADS][name], name, f"{shown}:{number}")
         n = 0
         more = True  # a result may come next: none yet, or the last one ended with a comma
+        end = b"]},\n" if k < len(names) - 1 else b"]}\n"
         while True:
-            at = pos
-            data = line()
-            if data.startswith(b"{") and more:
-                more = data.endswith(b",\n")
-                body = data[:-2] if more else data[:-1] if data.endswith(b"\n") else data
-                n += 1
-                yield name, at, body
+            if i == len(buf):
+                fill()
+            if more and buf.startswith(b"{", i):
+                m = _NOT_A_RESULT.search(buf, i)
+                stop = m.start() + 1 if m else len(buf)
+                lines = buf.count(b"\n", i, stop)
+                commas = buf.count(b",\n", i, stop)
+                whole = buf.endswith(b"\n", i, stop)
+                last_comma = buf.endswith(b",\n", i, stop)
+                if whole and (commas == lines or (commas == lines - 1 and not last_comma)):
+                    more = last_comma
+                    yield name, pos, buf[i:stop], lines
+                    i, pos, number, n = stop, pos + (stop - i), number + lines, n + lines
+                    continue
+                while more and buf.startswith(b"{", i):  # a line lacks its comma or newline:
+                    at = pos  # one by one, up to it
+                    data = line()
+                    more = data.endswith(b",\n")
+                    n += 1
+                    yield name, at, data, 1
                 continue
-            if data == (b"]},\n" if k < len(names) - 1 else b"]}\n") and (not more or n == 0):
+            data = line()
+            if data == end and (not more or n == 0):
                 break
             raise bad(f"a result of suite {name!r} or its end")
         expected = head[HEADS][name].get("results") if isinstance(head[HEADS][name], dict) else None
@@ -267,6 +320,8 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
             raise RunDocumentError(f"{shown}:{number}: suite {name!r} holds {n} results, its header says {expected}")
     if line() != b"}}\n":
         raise bad("the end of the document")
+    if buf[i:].strip():
+        raise bad("nothing after the end of the document")
     while rest := fh.read(1 << 16):
         if rest.strip():
             raise bad("nothing after the end of the document")

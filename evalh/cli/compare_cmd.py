@@ -101,6 +101,8 @@ def compare(
         evalh compare --fail-on-regression --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
 
+    from functools import partial
+
     from evalh.console import warn
     from evalh.core.compare import ComparePolicy, compare_runs
     from evalh.core.outcome import gate_exit_code
@@ -121,19 +123,28 @@ def compare(
     base_ref, cand_ref = _refs(store, root, base, candidate)
     with gc_paused():  # two large runs: millions of acyclic objects (see evalh.gcpause)
         notes = None
-        # the facts it pairs (no input, output or trace): JUnit XML quotes outputs
-        load = store.load if junit_xml is not None else store.load_facts
-        cand_run = load(cand_ref)
+        baseline = None
         if base is None:  # the BASELINE marker: its runs pooled per case
             from evalh.baseline import load_baseline
 
-            baseline = load_baseline(root, store)
-            base_run, notes = baseline.run, baseline.notes(cand_run)
-        else:
-            base_run = load(base_ref)
+            baseline = load_baseline(root, store, header_only=junit_xml is None)
+        if junit_xml is None and (baseline is None or len(baseline.ids) == 1):
+            # the facts it pairs, a line at a time (no input, output or trace kept)
+            from evalh.core.compare_load import load_compared
+
+            loaded = load_compared(store, base_ref, cand_ref)
+            base_run, cand_run = loaded.base, loaded.candidate
+            compare = loaded.compare
+        else:  # JUnit XML quotes outputs; a pooled baseline is pooled from its results
+            load = store.load if junit_xml is not None else store.load_facts
+            cand_run = load(cand_ref)
+            base_run = baseline.run if baseline is not None else load(base_ref)
+            compare = partial(compare_runs, base_run, cand_run)
+        if baseline is not None:
+            notes = baseline.notes(cand_run)
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
-        cmp = compare_runs(base_run, cand_run, policy)
+        cmp = compare(policy)
         emit_comparison(cmp, fmt.value, junit_xml, notes, quiet=quiet, runs=(base_run, cand_run))
     code = gate_exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from evalh.config import Thresholds
 from evalh.core.compare_config import config_differences, thresholds_for
+from evalh.core.compare_facts import Options, SuiteFacts, suite_facts
 from evalh.core.compare_metrics import (
-    CaseFacts,
     Key,
-    Pair,
+    Pairs,
     apply_family,
     deterministic_row,
-    group,
     plan_row,
     stochastic_rows,
 )
@@ -54,13 +53,42 @@ from evalh.models import Run, SuiteResult
 __all__ = ["ComparePolicy", "Comparison", "SuiteComparison", "compare_runs", "config_differences"]
 
 
-def compare_runs(base: Run, candidate: Run, policy: ComparePolicy | None = None) -> Comparison:
-    """Compare `candidate` against `base`, suite by suite. Pure and deterministic."""
+Facts = dict[str, SuiteFacts]
+"""Suite name → the facts of its results (`compare_facts`)."""
+
+
+def compare_runs(
+    base: Run, candidate: Run, policy: ComparePolicy | None = None, *,
+    facts: tuple[Facts, Facts] | None = None,
+) -> Comparison:
+    """Compare `candidate` against `base`, suite by suite. Pure and deterministic.
+
+    `facts`: the (base, candidate) facts of every suite, read from the documents with the
+    options `suite_options` gives (`compare_facts.read_facts`); the runs are then only
+    read for their headers (their `cases` may be empty). Without it they are taken from
+    each suite's results in memory."""
     with gc_paused():
-        return _compare_runs(base, candidate, policy or ComparePolicy())
+        if facts is None:
+            options = suite_options(base, candidate)
+            facts = tuple(  # type: ignore[assignment]
+                {name: suite_facts(s.cases, options[name]) for name, s in run.suites.items()}
+                for run in (base, candidate)
+            )
+        assert facts is not None
+        return _compare_runs(base, candidate, policy or ComparePolicy(), facts)
 
 
-def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Comparison:
+def suite_options(base: Run, candidate: Run) -> dict[str, Options]:
+    """Per suite of either run: what its facts must keep to be compared (its cluster
+    field and its gated scorers, `_suite_options`)."""
+    out: dict[str, Options] = {}
+    for name in list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]:
+        cluster_by, gated = _suite_options(name, base, candidate)
+        out[name] = (cluster_by, frozenset(gated))
+    return out
+
+
+def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts]) -> Comparison:
     partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
     warnings = [w for w in partial if w]
     names = list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
@@ -69,8 +97,10 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
         th, source, warn = thresholds_for(name, base, candidate, policy)
         if warn:
             warnings.append(warn)
+        fb, fc = (side.get(name) or SuiteFacts() for side in facts)
         suites[name] = _compare_suite(
-            name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th, source
+            name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th,
+            source, fb, fc,
         )
     from evalh.core.outcome import ADVISORY, advisory_suites
 
@@ -101,7 +131,10 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy) -> Compariso
     return Comparison(
         base=_ref(base),
         candidate=_ref(candidate),
-        config_differences=config_differences(base, candidate),
+        config_differences=config_differences(base, candidate, tuple(  # type: ignore[arg-type]
+            {name: (f.max_attempt + 1 if f.max_attempt >= 0 else 1, sorted(f.judge_models))
+             for name, f in side.items()} for side in facts
+        )),
         warnings=warnings,
         suites=suites,
         verdict=verdict,
@@ -157,23 +190,22 @@ def _partial_warning(side: str, run: Run) -> str | None:
 # --------------------------------------------------------------------------- suite level
 
 
-def _case_ref(key: Key, b: CaseFacts | None, c: CaseFacts | None) -> CaseRef:
+def _case_ref(key: Key, fb: SuiteFacts, rb: int | None, fc: SuiteFacts, rc: int | None) -> CaseRef:
     return CaseRef(
         case_id=key[0], arm=key[1],
-        base=b.outcome if b else None, candidate=c.outcome if c else None,
-        base_score=b.score if b else None, candidate_score=c.score if c else None,
+        base=fb.outcome(rb) if rb is not None else None,
+        candidate=fc.outcome(rc) if rc is not None else None,
+        base_score=fb.score(rb) if rb is not None else None,
+        candidate_score=fc.score(rc) if rc is not None else None,
     )
 
 
-def _errors(sb: SuiteResult, sc: SuiteResult) -> ErrorCounts:
-    def count(sr: SuiteResult, status: str) -> int:
-        return sum(1 for r in sr.cases if r.status == status)
-
+def _errors(fb: SuiteFacts, fc: SuiteFacts) -> ErrorCounts:
     e = ErrorCounts(
-        base_results=sum(1 for r in sb.cases if r.status != "skipped"),
-        candidate_results=sum(1 for r in sc.cases if r.status != "skipped"),
-        base_errored=count(sb, "errored"), candidate_errored=count(sc, "errored"),
-        base_judge_error=count(sb, "judge_error"), candidate_judge_error=count(sc, "judge_error"),
+        base_results=fb.results - fb.count("skipped"),
+        candidate_results=fc.results - fc.count("skipped"),
+        base_errored=fb.count("errored"), candidate_errored=fc.count("errored"),
+        base_judge_error=fb.count("judge_error"), candidate_judge_error=fc.count("judge_error"),
     )
 
     def rose(b: int, nb: int, c: int, nc: int) -> bool:
@@ -187,9 +219,8 @@ def _errors(sb: SuiteResult, sc: SuiteResult) -> ErrorCounts:
 
 
 def _one_sided(
-    name: str, sr: SuiteResult, verdict: Verdict, partial: bool, th: Thresholds, source: str
+    name: str, sr: SuiteResult, n: int, verdict: Verdict, partial: bool, th: Thresholds, source: str
 ) -> SuiteComparison:
-    n = len({(r.case_id, r.arm) for r in sr.cases})
     if verdict == "added":
         reason = f"suite {name} is only in the candidate ({n} case(s))"
         counts = SuiteCounts(candidate_cases=n, added=n)
@@ -210,17 +241,17 @@ def _one_sided(
 
 def _compare_suite(
     name: str, sb: SuiteResult | None, sc: SuiteResult | None, base: Run, cand: Run,
-    policy: ComparePolicy, th: Thresholds, source: str,
+    policy: ComparePolicy, th: Thresholds, source: str, fb: SuiteFacts, fc: SuiteFacts,
 ) -> SuiteComparison:
     partial = base.status != "complete" or cand.status != "complete"
     if sb is None:
         assert sc is not None
-        return _one_sided(name, sc, "added", partial, th, source)
+        return _one_sided(name, sc, len(fc), "added", partial, th, source)
     if sc is None:
-        return _one_sided(name, sb, "removed", cand.status != "complete", th, source)
+        return _one_sided(name, sb, len(fb), "removed", cand.status != "complete", th, source)
     out = SuiteComparison(
         suite=name, regime=sc.regime, verdict="flat", partial=partial,
-        thresholds=th.model_dump(), thresholds_source=source, errors=_errors(sb, sc),
+        thresholds=th.model_dump(), thresholds_source=source, errors=_errors(fb, fc),
     )
     if sb.regime != sc.regime:
         out.regime = None
@@ -228,26 +259,29 @@ def _compare_suite(
         out.reasons.append(f"regime changed: {sb.regime} in the base, {sc.regime} in the candidate")
         return out
     cluster_by, gate_scores = _suite_options(name, base, cand)
-    scorers = frozenset(gate_scores)
-    gb, gc = group(sb.cases, cluster_by, scorers), group(sc.cases, cluster_by, scorers)
-    out.counts.base_cases, out.counts.candidate_cases = len(gb), len(gc)
-    pairs_by_arm: dict[str, list[tuple[Key, Pair]]] = {}
+    out.counts.base_cases, out.counts.candidate_cases = len(fb), len(fc)
+    pairs_by_arm: dict[str, Pairs] = {}
     named = out.cases
-    for key in list(gc) + [k for k in gb if k not in gc]:
-        b, c = gb.get(key), gc.get(key)
-        if b is None:
-            (named.not_run if base.status != "complete" else named.added).append(_case_ref(key, b, c))
-        elif c is None:
-            (named.not_run if cand.status != "complete" else named.removed).append(_case_ref(key, b, c))
-        elif b.digest is not None and c.digest is not None and b.digest != c.digest:
-            named.changed.append(_case_ref(key, b, c))
+    base_done, cand_done = base.status == "complete", cand.status == "complete"
+    for rc, key in enumerate(fc.row_keys()):
+        rb = fb.row(*key)
+        if rb is None:
+            (named.added if base_done else named.not_run).append(_case_ref(key, fb, rb, fc, rc))
+        elif not fb.same_content(rb, fc, rc):
+            named.changed.append(_case_ref(key, fb, rb, fc, rc))
         else:
-            pairs_by_arm.setdefault(key[1], []).append((key, (b, c)))
-    arms_b, arms_c = {k[1] for k in gb}, {k[1] for k in gc}
+            pairs = pairs_by_arm.get(key[1])
+            if pairs is None:
+                pairs = pairs_by_arm[key[1]] = Pairs(fb, fc)
+            pairs.append(rb, rc)
+    for rb, key in enumerate(fb.row_keys()):
+        if fc.row(*key) is None:
+            (named.removed if cand_done else named.not_run).append(_case_ref(key, fb, rb, fc, None))
+    arms_b, arms_c = set(fb.rows), set(fc.rows)
     arms = sorted(arms_b | arms_c)
     arm_verdicts: dict[str, Verdict] = {}
     for arm in arms:
-        keyed = pairs_by_arm.get(arm, [])
+        keyed = pairs_by_arm.get(arm) or Pairs(fb, fc)
         if arm not in arms_b:
             arm_verdicts[arm] = "added"
         elif arm not in arms_c:
@@ -259,27 +293,25 @@ def _compare_suite(
     if arms != ["default"]:
         out.arms = arm_verdicts
     out._arm_verdicts = arm_verdicts
-    out.blocking.extend(_nothing_measured(gb, gc, arms_b))
+    out.blocking.extend(_nothing_measured(fb, fc, arms_b))
     return out
 
 
-def _nothing_measured(
-    gb: dict[Key, CaseFacts], gc: dict[Key, CaseFacts], arms_b: set[str]
-) -> list[str]:
+def _nothing_measured(fb: SuiteFacts, fc: SuiteFacts, arms_b: set[str]) -> list[str]:
     """Fail closed: per arm of the base, a candidate with no pass/fail result at all (every
     case errored, unjudged, skipped, or absent) measured nothing, whatever the base did."""
     out = []
     for arm in sorted(arms_b):
-        facts = [f for k, f in gc.items() if k[1] == arm]
-        if any(f.valid for f in facts):
+        rows = list((fc.rows.get(arm) or {}).values())
+        if any(fc.valid(r) for r in rows):
             continue
         where = f" [{arm}]" if arm != "default" else ""
-        if not facts:
+        if not rows:
             out.append(f"the candidate{where} has no result in this suite")
             continue
-        errored = sum(f.errored for f in facts)
-        judge = sum(f.judge_error for f in facts)
-        skipped = sum(f.skipped for f in facts)
+        errored = sum(fc.errored(r) for r in rows)
+        judge = sum(fc.judge_error(r) for r in rows)
+        skipped = sum(fc.skipped(r) for r in rows)
         total = errored + judge + skipped
         out.append(
             f"the candidate{where} produced no scorable result: of {total} results, "
@@ -307,18 +339,23 @@ def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[st
     return cluster_by, gated
 
 
-def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pair]]) -> Verdict:
+def _deterministic_arm(out: SuiteComparison, arm: str, keyed: Pairs) -> Verdict:
     named = out.cases
+    fb, fc = keyed.base, keyed.cand
     regressed = improved = unverified = 0
-    for key, (b, c) in keyed:
-        bo, co = b.outcome, c.outcome
+    compared = Pairs(fb, fc)
+    judged = 0
+    for rb, rc in keyed:
+        bo, co = fb.outcome(rb), fc.outcome(rc)
         if bo == "skipped" or co == "skipped":
             out.counts.skipped += 1
             continue
-        out.compared_cases.append((key[0], key[1], bo, co))
+        compared.append(rb, rc)
+        if bo != "judge_error" and co != "judge_error":
+            judged += 1
         if bo == co and bo != "judge_error":
             continue
-        ref = _case_ref(key, b, c)
+        ref = _case_ref((fc.case_ids[rc], arm), fb, rb, fc, rc)
         if co == "errored":
             named.errored_new.append(ref)
         if bo == "errored":
@@ -333,7 +370,7 @@ def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pa
             named.judge_error.append(ref)
             if bo == "passed" and co == "judge_error":
                 unverified += 1
-    compared = [p for _, p in keyed if p[0].outcome != "skipped" and p[1].outcome != "skipped"]
+    out._compared.append(compared)
     out.metrics.append(deterministic_row(arm, compared, regressed, improved))
     if unverified:
         where = f" [{arm}]" if arm != "default" else ""
@@ -341,46 +378,49 @@ def _deterministic_arm(out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pa
             f"{unverified} case(s){where} passed in the base and could not be judged now "
             "(judge_error): zero tolerance cannot vouch for them"
         )
-    judged = [p for p in compared if "judge_error" not in (p[0].outcome, p[1].outcome)]
     if not judged:  # judge_error cases are not compared: none left means nothing was
         return "incomparable"
     return "regressed" if regressed else ("improved" if improved else "flat")
 
 
 def _stochastic_arm(
-    out: SuiteComparison, arm: str, keyed: list[tuple[Key, Pair]], policy: ComparePolicy,
+    out: SuiteComparison, arm: str, keyed: Pairs, policy: ComparePolicy,
     th: Thresholds, cluster_by: str | None, gate_scores: list[str],
 ) -> Verdict:
     named = out.cases
-    pairs: list[Pair] = []
-    for key, (b, c) in keyed:
-        if not (b.valid or b.errored or b.judge_error) or not (c.valid or c.errored or c.judge_error):
+    fb, fc = keyed.base, keyed.cand
+    pairs = Pairs(fb, fc)
+    for rb, rc in keyed:
+        b_err, c_err = fb.errored(rb), fc.errored(rc)
+        b_judge, c_judge = fb.judge_error(rb), fc.judge_error(rc)
+        b_valid, c_valid = fb.valid(rb), fc.valid(rc)
+        if not (b_valid or b_err or b_judge) or not (c_valid or c_err or c_judge):
             out.counts.skipped += 1
             continue
-        pairs.append((b, c))
-        out.compared_cases.append((key[0], key[1], b.outcome, c.outcome))
+        pairs.append(rb, rc)
         lists = []
-        if c.errored and not b.errored:
+        if c_err and not b_err:
             lists.append(named.errored_new)
-        if b.errored and not c.errored:
+        if b_err and not c_err:
             lists.append(named.errored_fixed)
-        if b.judge_error or c.judge_error:
+        if b_judge or c_judge:
             lists.append(named.judge_error)
-        if b.valid and c.valid:
-            if b.failed == 0 and c.passed == 0:
+        if b_valid and c_valid:
+            if fb.failed(rb) == 0 and fc.passed(rc) == 0:
                 lists.append(named.regressed)
-            elif b.passed == 0 and c.failed == 0:
+            elif fb.passed(rb) == 0 and fc.failed(rc) == 0:
                 lists.append(named.improved)
         if lists:
-            ref = _case_ref(key, b, c)
+            ref = _case_ref((fc.case_ids[rc], arm), fb, rb, fc, rc)
             for target in lists:
                 target.append(ref)
+    out._compared.append(pairs)
     rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores)
     out.metrics.extend(rows)
     where = f" [{arm}]" if arm != "default" else ""
     for r in rows:
-        if r.name == "score" and r.n == 0 and any(b.scorer_mean(r.scorer or "") is not None
-                                                 for b, _ in pairs):
+        if r.name == "score" and r.n == 0 and any(fb.scorer_mean(r.scorer or "", rb) is not None
+                                                 for rb in pairs.b_rows):
             out.blocking.append(f"scorer {r.scorer}{where} gave no value in the candidate")
     return "flat"  # decided in _finish, once the family adjustment is known
 
@@ -411,7 +451,7 @@ def _finish(out: SuiteComparison) -> None:
         if out.arms:
             out.arms = arm_verdicts
     c = out.counts
-    c.compared = len(out.compared_cases)
+    c.compared = sum(len(p) for p in out._compared)
     c.changed, c.added, c.removed, c.not_run = (
         len(named.changed), len(named.added), len(named.removed), len(named.not_run)
     )

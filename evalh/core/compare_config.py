@@ -72,12 +72,21 @@ _NOT_WHAT_RAN = frozenset({
 })
 
 
-def _used(run: Run, snap: dict[str, Any], sr: SuiteResult) -> dict[str, Any]:
+Seen = tuple[int, list[str]]
+"""What a suite's results show of how it ran: (attempts a case, judge models named)."""
+
+
+def seen_in(sr: SuiteResult) -> Seen:
+    """`Seen` of a suite's results in memory."""
+    attempts = max((r.attempt for r in sr.cases), default=0) + 1
+    return attempts, sorted({s.judge_model for r in sr.cases for s in r.scores if s.judge_model})
+
+
+def _used(run: Run, snap: dict[str, Any], attempts: int) -> dict[str, Any]:
     """Repeats, timeout and concurrency as the suite ran them: the flag (`run_options`),
     else the suite's key, else `[evalh]` (repeats: else counted from the attempts)."""
     flags = run.config.get("run_options") or {}
     settings = run.config.get("settings") or {}
-    attempts = max((r.attempt for r in sr.cases), default=0) + 1
     return {
         "repeats": flags.get("repeats") or snap.get("repeats") or attempts,
         "timeout_s": flags.get("timeout_s") or snap.get("timeout_s") or settings.get("timeout_s"),
@@ -85,16 +94,16 @@ def _used(run: Run, snap: dict[str, Any], sr: SuiteResult) -> dict[str, Any]:
     }
 
 
-def _suite_facts(run: Run, name: str, sr: SuiteResult) -> dict[str, Any]:
+def _suite_facts(run: Run, name: str, sr: SuiteResult, seen: Seen) -> dict[str, Any]:
+    attempts, judges = seen
     snap = dict((run.config.get("suites") or {}).get(name) or {})
-    snap.update(_used(run, snap, sr))
+    snap.update(_used(run, snap, attempts))
     for key in _NOT_WHAT_RAN_SUITE:
         snap.pop(key, None)
     snap.setdefault("target", sr.target)
     snap.setdefault("regime", sr.regime)
     snap["dataset_sha256"] = sr.dataset.sha256
     snap["dataset_cases"] = sr.dataset.cases
-    judges = sorted({s.judge_model for r in sr.cases for s in r.scores if s.judge_model})
     snap["judge_models"] = judges or None
     if sr.target.get("kind") == "python":  # the model a Python product reported using
         snap["product_model"] = sr.target.get("model")
@@ -120,16 +129,22 @@ def _diff(suite: str | None, b: Any, c: Any, skip: frozenset[str] = frozenset())
     return sorted(out, key=rank)
 
 
-def config_differences(base: Run, cand: Run) -> list[ConfigDifference]:
+def config_differences(
+    base: Run, cand: Run, seen: tuple[dict[str, Seen], dict[str, Seen]] | None = None
+) -> list[ConfigDifference]:
     """Settings that differ in what ran, suites both runs have first (target, judge, dataset
     digest…), then run-wide settings. Suites only one run has are reported as added/removed.
     The seed and max_error_rate are never listed; repeats, timeout and concurrency are
-    compared per suite as used, whether evalh.toml or a flag set them."""
+    compared per suite as used, whether evalh.toml or a flag set them. `seen`: per side and
+    suite, what the results show (`Seen`), when the runs are read without their results."""
     out: list[ConfigDifference] = []
     for name, sc in cand.suites.items():
         sb = base.suites.get(name)
         if sb is not None:
-            out.extend(_diff(name, _suite_facts(base, name, sb), _suite_facts(cand, name, sc)))
+            seen_b = seen[0].get(name) if seen else None
+            seen_c = seen[1].get(name) if seen else None
+            out.extend(_diff(name, _suite_facts(base, name, sb, seen_b or seen_in(sb)),
+                             _suite_facts(cand, name, sc, seen_c or seen_in(sc))))
     rest_b = {k: v for k, v in base.config.items() if k != "suites"}
     rest_c = {k: v for k, v in cand.config.items() if k != "suites"}
     rest_b["evalh_version"] = base.environment.evalh

@@ -10,14 +10,15 @@ would settle the open ones (`plan_row`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from evalh.config import Thresholds
 from evalh.core import stats
+from evalh.core.compare_facts import SuiteFacts, Values
 from evalh.core.compare_models import ComparePolicy, MetricName, MetricRow, RowVerdict
-from evalh.models import CaseResult
 
 Key = tuple[str, str]
 """(case_id, arm)"""
@@ -32,133 +33,36 @@ McNemar's exact test puts at p = 0.25. Such a row is `inconclusive`."""
 
 
 @dataclass(slots=True)
-class CaseFacts:
-    """One (case, arm) of one run: its attempts reduced to what a comparison needs."""
+class Pairs:
+    """The paired cases of one arm: row `b_rows[i]` of the base's facts with row
+    `c_rows[i]` of the candidate's, in the order they were paired."""
 
-    digest: str | None = None
-    cluster: str | None = None
-    """The value of the suite's cluster field in the case's metadata, when it has one."""
-    passed: int = 0
-    failed: int = 0
-    errored: int = 0
-    judge_error: int = 0
-    skipped: int = 0
-    # Empty tuples until a value arrives: most cases of a large run carry no latency or
-    # cost, and a million empty lists cost real time in allocation and garbage collection.
-    scores: list[float] | tuple[()] = ()
-    latencies: list[float] | tuple[()] = ()
-    costs: list[float] | tuple[()] = ()
-    by_scorer: dict[str, list[float]] | None = None
-    """Values of the scorers a suite gates on, by scorer name (None when it names none)."""
-    graded: bool = False
-    """Some score is not the pass indicator (1 on a pass, 0 on a fail)."""
+    base: SuiteFacts
+    cand: SuiteFacts
+    b_rows: array[int] = field(default_factory=lambda: array("q"))
+    c_rows: array[int] = field(default_factory=lambda: array("q"))
 
-    def add(self, r: CaseResult, scorers: frozenset[str] = frozenset()) -> None:
-        status = r.status
-        if status == "passed":
-            self.passed += 1
-        elif status == "failed":
-            self.failed += 1
-        elif status == "errored":
-            self.errored += 1
-        elif status == "judge_error":
-            self.judge_error += 1
-        else:
-            self.skipped += 1
-            return
-        score = r.score
-        if score is not None and not math.isfinite(score):
-            score = None  # a scorer's NaN is no figure (the stored document writes null)
-        answered = status == "passed" or status == "failed"
-        if score is not None and answered:
-            self.scores = [*self.scores, score]
-            if score != (1.0 if status == "passed" else 0.0):
-                self.graded = True
-        if scorers and answered:
-            found = self.by_scorer if self.by_scorer is not None else {}
-            for s in r.scores:
-                if s.scorer in scorers and s.value is not None and math.isfinite(s.value):
-                    found.setdefault(s.scorer, []).append(s.value)
-            self.by_scorer = found
-        # A cached reply has neither the target's latency nor its cost (it is recorded as
-        # 0): counted, it would make a warm cache look like a cheaper product.
-        if r.cached:
-            return
-        if r.latency_ms is not None and math.isfinite(r.latency_ms):
-            self.latencies = [*self.latencies, r.latency_ms]
-        if r.cost_usd is not None and math.isfinite(r.cost_usd):
-            self.costs = [*self.costs, r.cost_usd]
+    def append(self, rb: int, rc: int) -> None:
+        self.b_rows.append(rb)
+        self.c_rows.append(rc)
 
-    @property
-    def valid(self) -> int:
-        """Attempts with a pass/fail outcome."""
-        return self.passed + self.failed
+    def __len__(self) -> int:
+        return len(self.b_rows)
 
-    @property
-    def pass_frac(self) -> float | None:
-        valid = self.passed + self.failed
-        return self.passed / valid if valid else None
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.b_rows, self.c_rows, strict=True)
 
-    @property
-    def score(self) -> float | None:
-        return math.fsum(self.scores) / len(self.scores) if self.scores else None
+    def cluster(self, rb: int, rc: int) -> str | None:
+        """The pair's cluster: the base's value of the cluster field, else the candidate's."""
+        cluster = self.base.cluster_of(rb)
+        return cluster if cluster is not None else self.cand.cluster_of(rc)
 
-    @property
-    def tried(self) -> int:
-        """Attempts that reached an outcome, an error included (skipped ones excluded)."""
-        return self.passed + self.failed + self.errored + self.judge_error
-
-    @property
-    def error_frac(self) -> float | None:
-        """Share of attempts that measured nothing: the target errored, or a judge did."""
-        tried = self.tried
-        return (self.errored + self.judge_error) / tried if tried else None
-
-    def scorer_mean(self, name: str) -> float | None:
-        values = (self.by_scorer or {}).get(name)
-        return math.fsum(values) / len(values) if values else None
-
-    @property
-    def outcome(self) -> str:
-        """One status for the case: errored > failed > judge_error > passed > skipped."""
-        if self.errored:
-            return "errored"
-        if self.failed:
-            return "failed"
-        if self.judge_error:
-            return "judge_error"
-        if self.passed:
-            return "passed"
-        return "skipped"
-
-    def binary_scores(self) -> bool:
-        """Every pass/fail attempt scored 1 on a pass and 0 on a fail: its mean score is
-        its pass rate."""
-        return not self.graded and len(self.scores) == self.passed + self.failed
-
-
-def group(
-    results: Iterable[CaseResult],
-    cluster_by: str | None = "group",
-    scorers: frozenset[str] = frozenset(),
-) -> dict[Key, CaseFacts]:
-    """Results grouped by (case_id, arm), in first-seen order. ``cluster_by`` names the
-    metadata field that clusters cases (None: no clustering); ``scorers`` the scorers
-    whose values are kept apart."""
-    out: dict[Key, CaseFacts] = {}
-    for r in results:
-        key = (r.case_id, r.arm)
-        facts = out.get(key)
-        if facts is None:
-            cluster = r.metadata.get(cluster_by) if cluster_by and r.metadata else None
-            facts = out[key] = CaseFacts(
-                r.case_digest, None if cluster is None else str(cluster)
-            )
-        facts.add(r, scorers)
-    return out
-
-
-Pair = tuple[CaseFacts, CaseFacts]
+    def subset(self, keep: Callable[[int, int], bool]) -> Pairs:
+        out = Pairs(self.base, self.cand)
+        for rb, rc in self:
+            if keep(rb, rc):
+                out.append(rb, rc)
+        return out
 
 
 # --------------------------------------------------------------------------- evidence
@@ -395,10 +299,9 @@ class Columns:
     attempts: list[int] = field(default_factory=list)
     single: bool = True
 
-    def add(self, x: float, y: float, b: CaseFacts, c: CaseFacts, i: int) -> None:
+    def add(self, x: float, y: float, cluster: str | None, i: int) -> None:
         self.xs.append(x)
         self.ys.append(y)
-        cluster = b.cluster if b.cluster is not None else c.cluster
         self.clusters.append(cluster if cluster is not None else ("case", i))
 
     @property
@@ -469,52 +372,63 @@ def _mean_row(
                 p_value=p_value, scorer=scorer, gating=gating, cluster_by=cluster_by, note=note)
 
 
+Get = Callable[[SuiteFacts, int], float | None]
+"""A figure of one row of a suite's facts."""
+
+
 def _collect(
-    pairs: Sequence[Pair], get: Callable[[CaseFacts], float | None],
-    count: Callable[[CaseFacts], int], var: Callable[[CaseFacts], float],
+    pairs: Pairs, get: Get, count: Callable[[SuiteFacts, int], int],
+    var: Callable[[SuiteFacts, int], float],
 ) -> Columns:
     cols = Columns()
-    for i, (b, c) in enumerate(pairs):
-        x, y = get(b), get(c)
+    fb, fc = pairs.base, pairs.cand
+    for i, (rb, rc) in enumerate(pairs):
+        x, y = get(fb, rb), get(fc, rc)
         if x is None or y is None:
             continue
-        cols.add(x, y, b, c, i)
-        nb, nc = count(b), count(c)
+        cols.add(x, y, pairs.cluster(rb, rc), i)
+        nb, nc = count(fb, rb), count(fc, rc)
         cols.single = cols.single and nb == 1 and nc == 1
         cols.attempts.append(nb + nc)
-        cols.within.append(var(b) + var(c))
+        cols.within.append(var(fb, rb) + var(fc, rc))
     return cols
 
 
-def _pass_cols(pairs: Sequence[Pair]) -> Columns:
-    return _collect(pairs, lambda f: f.pass_frac, lambda f: f.valid,
-                    lambda f: _frac_var(f.passed, f.valid))
+def _pass_cols(pairs: Pairs) -> Columns:
+    return _collect(pairs, SuiteFacts.pass_frac, SuiteFacts.valid,
+                    lambda f, r: _frac_var(f.passed(r), f.valid(r)))
 
 
-def _error_cols(pairs: Sequence[Pair]) -> Columns:
-    return _collect(pairs, lambda f: f.error_frac, lambda f: f.tried,
-                    lambda f: _frac_var(f.errored + f.judge_error, f.tried))
+def _error_cols(pairs: Pairs) -> Columns:
+    return _collect(pairs, SuiteFacts.error_frac, SuiteFacts.tried,
+                    lambda f, r: _frac_var(f.errored(r) + f.judge_error(r), f.tried(r)))
 
 
-def _score_cols(pairs: Sequence[Pair], scorer: str | None) -> Columns:
+def _score_cols(pairs: Pairs, scorer: str | None) -> Columns:
     if scorer is None:
-        return _collect(pairs, lambda f: f.score, lambda f: len(f.scores),
-                        lambda f: _values_var(f.scores))
-    cols = _collect(pairs, lambda f: f.scorer_mean(scorer),
-                    lambda f: len((f.by_scorer or {}).get(scorer, ())),
-                    lambda f: _values_var((f.by_scorer or {}).get(scorer, [])))
+        return _collect(pairs, SuiteFacts.score, lambda f, r: f.scores.count(r),
+                        lambda f, r: _values_var(f.scores.values(r)))
+    cols = _collect(pairs, lambda f, r: f.scorer_mean(scorer, r),
+                    lambda f, r: f.scorer_count(scorer, r),
+                    lambda f, r: _values_var(_scorer_values(f, scorer, r)))
     cols.single = False  # scores are graded: never Newcombe
     return cols
 
 
+def _scorer_values(f: SuiteFacts, scorer: str, row: int) -> list[float]:
+    values = f.scorer_values.get(scorer)
+    return values.values(row) if values is not None else []
+
+
 def _blended_row(
-    policy: ComparePolicy, arm: str, pairs: Sequence[Pair], th: Thresholds,
+    policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds,
     cluster_by: str | None, gating: bool,
 ) -> MetricRow | None:
-    scored = [(b, c) for b, c in pairs if b.scores and c.scores]
-    if not scored:
+    fb, fc = pairs.base, pairs.cand
+    scored = pairs.subset(lambda rb, rc: fb.scores.count(rb) > 0 and fc.scores.count(rc) > 0)
+    if not len(scored):
         return None
-    if all(b.binary_scores() and c.binary_scores() for b, c in scored):
+    if all(fb.binary_scores(rb) and fc.binary_scores(rc) for rb, rc in scored):
         return None  # mean score is the pass rate: compared once, as pass rate
     cols = _score_cols(scored, None)
     cols.single = False
@@ -524,21 +438,21 @@ def _blended_row(
                      note=note)
 
 
-def _paired_means(pairs: Sequence[Pair], attr: str, *, positive: bool = False) -> Columns:
-    """Per case present on both sides with values of `attr`: its mean on each side (only
-    cases whose means are both above zero, with `positive`)."""
+def _paired_means(pairs: Pairs, column: str, *, positive: bool = False) -> Columns:
+    """Per case present on both sides with values in `column` (`latencies`, `costs`): its
+    mean on each side (only cases whose means are both above zero, with `positive`)."""
     cols = Columns()
-    for i, (b, c) in enumerate(pairs):
-        bv, cv = getattr(b, attr), getattr(c, attr)
-        if bv and cv:
-            x, y = math.fsum(bv) / len(bv), math.fsum(cv) / len(cv)
-            if not positive or (x > 0 and y > 0):
-                cols.add(x, y, b, c, i)
+    vb: Values = getattr(pairs.base, column)
+    vc: Values = getattr(pairs.cand, column)
+    for i, (rb, rc) in enumerate(pairs):
+        x, y = vb.mean(rb), vc.mean(rc)
+        if x is not None and y is not None and (not positive or (x > 0 and y > 0)):
+            cols.add(x, y, pairs.cluster(rb, rc), i)
     return cols
 
 
 def _cost_row(
-    policy: ComparePolicy, arm: str, pairs: Sequence[Pair], th: Thresholds, cluster_by: str | None
+    policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds, cluster_by: str | None
 ) -> MetricRow | None:
     cols = _paired_means(pairs, "costs")
     if not cols.xs:
@@ -558,7 +472,7 @@ def _cost_row(
 
 
 def _latency_row(
-    policy: ComparePolicy, arm: str, pairs: Sequence[Pair], th: Thresholds, cluster_by: str | None
+    policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds, cluster_by: str | None
 ) -> MetricRow | None:
     cols = _paired_means(pairs, "latencies", positive=True)
     xs, ys = cols.xs, cols.ys
@@ -586,11 +500,12 @@ def _latency_row(
 
 
 def stochastic_rows(
-    policy: ComparePolicy, arm: str, pairs: list[Pair], th: Thresholds, *,
+    policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds, *,
     cluster_by: str | None = "group", gate_scores: Sequence[str] = (),
 ) -> list[MetricRow]:
     """Pass rate, mean score (when graded), one row per gated scorer, error rate (when
     errors occur), cost and latency of one arm, over its paired cases."""
+    fb, fc = pairs.base, pairs.cand
     rows = [
         _mean_row(policy, arm, "pass_rate", _pass_cols(pairs), better="higher",
                   allowance=th.pass_rate_drop, cluster_by=cluster_by)
@@ -602,10 +517,11 @@ def stochastic_rows(
         rows.append(_mean_row(
             policy, arm, "score", _score_cols(pairs, name), better="higher",
             allowance=th.mean_score_drop, cluster_by=cluster_by, scorer=name,
-            note=None if any(b.by_scorer and name in b.by_scorer for b, _ in pairs)
+            note=None if any(fb.scorer_count(name, rb) for rb in pairs.b_rows)
             else f"scorer {name} gave no value in the base",
         ))
-    if any(b.errored or c.errored or b.judge_error or c.judge_error for b, c in pairs):
+    if any(fb.errored(rb) or fc.errored(rc) or fb.judge_error(rb) or fc.judge_error(rc)
+           for rb, rc in pairs):
         rows.append(_mean_row(policy, arm, "error_rate", _error_cols(pairs), better="lower",
                               allowance=th.pass_rate_drop, cluster_by=cluster_by))
     for extra in (_cost_row(policy, arm, pairs, th, cluster_by),
@@ -615,18 +531,23 @@ def stochastic_rows(
     return rows
 
 
-def deterministic_row(arm: str, pairs: list[Pair], regressed: int, improved: int) -> MetricRow:
+def deterministic_row(arm: str, pairs: Pairs, regressed: int, improved: int) -> MetricRow:
     """The pass rate of a deterministic suite, for display; its verdict is by case name."""
-    b_out = [b.outcome for b, _ in pairs]
-    c_out = [c.outcome for _, c in pairs]
 
-    def rate(outs: list[str]) -> float | None:
-        den = sum(o in ("passed", "failed") for o in outs)
-        return sum(o == "passed" for o in outs) / den if den else None
+    def rate(facts: SuiteFacts, rows: Iterable[int]) -> float | None:
+        passed = den = 0
+        for row in rows:
+            outcome = facts.outcome(row)
+            if outcome == "passed":
+                passed += 1
+                den += 1
+            elif outcome == "failed":
+                den += 1
+        return passed / den if den else None
 
-    base, cand = rate(b_out), rate(c_out)
+    base, cand = rate(pairs.base, pairs.b_rows), rate(pairs.cand, pairs.c_rows)
     verdict: RowVerdict = "regressed" if regressed else ("improved" if improved else "flat")
-    if not pairs:
+    if not len(pairs):
         verdict = "incomparable"
     return MetricRow(
         arm=arm, name="pass_rate", better="higher", base=base, candidate=cand,

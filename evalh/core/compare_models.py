@@ -7,7 +7,7 @@ document (schema ``evalh.compare/2``). Its keys are a stable contract, documente
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -216,9 +216,16 @@ class SuiteComparison(_Out):
     """Set for an advisory suite: `judgeUse: advisory-only`, `releaseDecision: not-assessed`
     (it never gates)."""
     _arm_verdicts: dict[str, Any] = PrivateAttr(default_factory=dict)
-    compared_cases: list[tuple[str, str, str, str]] = Field(default_factory=list, exclude=True)
-    """Every compared (case_id, arm, base outcome, candidate outcome), for JUnit; not part
-    of the JSON form."""
+    _compared: list[Any] = PrivateAttr(default_factory=list)
+    """The compared cases of each arm (`compare_metrics.Pairs`), in the order compared."""
+
+    def compared_cases(self) -> Iterator[tuple[str, str, str, str]]:
+        """Every compared (case_id, arm, base outcome, candidate outcome), for JUnit; not
+        part of the JSON form."""
+        for pairs in self._compared:
+            base, cand = pairs.base, pairs.cand
+            for rb, rc in pairs:
+                yield cand.case_ids[rc], cand.arm(rc), base.outcome(rb), cand.outcome(rc)
 
 
 class RunRef(_Out):

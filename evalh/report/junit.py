@@ -273,7 +273,7 @@ def _compared_suite(
             elif m.verdict == "inconclusive":
                 ET.SubElement(tc, "skipped", message=_x(f"inconclusive: {text}"))
                 counts["skipped"] += 1
-    for case_id, arm, bo, co in s.compared_cases:
+    for case_id, arm, bo, co in s.compared_cases():
         name = case_id if arm == "default" else f"{case_id} [{arm}]"
         time = _seconds(after.get((s.suite, case_id, arm), []))
         seconds += time

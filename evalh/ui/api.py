@@ -197,7 +197,7 @@ class DashboardApi:
         return self._compare(b, c)
 
     def _compare(self, b: LoadedRun, c: LoadedRun) -> dict[str, Any]:
-        from evalh.core.compare import ComparePolicy, compare_runs
+        from evalh.core.compare import ComparePolicy, compare_runs, suite_options
 
         key = (b.key, c.key)
         with self._lock:
@@ -205,9 +205,10 @@ class DashboardApi:
         if hit is None:
             from evalh.gcpause import gc_paused
 
-            base, cand = b.facts(), c.facts()  # what it pairs: no input, output or trace
-            with gc_paused():  # as `evalh compare`: two large runs are millions of acyclic objects
-                hit = compare_runs(base, cand, ComparePolicy()).to_dict()
+            options = suite_options(b.header, c.header)
+            facts = b.facts(options), c.facts(options)  # what it pairs: no input, output or trace
+            with gc_paused():  # as `evalh compare`
+                hit = compare_runs(b.header, c.header, ComparePolicy(), facts=facts).to_dict()
             with self._lock:
                 self._compares[key] = hit
                 while len(self._compares) > 8:

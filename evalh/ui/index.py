@@ -6,8 +6,8 @@ layout (`evalh.document`) gives its summary from its first line, its results unr
 Runs opened for their cases are kept in a small LRU, with their case rows flattened for
 listing, so paging and filtering the cases of a 10,000-case run does not parse it again.
 Of a streamed document only the rows and the byte offset of each result are kept: a case
-is opened by reading its one line, a comparison validates only the facts it pairs
-(`RunStore.load_facts`). Safe to share between server threads.
+is opened by reading its one line, a comparison reads only the facts it pairs, into
+compact columns (`evalh.core.compare_facts`). Safe to share between server threads.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from evalh.core.compare_facts import DEFAULT_OPTIONS, Options, SuiteFacts, add_line, suite_facts
 from evalh.core.outcome import run_summary
 from evalh.document import (
     HEADS,
@@ -37,12 +38,10 @@ from evalh.errors import RunDocumentError, RunNotFound, first_validation_error
 from evalh.gcpause import gc_paused
 from evalh.models import CaseResult, Run
 from evalh.store import (
-    FACTS_LEFT_OUT,
     RunStore,
     parse_raw_run,
     parse_run,
     read_streamed,
-    shared_fields_set,
     validate_run_id,
 )
 
@@ -128,14 +127,15 @@ class LoadedRun:
     line when it is opened."""
     offsets: dict[str, array[int]] | None = None
     _run: Run | None = None
-    _facts: Run | None = None
+    _facts: dict[tuple[tuple[str, Options], ...], dict[str, SuiteFacts]] = field(default_factory=dict)
+    """The facts of its suites, by the options they were read with (`compare.suite_options`)."""
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property
     def rows(self) -> dict[str, list[dict[str, Any]]]:
         """Suite → the listing row of each result, in document order."""
         if self._rows is None:
-            self._scan(facts=False)
+            self._scan()
         assert self._rows is not None
         return self._rows
 
@@ -143,24 +143,24 @@ class LoadedRun:
     def search(self) -> dict[str, list[str]]:
         """Lower-cased case id of each row, for the text filter."""
         if self._search is None:
-            self._scan(facts=False)
+            self._scan()
         assert self._search is not None
         return self._search
 
-    def _scan(self, *, facts: bool) -> None:
+    def _scan(self, options: dict[str, Options] | None = None) -> None:
         """One pass over a streamed document's lines: the rows and offsets, and with
-        `facts` the run of facts (`RunStore.load_facts`'s) too."""
+        `options` the facts of its suites read with them too."""
         with self._lock:
-            if self._rows is not None and (not facts or self._facts is not None):
+            key = _options_key(options) if options is not None else None
+            if self._rows is not None and (key is None or key in self._facts):
                 return
-            rows, offsets, cases = _scan_lines(self.key, self.shown, self.header, facts=facts)
+            rows, offsets, facts = _scan_lines(self.key, self.shown, self.header, options)
             if self._rows is None:
                 self._rows = rows
                 self.offsets = self.offsets or offsets
                 self._search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
-            if cases is not None:
-                self._facts = self.header.model_copy(update={"suites": {
-                    n: s.model_copy(update={"cases": cases.get(n, [])}) for n, s in self.header.suites.items()}})
+            if key is not None and facts is not None:
+                self._facts[key] = facts
 
     def _streamed(self, drop: tuple[str, ...] = ()) -> Run:
         path = Path(self.key[0])
@@ -171,18 +171,22 @@ class LoadedRun:
             raise RunDocumentError(f"{self.shown}: changed while it was open: reload the page")
         return run
 
-    def facts(self) -> Run:
-        """The run with each result's facts but not its input, output or trace (what
-        `compare_runs` pairs), validated once; the whole run when it is loaded already."""
+    def facts(self, options: dict[str, Options]) -> dict[str, SuiteFacts]:
+        """The facts of every suite that `compare_runs` pairs, read with `options` (once per
+        options: a run is compared with others whose configuration asks the same)."""
         with self._lock:
-            if self._run is not None:
-                return self._run
-            if not self.streamed:
-                return self._whole()
-            if self._facts is None:
-                self._scan(facts=True)
-            assert self._facts is not None
-            return self._facts
+            key = _options_key(options)
+            hit = self._facts.get(key)
+            if hit is not None:
+                return hit
+            if self._run is not None or not self.streamed:
+                run = self._whole()
+                hit = {name: suite_facts(s.cases, options.get(name, DEFAULT_OPTIONS))
+                       for name, s in run.suites.items()}
+                self._facts[key] = hit
+                return hit
+            self._scan(options)
+            return self._facts[key]
 
     def run(self) -> Run:
         """The whole run, validated (once). Raises RunDocumentError."""
@@ -193,7 +197,6 @@ class LoadedRun:
         if self._run is None:
             if self.streamed:
                 self._run = self._streamed()
-                self._facts = None
             else:
                 suites = {}
                 with gc_paused():
@@ -339,14 +342,20 @@ class LoadedRun:
             raise _invalid(self.shown, exc, f"suites.{suite}.cases.{i}") from None
 
 
-def _scan_lines(key: FileKey, shown: str, header: Run, *, facts: bool) -> tuple[
-        dict[str, list[dict[str, Any]]], dict[str, array[int]], dict[str, list[CaseResult]] | None]:
-    """Rows and offsets of every result of a streamed document, and with `facts` each
-    result validated without its input, expected value, output and trace."""
+def _options_key(options: dict[str, Options]) -> tuple[tuple[str, Options], ...]:
+    return tuple(sorted(options.items(), key=lambda item: item[0]))
+
+
+def _scan_lines(key: FileKey, shown: str, header: Run, options: dict[str, Options] | None) -> tuple[
+        dict[str, list[dict[str, Any]]], dict[str, array[int]], dict[str, SuiteFacts] | None]:
+    """Rows and offsets of every result of a streamed document, and with `options` the
+    facts of each suite (`compare_facts`), read in the same pass."""
     path = Path(key[0])
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in header.suites}
     offsets: dict[str, array[int]] = {name: array("q") for name in header.suites}
-    cases: dict[str, list[CaseResult]] | None = {name: [] for name in header.suites} if facts else None
+    facts: dict[str, SuiteFacts] | None = None
+    if options is not None:
+        facts = {name: SuiteFacts(options.get(name, DEFAULT_OPTIONS)) for name in header.suites}
     try:
         fh = path.open("rb")
     except OSError as exc:
@@ -361,20 +370,13 @@ def _scan_lines(key: FileKey, shown: str, header: Run, *, facts: bool) -> tuple[
                 c = orjson.loads(body)
             except orjson.JSONDecodeError as exc:
                 raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
-            if not isinstance(c, dict):
-                c = {}
             rs = rows.setdefault(name, [])
-            rs.append(case_row(len(rs), c))
+            if facts is not None:
+                got = facts.setdefault(name, SuiteFacts(DEFAULT_OPTIONS))
+                add_line(got, c, f"suites.{name}.cases.{got.results}", shown)
+            rs.append(case_row(len(rs), c if isinstance(c, dict) else {}))
             offsets.setdefault(name, array("q")).append(at)
-            if cases is not None:
-                for k in FACTS_LEFT_OUT:
-                    c.pop(k, None)
-                got = cases.setdefault(name, [])
-                try:
-                    got.append(shared_fields_set(CaseResult.model_validate(c)))
-                except ValidationError as exc:
-                    raise _invalid(shown, exc, f"suites.{name}.cases.{len(got)}") from None
-    return rows, offsets, cases
+    return rows, offsets, facts
 
 
 def _read_streamed(path: Path, key: FileKey) -> LoadedRun | None:

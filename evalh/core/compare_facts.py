@@ -1,0 +1,404 @@
+"""What `compare_runs` pairs, as compact columns: the per-case facts of one suite of one run.
+
+A (case, arm) with several attempts is one row: its attempts counted by status, its scores,
+latencies and costs kept as values (repeats averaged later, by `compare_metrics`). The
+columns are arrays, not objects: a row costs ~60 bytes beside its case id, so the facts of
+two runs of a million results each fit in a few hundred MB, where one `CaseResult` model
+a result took ~3 KB.
+
+Two ways in, one structure: `suite_facts` from result models (a run in memory: `evalh run
+--compare-baseline`, pooled baselines, the API) and `read_facts` from a run document in the
+streamed layout (`evalh.document`), one result line at a time, without a model per result.
+A line of another shape than evalh writes is validated as a `CaseResult` (the same
+coercions and the same named error as every other reader); so is every line of a document
+in the earlier, indented layout, which `evalh.store` loads whole.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import orjson
+from pydantic import ValidationError
+
+from evalh.document import HEADS, iter_case_chunks, read_head, result_counts
+from evalh.errors import RunDocumentError, first_validation_error
+from evalh.models import CaseResult
+
+STATUSES = ("passed", "failed", "errored", "judge_error", "skipped")
+_INDEX = {s: i for i, s in enumerate(STATUSES)}
+_PASSED, _FAILED, _ERRORED, _JUDGE_ERROR, _SKIPPED = range(5)
+_NO_DIGEST = -1
+"""The digest column's value for a result without a content digest (`hash` of a str is
+never -1, so it cannot collide with one)."""
+
+Options = tuple[str | None, frozenset[str]]
+"""(cluster field or None, scorers whose values are kept apart): what a suite's facts hold,
+decided from both runs' configuration (`compare._suite_options`)."""
+DEFAULT_OPTIONS: Options = ("group", frozenset())
+
+
+class Values:
+    """Per-row lists of floats. Most rows hold one value or none: the first value of each
+    row sits in an array, only the rows with more hold a list."""
+
+    __slots__ = ("first", "more", "n")
+
+    def __init__(self) -> None:
+        self.n = array("I")
+        self.first = array("d")
+        self.more: dict[int, list[float]] = {}
+
+    def _grow(self, extra: int) -> None:
+        self.n.frombytes(bytes(4 * extra))
+        self.first.frombytes(bytes(8 * extra))
+
+    def add(self, row: int, value: float) -> None:
+        k = self.n[row]
+        if k == 0:
+            self.first[row] = value
+        elif k == 1:
+            self.more[row] = [self.first[row], value]
+        else:
+            self.more[row].append(value)
+        self.n[row] = k + 1
+
+    def count(self, row: int) -> int:
+        return self.n[row]
+
+    def values(self, row: int) -> list[float]:
+        k = self.n[row]
+        if k == 0:
+            return []
+        return [self.first[row]] if k == 1 else self.more[row]
+
+    def mean(self, row: int) -> float | None:
+        k = self.n[row]
+        if k == 0:
+            return None
+        return self.first[row] if k == 1 else math.fsum(self.more[row]) / k
+
+
+class SuiteFacts:
+    """Every (case, arm) of one suite of one run, one row each in first-seen order."""
+
+    __slots__ = ("_capacity", "_cluster_index", "arm_names", "arm_of", "case_ids", "cluster", "cluster_by",
+                 "cluster_names", "costs", "counts", "digest", "graded", "latencies", "results",
+                 "judge_models", "max_attempt", "rows", "scorer_values", "scorers", "scores",
+                 "status_counts")
+
+    def __init__(self, options: Options = DEFAULT_OPTIONS, expected: int = 0) -> None:
+        """`expected`: how many results are coming, when known (the columns are sized
+        for them at once; they grow by half otherwise)."""
+        self.cluster_by, self.scorers = options
+        self.rows: dict[str, dict[str, int]] = {}
+        """arm → case id → row."""
+        self.case_ids: list[str] = []
+        self.arm_of = array("H")
+        self.arm_names: list[str] = []
+        self.digest = array("q")
+        self.cluster = array("i")
+        self.cluster_names: list[str] = []
+        self._cluster_index: dict[str, int] = {}
+        self.counts = tuple(array("I") for _ in STATUSES)
+        """Attempts of each row by status (`STATUSES` order)."""
+        self.scores = Values()
+        """Scores of the attempts that passed or failed (NaN left out)."""
+        self.latencies = Values()
+        self.costs = Values()
+        self.graded = bytearray()
+        """1 where some score is not the pass indicator (1 on a pass, 0 on a fail)."""
+        self.scorer_values: dict[str, Values] = {s: Values() for s in sorted(self.scorers)}
+        self.results = 0
+        self.status_counts = [0] * len(STATUSES)
+        """Results (attempts) of the whole suite by status."""
+        self.max_attempt = -1
+        """The highest attempt number of any result (-1: none)."""
+        self.judge_models: set[str] = set()
+        """Every judge model a score names (the configuration comparison lists them)."""
+        self._capacity = 0
+        self._grow(max(expected, 16))
+
+    # ---------------------------------------------------------------- building
+
+    def _grow(self, extra: int) -> None:
+        """Room for `extra` more rows in every column (zeros: no attempt, no value)."""
+        for column in (*self.counts, self.digest, self.cluster, self.arm_of):
+            column.frombytes(bytes(column.itemsize * extra))
+        for values in (self.scores, self.latencies, self.costs, *self.scorer_values.values()):
+            values._grow(extra)
+        self.graded.extend(bytes(extra))
+        self._capacity += extra
+
+    def _new_row(self, case_id: str, arm: str, digest: str | None, metadata: Any) -> int:
+        row = len(self.case_ids)
+        if row == self._capacity:
+            self._grow(max(16, row // 2))
+        by_case = self.rows.get(arm)
+        if by_case is None:
+            by_case = self.rows[arm] = {}
+            self.arm_names.append(arm)
+        by_case[case_id] = row
+        self.case_ids.append(case_id)
+        if len(self.arm_names) > 1:
+            self.arm_of[row] = self.arm_names.index(arm)
+        if digest is not None:
+            self.digest[row] = hash(digest)
+        else:
+            self.digest[row] = _NO_DIGEST
+        value = metadata.get(self.cluster_by) if self.cluster_by and metadata else None
+        if value is None:
+            self.cluster[row] = -1
+        else:
+            name = str(value)
+            index = self._cluster_index.get(name)
+            if index is None:
+                index = self._cluster_index[name] = len(self.cluster_names)
+                self.cluster_names.append(name)
+            self.cluster[row] = index
+        return row
+
+    def extend(self, results: Iterable[Any]) -> None:
+        """Results (attempts): `CaseResult` models, or the `_Line`s a document's lines are
+        read into (the same attributes)."""
+        rows, counts, status_counts, index_of = self.rows, self.counts, self.status_counts, _INDEX
+        scores, latencies, costs, graded = self.scores, self.latencies, self.costs, self.graded
+        kept = self.scorer_values if self.scorers else None
+        judges, max_attempt, isfinite = self.judge_models, self.max_attempt, math.isfinite
+        n = 0
+        for r in results:
+            n += 1
+            arm, case_id = r.arm, r.case_id
+            by_case = rows.get(arm)
+            row = by_case.get(case_id) if by_case is not None else None
+            if row is None:
+                row = self._new_row(case_id, arm, r.case_digest, r.metadata)
+            if r.attempt > max_attempt:
+                max_attempt = r.attempt
+            given = r.scores
+            for s in given:
+                if s.judge_model:
+                    judges.add(s.judge_model)
+            index = index_of.get(r.status, _SKIPPED)
+            status_counts[index] += 1
+            counts[index][row] += 1
+            if index == _SKIPPED:
+                continue
+            if index <= _FAILED:  # answered: its scores are figures of the product
+                score = r.score  # a scorer's NaN is no figure (the stored document writes null)
+                if score is not None and isfinite(score):
+                    scores.add(row, score)
+                    if score != (1.0 if index == _PASSED else 0.0):
+                        graded[row] = 1
+                if kept is not None:
+                    for s in given:
+                        values, value = kept.get(s.scorer), s.value
+                        if values is not None and value is not None and isfinite(value):
+                            values.add(row, value)
+            # A cached reply has neither the target's latency nor its cost (it is recorded
+            # as 0): counted, it would make a warm cache look like a cheaper product.
+            if r.cached:
+                continue
+            latency, cost = r.latency_ms, r.cost_usd
+            if latency is not None and isfinite(latency):
+                latencies.add(row, latency)
+            if cost is not None and isfinite(cost):
+                costs.add(row, cost)
+        self.results += n
+        self.max_attempt = max_attempt
+
+    # ---------------------------------------------------------------- reading
+
+    def __len__(self) -> int:
+        return len(self.case_ids)
+
+    def row(self, case_id: str, arm: str) -> int | None:
+        by_case = self.rows.get(arm)
+        return by_case.get(case_id) if by_case is not None else None
+
+    def arm(self, row: int) -> str:
+        return self.arm_names[self.arm_of[row]]
+
+    def row_keys(self) -> Iterator[tuple[str, str]]:
+        """(case_id, arm) of every row, in row order."""
+        names = self.arm_names
+        return zip(self.case_ids, map(names.__getitem__, self.arm_of[: len(self.case_ids)]), strict=True)
+
+    def same_content(self, row: int, other: SuiteFacts, other_row: int) -> bool:
+        """False only when both rows carry a content digest and the digests differ."""
+        a, b = self.digest[row], other.digest[other_row]
+        return a in (_NO_DIGEST, b) or b == _NO_DIGEST
+
+    def cluster_of(self, row: int) -> str | None:
+        index = self.cluster[row]
+        return None if index < 0 else self.cluster_names[index]
+
+    def passed(self, row: int) -> int:
+        return self.counts[_PASSED][row]
+
+    def failed(self, row: int) -> int:
+        return self.counts[_FAILED][row]
+
+    def errored(self, row: int) -> int:
+        return self.counts[_ERRORED][row]
+
+    def judge_error(self, row: int) -> int:
+        return self.counts[_JUDGE_ERROR][row]
+
+    def skipped(self, row: int) -> int:
+        return self.counts[_SKIPPED][row]
+
+    def valid(self, row: int) -> int:
+        """Attempts with a pass/fail outcome."""
+        return self.counts[_PASSED][row] + self.counts[_FAILED][row]
+
+    def tried(self, row: int) -> int:
+        """Attempts that reached an outcome, an error included (skipped ones excluded)."""
+        c = self.counts
+        return c[_PASSED][row] + c[_FAILED][row] + c[_ERRORED][row] + c[_JUDGE_ERROR][row]
+
+    def pass_frac(self, row: int) -> float | None:
+        valid = self.valid(row)
+        return self.counts[_PASSED][row] / valid if valid else None
+
+    def error_frac(self, row: int) -> float | None:
+        """Share of attempts that measured nothing: the target errored, or a judge did."""
+        tried = self.tried(row)
+        return (self.counts[_ERRORED][row] + self.counts[_JUDGE_ERROR][row]) / tried if tried else None
+
+    def score(self, row: int) -> float | None:
+        return self.scores.mean(row)
+
+    def scorer_mean(self, name: str, row: int) -> float | None:
+        values = self.scorer_values.get(name)
+        return values.mean(row) if values is not None else None
+
+    def scorer_count(self, name: str, row: int) -> int:
+        values = self.scorer_values.get(name)
+        return values.count(row) if values is not None else 0
+
+    def binary_scores(self, row: int) -> bool:
+        """Every pass/fail attempt scored 1 on a pass and 0 on a fail: its mean score is
+        its pass rate."""
+        return not self.graded[row] and self.scores.n[row] == self.valid(row)
+
+    def outcome(self, row: int) -> str:
+        """One status for the case: errored > failed > judge_error > passed > skipped."""
+        c = self.counts
+        if c[_ERRORED][row]:
+            return "errored"
+        if c[_FAILED][row]:
+            return "failed"
+        if c[_JUDGE_ERROR][row]:
+            return "judge_error"
+        if c[_PASSED][row]:
+            return "passed"
+        return "skipped"
+
+    def count(self, status: str) -> int:
+        """Results (attempts) of the suite with `status`."""
+        return self.status_counts[_INDEX[status]]
+
+
+def suite_facts(results: Iterable[CaseResult], options: Options = DEFAULT_OPTIONS) -> SuiteFacts:
+    """The facts of a suite's results in memory."""
+    facts = SuiteFacts(options)
+    facts.extend(results)
+    return facts
+
+
+# --------------------------------------------------------------------------- documents
+
+
+class _LineScore(msgspec.Struct):
+    scorer: str
+    value: float | None = None
+    judge_model: str | None = None
+
+
+class _Line(msgspec.Struct):
+    """The fields of a result line that a comparison reads, of the JSON types evalh writes
+    (a float field takes a JSON integer too); the others are skipped unparsed."""
+
+    case_id: Annotated[str, msgspec.Meta(min_length=1)]
+    status: Literal["passed", "failed", "errored", "judge_error", "skipped"]
+    case_digest: str | None = None
+    arm: str = "default"
+    attempt: int = 0
+    score: float | None = None
+    scores: list[_LineScore] = []
+    metadata: dict[str, Any] = {}
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+
+
+_CHUNK = msgspec.json.Decoder(list[_Line])
+
+
+def add_line(facts: SuiteFacts, obj: Any, where: str, shown: str) -> None:
+    """One parsed result line of a document (`where`: its place, for the error). A line
+    of the types evalh writes is read as it is (`_Line`); any other is validated as a
+    `CaseResult`, with the model's coercions and its named error."""
+    try:
+        facts.extend((msgspec.convert(obj, _Line),))
+        return
+    except msgspec.ValidationError:
+        pass
+    try:
+        facts.extend((CaseResult.model_validate(obj),))
+    except ValidationError as exc:
+        loc, msg = first_validation_error(exc, (where,))
+        raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
+
+
+def _add_chunk(facts: SuiteFacts, name: str, block: bytes, count: int, shown: str) -> None:
+    """`count` consecutive result lines of suite `name` (`document.iter_case_chunks`):
+    parsed with one call when every one is of the types evalh writes, else line by line
+    (`add_line`)."""
+    try:
+        results = _CHUNK.decode(b"[" + (block[:-2] if block.endswith(b",\n") else block) + b"]")
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        results = None
+    if results is not None and len(results) == count:  # else a line holds two (or none)
+        facts.extend(results)
+        return
+    for data in block.split(b"\n"):
+        if not data:
+            continue
+        try:
+            obj = orjson.loads(data[:-1] if data.endswith(b",") else data)
+        except orjson.JSONDecodeError as exc:
+            raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
+        add_line(facts, obj, f"suites.{name}.cases.{facts.results}", shown)
+
+
+def read_facts(path: Path, shown: str, options: dict[str, Options]) -> dict[str, SuiteFacts] | None:
+    """The facts of every suite of the run document at `path`, read one result line at a
+    time (`options`: per suite, what to keep; a suite it does not name keeps the default).
+    None when the document is not in the streamed layout (the caller loads it whole)."""
+    from evalh.gcpause import gc_paused
+
+    try:
+        with path.open("rb") as fh:
+            head = read_head(fh)
+            if head is None:
+                return None
+            out: dict[str, SuiteFacts] = {}
+            counts = result_counts(head)
+            with gc_paused():  # arrays and strings only: nothing for the collector to find
+                for name, _, block, count in iter_case_chunks(fh, head, shown):
+                    facts = out.get(name)
+                    if facts is None:
+                        facts = out[name] = SuiteFacts(options.get(name, DEFAULT_OPTIONS), counts.get(name, 0))
+                    _add_chunk(facts, name, block, count, shown)
+            for name in head[HEADS]:
+                out.setdefault(name, SuiteFacts(options.get(name, DEFAULT_OPTIONS)))
+            return out
+    except OSError as exc:
+        raise RunDocumentError(f"{path}: cannot read: {exc}") from None
