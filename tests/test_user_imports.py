@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -163,17 +164,33 @@ def test_a_plugin_module_that_exits_at_import_is_bad_config(tmp_path: Path, monk
 # ----------------------------------------------------------------------------- rejudge
 
 
-def _original_run(tmp_path: Path) -> tuple[Path, str]:
-    cfg = project(tmp_path)
-    proc = shell(tmp_path, "run", "--config", str(cfg), "--runs-dir", str(tmp_path / "runs"), "--json")
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A project and its run, made once by the installed `evalh` in a fresh process (a judge
+    on the mock: every such process imports the provider SDK); each test copies it."""
+    root = tmp_path_factory.mktemp("original")
+    cfg = project(root)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["EVALH_CACHE_DIR"] = str(root / "response-cache")
+    proc = subprocess.run([EVALH, "run", "--config", str(cfg), "--runs-dir", str(root / "runs"), "--json"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    return cfg, json.loads(proc.stdout)["run_id"]
+    return root, json.loads(proc.stdout)["run_id"]
+
+
+@pytest.fixture
+def original_run(original: tuple[Path, str], tmp_path: Path) -> tuple[Path, str]:
+    """The original project, run and response cache, copied into this test's `tmp_path`."""
+    root, run_id = original
+    shutil.copytree(root, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "evalh.toml", run_id
 
 
 @pytest.mark.parametrize("cwd", ["root", "elsewhere"])
-def test_rejudge_imports_project_code_without_pythonpath(tmp_path: Path, cwd: str) -> None:
+def test_rejudge_imports_project_code_without_pythonpath(tmp_path: Path, cwd: str,
+                                                         original_run: tuple[Path, str]) -> None:
     """Issue 11 item 10: `evalh rejudge` said "No module named ..." unless PYTHONPATH=."""
-    cfg, run_id = _original_run(tmp_path)
+    cfg, run_id = original_run
     where = tmp_path if cwd == "root" else tmp_path / "elsewhere"
     where.mkdir(exist_ok=True)
     proc = shell(where, "rejudge", run_id, "--all", "--json", "--config", str(cfg),
@@ -184,8 +201,9 @@ def test_rejudge_imports_project_code_without_pythonpath(tmp_path: Path, cwd: st
 
 
 @pytest.mark.parametrize("way", sorted(BAD))
-def test_rejudge_with_a_scorer_module_that_exits_at_import(tmp_path: Path, way: str) -> None:
-    cfg, run_id = _original_run(tmp_path)
+def test_rejudge_with_a_scorer_module_that_exits_at_import(tmp_path: Path, way: str,
+                                                           original_run: tuple[Path, str]) -> None:
+    cfg, run_id = original_run
     before = written(cfg)
     source, said = BAD[way]
     (tmp_path / "scorer_mod.py").write_text(source, encoding="utf-8")
