@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 from pydantic import ValidationError
@@ -23,10 +25,73 @@ from evalh.errors import DatasetError, first_validation_error
 from evalh.models import Case
 
 
+class CaseList(Sequence[Case]):
+    """A dataset's cases, kept as compact JSON (one buffer, an offset per case) and made a
+    `Case` model again when one is read: a validated model costs ~1.9 KB, its JSON what its
+    JSONL line does (~70 B for a short case), so a run of a million cases holds tens of MB
+    of them, not gigabytes. Each read validates anew (the record was validated when the
+    dataset loaded): a read gives an equal model, not the same object."""
+
+    __slots__ = ("_data", "_ends")
+
+    def __init__(self, data: bytes, ends: array[int]) -> None:
+        self._data = data
+        self._ends = ends
+
+    @classmethod
+    def of(cls, records: Iterator[bytes] | Sequence[bytes]) -> CaseList:
+        ends: array[int] = array("q")
+        buf = bytearray()
+        for raw in records:
+            buf += raw
+            ends.append(len(buf))
+        return cls(bytes(buf), ends)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def raw(self, i: int) -> bytes:
+        """Case `i`'s record as compact JSON."""
+        if i < 0:
+            i += len(self._ends)
+        start = self._ends[i - 1] if i > 0 else 0
+        return self._data[start:self._ends[i]]
+
+    @overload
+    def __getitem__(self, i: int) -> Case: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Case]: ...
+    def __getitem__(self, i: int | slice) -> Case | list[Case]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if not -len(self._ends) <= i < len(self._ends):
+            raise IndexError("case index out of range")
+        return Case.model_validate(orjson.loads(self.raw(i)))
+
+    def __iter__(self) -> Iterator[Case]:
+        for i in range(len(self._ends)):
+            yield self[i]
+
+    def ids(self) -> list[str]:
+        """Every case's id, in order (read from the records, no model made)."""
+        return [orjson.loads(self.raw(i))["id"] for i in range(len(self._ends))]
+
+    def where(self, keep: Callable[[Case], bool]) -> CaseList:
+        """The cases `keep` holds, in order, kept as compactly."""
+        return CaseList.of(self.raw(i) for i, case in enumerate(self) if keep(case))
+
+
+def case_ids(cases: Sequence[Case]) -> list[str]:
+    """The ids of `cases`, in order."""
+    return cases.ids() if isinstance(cases, CaseList) else [c.id for c in cases]
+
+
 @dataclass(frozen=True)
 class Dataset:
     path: Path
-    cases: list[Case]
+    cases: Sequence[Case]
+    """A `CaseList` for a dataset loaded from a file; a plain list elsewhere (a rejudge's
+    stored cases, cases made in memory)."""
 
     @property
     def sha256(self) -> str:
@@ -88,8 +153,9 @@ def _first_error(exc: ValidationError) -> str:
     return f"{loc or 'case'}: {msg}"
 
 
-def _records(path: Path, text: str) -> list[tuple[int, object]]:
-    """(line number, parsed value) pairs. A JSON array gives item positions as 'lines'."""
+def _records(path: Path, text: str) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) pairs, one at a time for JSONL (a million-line file is not
+    held parsed). A JSON array gives item positions as 'lines'."""
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
@@ -105,8 +171,8 @@ def _records(path: Path, text: str) -> list[tuple[int, object]]:
             raise DatasetError(f"{path}: not valid JSON: expected an array of cases")
         for i, item in enumerate(items):
             _check_value(f"{path}: item {i + 1}", "", item)
-        return [(i + 1, item) for i, item in enumerate(items)]
-    out: list[tuple[int, object]] = []
+        yield from ((i + 1, item) for i, item in enumerate(items))
+        return
     for lineno, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip() or raw.lstrip().startswith("//"):
             continue
@@ -115,8 +181,7 @@ def _records(path: Path, text: str) -> list[tuple[int, object]]:
         except orjson.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{lineno}: malformed JSON line: {exc}") from None
         _check_value(f"{path}:{lineno}", raw, value)
-        out.append((lineno, value))
-    return out
+        yield lineno, value
 
 
 def case_positions(path: Path, shown: str) -> list[str]:
@@ -145,7 +210,7 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
             f"{shown}:{line}: not valid UTF-8: byte 0x{data[exc.start]:02x} at column {column} "
             f"({exc.reason}); save the file as UTF-8"
         ) from None
-    cases: list[Case] = []
+    buf, ends = bytearray(), array("q")  # each validated case's record, compact (see CaseList)
     seen: dict[str, int] = {}
     group_split: dict[str, tuple[str | None, int]] = {}
     group_sampling: dict[str, tuple[Any, int]] = {}
@@ -179,7 +244,8 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
                     f"{first_sampling!r} at {where or 'line'} {first_line}"
                 )
             group_sampling.setdefault(group, (sampling, lineno))
-        cases.append(case)
-    if not cases:
+        buf += orjson.dumps(record)
+        ends.append(len(buf))
+    if not ends:
         raise DatasetError(f"{shown}: dataset has no cases")
-    return Dataset(path=path, cases=cases)
+    return Dataset(path=path, cases=CaseList(bytes(buf), ends))

@@ -100,7 +100,8 @@ def run(
 
         return load_baseline(prepared.config.root, prepared.store)  # every run it names, of one configuration
 
-    outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference)
+    # the run comes back without its results: what is printed is read from its document
+    outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference, results=False)
     if outcome.estimate is not None:
         from evalh.report.terminal.estimate import render_estimate
 
@@ -113,16 +114,18 @@ def run(
         from evalh.report.junit import run_to_junit_xml
         from evalh.store import atomic_write_bytes
 
-        atomic_write_bytes(junit_xml, run_to_junit_xml(outcome.run).encode("utf-8"))  # refused: exit 4
+        full = prepared.store.load(outcome.run.run_id)  # a testcase per result: every one
+        atomic_write_bytes(junit_xml, run_to_junit_xml(full).encode("utf-8"))  # refused: exit 4
     for reason in outcome.reasons:  # what fails the run that the results table does not say
         err().print(safe_text(reason, style="red"))
     if json_out:
         out().file.write(document_text(outcome.to_dict()))
     else:
         if not quiet and outcome.run is not None:
+            from evalh.core.retained import not_passed
             from evalh.report.terminal.run import render_run
 
-            render_run(outcome.run, out())
+            render_run(not_passed(prepared.store, outcome.run.run_id), out())  # its failures, not every result
             err().print(f"wrote {outcome.path}", markup=False, highlight=False)
         if outcome.comparison is not None:
             from evalh.report.compare_render import emit_comparison

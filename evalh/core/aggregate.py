@@ -24,41 +24,56 @@ def rate(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
+Facts = tuple[str, float | None, int | None, int | None, bool, float | None, float | None]
+"""What `aggregate` reads of one result: (status, score, tokens_in, tokens_out, cached,
+latency_ms, cost_usd). The runner keeps these per result (`evalh.core.retained`), not the
+models."""
+
+
+def facts_of(r: CaseResult) -> Facts:
+    return (r.status, r.score, r.tokens_in, r.tokens_out, r.cached, r.latency_ms, r.cost_usd)
+
+
 def aggregate(results: Iterable[CaseResult]) -> Aggregate:
-    """Counts, rates and economics for a set of results.
+    """Counts, rates and economics for a set of results (see `aggregate_facts`)."""
+    return aggregate_facts(facts_of(r) for r in results)
+
+
+def aggregate_facts(results: Iterable[Facts]) -> Aggregate:
+    """Counts, rates and economics for a set of results, each as its `Facts`.
 
     `pass_rate` is passed / (passed + failed): errored and judge_error results are counted
     apart and never enter it. Cached replies cost nothing and stay out of latency figures.
     Cost is null when no result has a known cost; results with tokens but no price are
-    counted in `cost_unknown`, never as 0.
+    counted in `cost_unknown`, never as 0. Sums follow the order given (the document's).
     """
     agg = Aggregate()
     scores: list[float] = []
     latencies: list[float] = []
     cost: float | None = None
-    for r in results:
+    for status, score, tokens_in, tokens_out, cached, latency_ms, cost_usd in results:
         agg.n += 1
-        if r.status == "passed":
+        if status == "passed":
             agg.passed += 1
-        elif r.status == "failed":
+        elif status == "failed":
             agg.failed += 1
-        elif r.status == "errored":
+        elif status == "errored":
             agg.errored += 1
-        elif r.status == "judge_error":
+        elif status == "judge_error":
             agg.judge_error += 1
         else:
             agg.skipped += 1
-        if r.status in ("passed", "failed") and r.score is not None:
-            scores.append(r.score)
-        agg.tokens_in += r.tokens_in or 0
-        agg.tokens_out += r.tokens_out or 0
-        if r.cached:
+        if status in ("passed", "failed") and score is not None:
+            scores.append(score)
+        agg.tokens_in += tokens_in or 0
+        agg.tokens_out += tokens_out or 0
+        if cached:
             agg.cached += 1
-        elif r.latency_ms is not None and r.status != "skipped":
-            latencies.append(r.latency_ms)
-        if r.cost_usd is not None:
-            cost = (cost or 0.0) + r.cost_usd
-        elif not r.cached and (r.tokens_in is not None or r.tokens_out is not None):
+        elif latency_ms is not None and status != "skipped":
+            latencies.append(latency_ms)
+        if cost_usd is not None:
+            cost = (cost or 0.0) + cost_usd
+        elif not cached and (tokens_in is not None or tokens_out is not None):
             agg.cost_unknown += 1
     agg.pass_rate_denominator = agg.passed + agg.failed
     agg.pass_rate = rate(agg.passed, agg.pass_rate_denominator)

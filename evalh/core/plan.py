@@ -10,13 +10,14 @@ the runner puts them in the run as they are and runs only the other (case, arm, 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalh.config import Config, SuiteConfig
 from evalh.core.sources import LiveSource, batch_width, live_source
-from evalh.datasets import Dataset, load_dataset
+from evalh.datasets import CaseList, Dataset, load_dataset
 from evalh.errors import ConfigError, MissingCredentials
 from evalh.imports import ImportFailure
 from evalh.models import Case, CaseResult, DerivedFrom
@@ -48,7 +49,9 @@ class SuitePlan:
     tier: int
     dataset: Dataset
     dataset_display: str
-    cases: list[Case]
+    cases: Sequence[Case]
+    """The cases it runs: a `datasets.CaseList` (compact JSON, a model made per read) for a
+    dataset from a file, else a list."""
     arms: list[ArmPlan]
     scorers: list[Scorer]
     repeats: int
@@ -131,12 +134,17 @@ def select_suites(
     return runnable, skipped
 
 
-def load_suite_dataset(config: Config, suite: SuiteConfig) -> tuple[Dataset, str, list[Case]]:
+def load_suite_dataset(config: Config, suite: SuiteConfig) -> tuple[Dataset, str, Sequence[Case]]:
     path = config.resolve(suite.dataset)
     dataset = load_dataset(path, display=suite.dataset)
     cases = dataset.cases
     if suite.splits is not None:
-        cases = [c for c in cases if c.metadata.split in suite.splits]
+        splits = suite.splits
+
+        def kept(c: Case) -> bool:
+            return c.metadata.split in splits
+
+        cases = cases.where(kept) if isinstance(cases, CaseList) else [c for c in cases if kept(c)]
         if not cases:  # a typo in `splits` must not pass as a suite of zero cases
             present = sorted({str(c.metadata.split) for c in dataset.cases})
             raise ConfigError(

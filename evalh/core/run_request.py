@@ -193,12 +193,15 @@ def run_request(
     observer: Observer | None = None,
     *,
     load_reference: Callable[[], Reference] | None = None,
+    results: bool = True,
 ) -> RunOutcome:
     """Carry out a planned request: estimate it (dry run), or run it and judge the run.
 
     `load_reference` (needed with `--compare-baseline`) loads what the run is compared
     with; it is called before the run starts, so a missing or unreadable baseline fails
-    before anything is spent. Raises `EvalhError` when no suite can run."""
+    before anything is spent. Raises `EvalhError` when no suite can run. `results=False`:
+    the outcome's run comes without its results (`run_plan`'s; `evalh run` reads what it
+    prints from the document), and the baseline is compared with the run's facts."""
     plan = req.prepared.plan
     if not plan.suites:
         raise EvalhError("no suite can run (see the skipped suites above)")
@@ -214,12 +217,13 @@ def run_request(
     from evalh.core.outcome import gate_exit_code, run_verdict
     from evalh.core.runner import run_plan
 
-    run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock)
+    run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock, results=results)
     verdict = run_verdict(run)
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
                          path=req.store.path_for(run.run_id))
     if reference is not None:
-        outcome.comparison, outcome.notes = reference.compare(run)  # the baseline's runs pooled per case
+        candidate = run if results else req.store.load_facts(run.run_id)  # what a comparison pairs
+        outcome.comparison, outcome.notes = reference.compare(candidate)  # the baseline's runs pooled per case
         outcome.code = max(outcome.code, gate_exit_code(
             outcome.comparison, fail_on_regression=True, fail_on_inconclusive=False))
     return outcome

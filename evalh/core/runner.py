@@ -10,6 +10,11 @@ has a timeout (`evalh.core.sources.LiveSource`). A target that raises or times o
 finished result is appended to the run's journal before anything else happens, and the run
 document is written atomically at the end — also when the run stops early (budget,
 interrupt), then as `partial` with the reason.
+
+Memory is bounded by the work in flight, not by the run's size: a journaled result is not
+kept as a model, only as compact numbers (`evalh.core.retained`: where its journal line is,
+its place in the document, what the aggregates read), the items to run are codes expanded
+one at a time, and the document's result lines are streamed from the journal at the end.
 """
 
 from __future__ import annotations
@@ -19,20 +24,23 @@ import contextlib
 import os
 import random
 import signal
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from evalh.context import CaseContext, case_scope
-from evalh.core.aggregate import aggregate
+from evalh.core.aggregate import aggregate_facts
 from evalh.core.contrasts import suite_claims
 from evalh.core.outcome import decide_status, summarize
 from evalh.core.plan import ArmPlan, RunPlan, SuitePlan
 from evalh.core.requirements import FirstReply
+from evalh.core.retained import JournalLines, StreamedResults, SuiteResults
 from evalh.core.sizes import measure
 from evalh.core.sources import error_info
 from evalh.core.workers import DaemonExecutor
+from evalh.datasets import case_ids
 from evalh.errors import BudgetExceeded, EvalhError, WriteFailed
 from evalh.gcpause import FreezeWindow, NoWindow, kept_off_the_books
 from evalh.models import (
@@ -79,32 +87,84 @@ class WorkItem:
     attempt: int
 
 
+class WorkItems(Sequence[WorkItem]):
+    """A suite's items to run, in run order, as one integer each (the case's position, the
+    arm's, the attempt): a `WorkItem` is made when one is taken, so a million items cost
+    8 MB, not a model each (`procs` hands them out by index too)."""
+
+    def __init__(self, suite: SuitePlan, codes: array[int]) -> None:
+        self._suite = suite
+        self._codes = codes
+        self._per_case = len(suite.arms) * suite.repeats
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def _item(self, code: int) -> WorkItem:
+        case, rest = divmod(code, self._per_case)
+        arm, attempt = divmod(rest, self._suite.repeats)
+        return WorkItem(self._suite.cases[case], self._suite.arms[arm], attempt)
+
+    @overload
+    def __getitem__(self, i: int) -> WorkItem: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[WorkItem]: ...
+    def __getitem__(self, i: int | slice) -> WorkItem | list[WorkItem]:
+        if isinstance(i, slice):
+            return [self._item(c) for c in self._codes[i]]
+        return self._item(self._codes[i])
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        for code in self._codes:
+            yield self._item(code)
+
+
 class Runner:
     def __init__(self, plan: RunPlan, store: RunStore, observer: Observer | None = None) -> None:
         self.plan = plan
         self.store = store
         self.observer = observer or NullObserver()
-        # Results already there are the run's as they are; only the others are run.
-        self.results: dict[str, list[CaseResult]] = {s.name: [] for s in plan.suites}
-        for suite_name, carried in plan.carried.items():
-            self.results.setdefault(suite_name, []).extend(carried)
+        # Per suite, what is kept of each journaled result (evalh.core.retained): numbers,
+        # not models. The plan's carried results join them once the journal is open.
+        self.kept: dict[str, SuiteResults] = {}
         self.stop_reason: str | None = None
         self.started_at = plan.started_at or now_iso()
         self.journal = store.journal(plan.run_id)
-        # Computed once: a Case's digest and a Dataset's sha256 are recomputed on each access.
-        self._case_facts: dict[int, tuple[str, dict[str, Any]]] = {}
         self._dataset_sha: dict[str, str] = {}
         self._git: Future[GitInfo] | None = None
         self._secrets: list[str] | None = None  # the environment's, read at the first result
         self._first_reply = FirstReply()
         self.gc_window: FreezeWindow = NoWindow()
 
-    def _facts(self, case: Case) -> tuple[str, dict[str, Any]]:
-        facts = self._case_facts.get(id(case))
-        if facts is None:
-            facts = (case.digest, case.metadata.model_dump(mode="json", exclude_none=True))
-            self._case_facts[id(case)] = facts
-        return facts
+    @staticmethod
+    def _facts(case: Case) -> tuple[str, dict[str, Any]]:
+        # not cached: a case is made anew from its compact record when its item runs
+        # (evalh.datasets.CaseList), and a cache would hold every case of the run
+        return case.digest, case.metadata.model_dump(mode="json", exclude_none=True)
+
+    def suite_results(self, suite: SuitePlan) -> SuiteResults:
+        """What the run keeps of `suite`'s results (evalh.core.retained)."""
+        kept = self.kept.get(suite.name)
+        if kept is None:
+            order = {case_id: i for i, case_id in enumerate(case_ids(suite.cases))}
+            kept = self.kept[suite.name] = SuiteResults(suite.name, order)
+        return kept
+
+    @property
+    def kept_total(self) -> int:
+        return sum(len(k) for k in self.kept.values())
+
+    def _carry(self) -> None:
+        """The plan's carried results (a resume's finished ones, a rejudge's not judged again)
+        are the run's as they are: journaled in this run's journal, where its document is
+        streamed from, and kept like the others."""
+        for suite in self.plan.suites:
+            carried = self.plan.carried.get(suite.name)
+            if not carried:
+                continue
+            kept = self.suite_results(suite)
+            for result in carried:
+                kept.add(result, self.journal.append(suite.name, result))
 
     def dataset_sha(self, suite: SuitePlan) -> str:
         if suite.name not in self._dataset_sha:
@@ -198,21 +258,24 @@ class Runner:
 
     # ------------------------------------------------------------------ one suite
 
-    def _items(self, suite: SuitePlan, rng: random.Random) -> list[WorkItem]:
-        done = {(r.case_id, r.arm, r.attempt) for r in self.results.get(suite.name, [])}
-        items = [
-            WorkItem(case, arm, attempt)
-            for case in suite.cases
-            for arm in suite.arms
-            for attempt in range(suite.repeats)
-            if (case.id, arm.name, attempt) not in done
-        ]
-        rng.shuffle(items)
-        return items
+    def _items(self, suite: SuitePlan, rng: random.Random) -> WorkItems:
+        """Every (case, arm, attempt) not carried, shuffled with the run's seed."""
+        kept = self.suite_results(suite)
+        done = {key for key in kept.row_keys() if key[0] >= 0}
+        arms = [a.name for a in suite.arms]
+        codes = array("q")
+        code = 0
+        for case in range(len(suite.cases)):
+            for arm in arms:
+                for attempt in range(suite.repeats):
+                    if not done or (case, arm, attempt) not in done:
+                        codes.append(code)
+                    code += 1
+        rng.shuffle(codes)  # the same draws, and order, as for a list of that length
+        return WorkItems(suite, codes)
 
     def _record(self, suite: SuitePlan, result: CaseResult) -> None:
-        self.journal.append(suite.name, result)
-        self.results[suite.name].append(result)
+        self.suite_results(suite).add(result, self.journal.append(suite.name, result))
         self.observer.on_result(suite, result)
         self.gc_window.tick()  # what the run keeps, off the collector's books (evalh.gcpause)
 
@@ -243,21 +306,25 @@ class Runner:
         finalizing = [s for s in suite.scorers if type(s).finalize is not Base.finalize]
         if not finalizing:  # the no-op default changes nothing: no result is compared twice
             return
-        results = self.results[suite.name]
-        before = [_scores_json(r) for r in results]
+        # The hook is handed every result of the suite, in the order they were recorded: the
+        # one place the suite's results are all in memory, read back from the journal.
+        kept = self.suite_results(suite)
+        results = list(JournalLines(self.journal.path, self.kept).models(suite.name, range(len(kept))))
+        before = [_json(r) for r in results]
         try:
-            await self._finalize_each(suite, finalizing)
+            await self._finalize_each(suite, finalizing, results)
         finally:
             # what finalizing wrote into the results (a pairwise judge's pairs) is journaled
-            # too: a run killed later resumes with it instead of paying for it again
-            for result, was in zip(results, before, strict=True):
-                if _scores_json(result) != was:
-                    self.journal.append(suite.name, result)
+            # again: the document is streamed from the journal, and a run killed later
+            # resumes with it instead of paying for it again
+            for j, (result, was) in enumerate(zip(results, before, strict=True)):
+                if _json(result) != was:
+                    kept.replace(j, result, self.journal.append(suite.name, result))
 
-    async def _finalize_each(self, suite: SuitePlan, scorers: list[Scorer]) -> None:
+    async def _finalize_each(self, suite: SuitePlan, scorers: list[Scorer], results: list[CaseResult]) -> None:
         for scorer in scorers:
             try:
-                info = await scorer.finalize(suite, self.results[suite.name], self.plan.services)
+                info = await scorer.finalize(suite, results, self.plan.services)
             except BudgetExceeded as exc:  # judging after the suite is admitted against the budget
                 self.stop_reason = str(exc.args[0])
                 info = exc.args[1] if len(exc.args) > 1 else None
@@ -279,15 +346,12 @@ class Runner:
                 if not self.stop_reason:
                     await self._finalize_scorers(suite)
                 return
-        queue: asyncio.Queue[WorkItem] = asyncio.Queue()
-        for item in items:
-            queue.put_nowait(item)
+        queue = iter(items)  # taken in order, one at a time, by every worker
 
         async def worker() -> None:
             while not self.stop_reason:
-                try:
-                    item = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                item = next(queue, None)
+                if item is None:
                     return
                 reason = self.plan.services.budget.exhausted()
                 if reason:
@@ -306,18 +370,25 @@ class Runner:
 
     # ------------------------------------------------------------------ the run
 
+    def result_lines(self) -> JournalLines:
+        """The run's results as its journal holds them, in document order."""
+        return JournalLines(self.journal.path, self.kept)
+
     def build_run(self, status: str, reason: str | None) -> Run:
+        """The run without its results (`cases` empty, as `RunStore.load_header` reads a
+        document): the aggregates from the numbers kept per result, in document order; the
+        metrics, contrasts and sweep a suite configures from its results read back from
+        the journal (`retained.StreamedResults`). `RunStore.write(run, self.result_lines())`
+        writes the whole document."""
         from evalh.core.sweep import suite_sweep  # suites.S.sweep: the configured sweep's ranking
 
         plan = self.plan
+        lines = self.result_lines()
         suites: dict[str, SuiteResult] = {}
         for suite in plan.suites:
-            order = {c.id: i for i, c in enumerate(suite.cases)}
-            results = sorted(
-                self.results.get(suite.name, []),
-                key=lambda r: (order.get(r.case_id, 0), r.arm, r.attempt),
-            )
-            arms = {a.name: aggregate(r for r in results if r.arm == a.name) for a in suite.arms}
+            kept = self.suite_results(suite)
+            results = StreamedResults(lines, suite.name)  # read only by what a suite configures
+            arms = {a.name: aggregate_facts(kept.facts_in_order(a.name)) for a in suite.arms}
             metrics, contrasts = suite_claims(suite.config, results, plan.root)  # suites.S.metrics, .contrasts
             suites[suite.name] = SuiteResult(
                 regime=suite.regime,
@@ -325,12 +396,11 @@ class Runner:
                 dataset=DatasetInfo(
                     path=suite.dataset_display, sha256=self.dataset_sha(suite), cases=len(suite.cases)
                 ),
-                aggregate=aggregate(results),
+                aggregate=aggregate_facts(kept.facts_in_order()),
                 arms=arms,
                 baseline_arm=suite.arms[0].name if suite.arms else None,
                 details=suite.details, metrics=metrics, contrasts=contrasts,
                 sweep=suite_sweep(suite.name, suite.config, results, suite.arms[0].name if suite.arms else None),
-                cases=results,
             )
         run = Run(
             run_id=plan.run_id, label=plan.label, status=status,  # type: ignore[arg-type]
@@ -384,6 +454,7 @@ class Runner:
         status, reason = "complete", None
         refused_before_any_case = False
         try:
+            self._carry()
             for suite in self.plan.suites:
                 await self.run_suite(suite, rng)
                 if self.stop_reason:
@@ -399,7 +470,7 @@ class Runner:
             # a refusal (a judge calibration below its threshold) before any case ran: nothing
             # ran, so nothing is written — exit 2 with its one line, as bad input is
             refused_before_any_case = (isinstance(exc, EvalhError) and exc.exit_code == 2
-                                       and not any(self.results.values()))
+                                       and not self.kept_total)
             raise
         finally:
             _restore_env(saved_env)  # the ids belong to this run, not to the process after it
@@ -409,7 +480,7 @@ class Runner:
                 if journal_is_new:  # a resumed run's journal is what it resumes from: kept
                     self.journal.path.unlink(missing_ok=True)
             else:
-                self.store.write(run)
+                self.store.write(run, self.result_lines())  # the results streamed from the journal
             if status == "complete":
                 self.journal.path.unlink(missing_ok=True)
             await _close_targets(self.plan)
@@ -417,10 +488,10 @@ class Runner:
         return run
 
 
-def _scores_json(result: CaseResult) -> bytes:
+def _json(result: CaseResult) -> bytes:
     import orjson
 
-    return orjson.dumps([s.model_dump(mode="json") for s in result.scores])
+    return orjson.dumps(result.model_dump(mode="json"))
 
 
 def _restore_env(saved: dict[str, str | None]) -> None:
@@ -476,9 +547,14 @@ def _cancel_on_sigterm() -> Iterator[None]:
 
 
 def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None, *,
-             lock: RunLock | None = None) -> Run:
+             lock: RunLock | None = None, results: bool = True) -> Run:
     """Execute a plan to completion (or to its budget) and return the written run: the one
     entry of the runner, for `evalh run`, `--resume` and `evalh rejudge` alike.
+
+    The runner keeps no result model (`evalh.core.retained`): the run it returns is read
+    back from its document (`RunStore.load`, every result a model); `results=False` returns
+    it without its results (every suite's `cases` empty, the aggregates, metrics and summary
+    there) — what `evalh run` takes, so a run's memory does not grow with its size.
 
     The run's lock is held throughout (`lock`, when preparing took it already — a resume
     reads its record under it —, else taken here): a second process resuming the run is
@@ -491,7 +567,7 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None, *
     try:
         store.sweep(own=plan.run_id)
         try:
-            return _run_to_the_end(plan, store, observer)
+            run = _run_to_the_end(plan, store, observer)
         except WriteFailed as exc:
             journal = store.journal_path(plan.run_id)
             if not journal.is_file() or plan.derived_from is not None:  # only `evalh run` resumes
@@ -500,6 +576,7 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None, *
                 f"{exc.message}; the journal {journal} is kept: free space, then finish the run "
                 f"with: evalh run --resume {plan.run_id}", exit_code=exc.exit_code,
             ) from None
+        return store.load(run.run_id) if results else run
     finally:
         lock.release()
 
@@ -521,7 +598,7 @@ def _run_to_the_end(plan: RunPlan, store: RunStore, observer: Observer | None) -
         with kept_off_the_books() as runner.gc_window:
             asyncio.run(main())
     except (asyncio.CancelledError, KeyboardInterrupt):
-        kept = sum(len(r) for r in runner.results.values())
+        kept = runner.kept_total
         raise RunInterrupted(
             f"interrupted: run {plan.run_id} written as partial ({kept} of {plan.total} "
             f"results kept); finish it with: evalh run --resume {plan.run_id}"

@@ -31,7 +31,7 @@ read). With several arms each arm gets its own figure (`per_arm`, the default).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,15 +78,30 @@ def figure(m: MetricConfig, name: str, arm: str | None, numerator: int | None, d
             "flag": bool(flag), "gate": m.gate, **extra}
 
 
-def _share(m: MetricConfig, name: str, arm: str | None, results: Sequence[CaseResult],
+def _share(m: MetricConfig, name: str, arm: str | None, results: Iterable[CaseResult],
            in_scope: Callable[[CaseResult], bool], hit: Callable[[CaseResult], bool], what: str) -> dict[str, Any]:
-    scope = [r for r in results if r.status in COUNTED and in_scope(r)]
-    hits = [r for r in scope if hit(r)]
-    return figure(m, name, arm, len(hits), len(scope), note=what,
-                  cases=sorted({r.case_id for r in hits}))
+    # one pass, no list of the results: a run's results may be streamed from its journal
+    scope = 0
+    hits: list[str] = []
+    for r in results:
+        if r.status in COUNTED and in_scope(r):
+            scope += 1
+            if hit(r):
+                hits.append(r.case_id)
+    return figure(m, name, arm, len(hits), scope, note=what, cases=sorted(set(hits)))
 
 
-def _sycophancy(m: MetricConfig, arm: str | None, rs: Sequence[CaseResult]) -> list[dict[str, Any]]:
+class _Arm:
+    """The results of one arm, filtered each time they are iterated (no list of them)."""
+
+    def __init__(self, results: Iterable[CaseResult], arm: str) -> None:
+        self._results, self._arm = results, arm
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        return (r for r in self._results if r.arm == self._arm)
+
+
+def _sycophancy(m: MetricConfig, arm: str | None, rs: Iterable[CaseResult]) -> list[dict[str, Any]]:
     field = m.case_field or "metadata.wrong_premise"
     terms = [t.casefold() for t in (m.terms if isinstance(m.terms, list) else [])]
 
@@ -101,7 +116,7 @@ def _sycophancy(m: MetricConfig, arm: str | None, rs: Sequence[CaseResult]) -> l
                    f"outputs agreeing with a wrong premise ({how}) ÷ results of cases with {field}")]
 
 
-def _anchoring(m: MetricConfig, arm: str | None, rs: Sequence[CaseResult]) -> list[dict[str, Any]]:
+def _anchoring(m: MetricConfig, arm: str | None, rs: Iterable[CaseResult]) -> list[dict[str, Any]]:
     field = m.case_field or "metadata.better_alternative"
 
     def follows(r: CaseResult) -> bool:
@@ -120,7 +135,7 @@ def _anchoring(m: MetricConfig, arm: str | None, rs: Sequence[CaseResult]) -> li
                    f"results of cases with {field}")]
 
 
-def _pattern_bias(m: MetricConfig, arm: str | None, rs: Sequence[CaseResult]) -> list[dict[str, Any]]:
+def _pattern_bias(m: MetricConfig, arm: str | None, rs: Iterable[CaseResult]) -> list[dict[str, Any]]:
     groups = m.terms if isinstance(m.terms, dict) else {"": m.terms}
     out = []
     for vendor, terms in groups.items():
@@ -212,7 +227,7 @@ def compute_metrics(suite: SuiteConfig, results: Sequence[CaseResult], root: Pat
         one = {"sycophancy": _sycophancy, "anchoring": _anchoring, "pattern_bias": _pattern_bias}[m.type]
         if m.per_arm and len(arms) > 1:
             for arm in arms:
-                out += one(m, arm, [r for r in results if r.arm == arm])
+                out += one(m, arm, _Arm(results, arm))
         else:
             out += one(m, None, results)
     return out

@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -128,7 +128,7 @@ def _measure_of(spec: SweepConfig, result: CaseResult) -> float | str | None:
     return float(sum(value_name(v) == want for v in verdicts))
 
 
-def observe(spec: SweepConfig, results: Sequence[CaseResult], where: str) -> list[Observation]:
+def observe(spec: SweepConfig, results: Iterable[CaseResult], where: str) -> list[Observation]:
     """Observations from stored results; a label outside the decision vocabulary is an error."""
     decisions = spec.decisions
     out = []
@@ -501,7 +501,7 @@ def sweep_results(spec: SweepConfig, results: Sequence[CaseResult], baseline_arm
                   where: str, *, suite: str | None = None) -> SweepResult:
     """Sweep one arm (the spec's, else the baseline arm) of a suite's results."""
     arm = _swept_arm(spec, results, baseline_arm, where)
-    obs = observe(spec, [r for r in results if r.arm == arm], where)
+    obs = observe(spec, (r for r in results if r.arm == arm), where)  # no list of the models
     return replace(sweep(spec, obs), suite=suite, arm=arm)
 
 
