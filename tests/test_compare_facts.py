@@ -50,16 +50,18 @@ def _result(rng: random.Random, cid: str, arm: str, attempt: int, shift: float,
 
 def _run(run_id: str, seed: int, *, regime: str, arms: list[str], repeats: int, shift: float,
          status: str = "complete", cluster: str | None = "group",
-         judges: tuple[str | None, ...] = (None, "m1", "m2")) -> Run:
+         judges: tuple[str | None, ...] = (None, "m1", "m2"), aligned: bool = False) -> Run:
+    """`aligned`: every case in both runs, in dataset order (results of one case together)."""
     rng = random.Random(seed)
     cases = []
     for i in range(60):
-        if rng.random() < 0.05:
+        if rng.random() < 0.05 and not aligned:
             continue  # a case only the other run has
         for arm in arms:
             for attempt in range(repeats):
                 cases.append(_result(rng, f"c{i:03d}", arm, attempt, shift, judges))
-    rng.shuffle(cases)
+    if not aligned:
+        rng.shuffle(cases)
     snapshot = {"suites": {"s": {"regime": regime, "cluster": cluster, "gate_scores": ["judge"]},
                            "t": {"regime": "deterministic"}}}
     suites = {
@@ -84,6 +86,9 @@ CASES = [
     dict(regime="deterministic", arms=["default"], repeats=1),
     dict(regime="deterministic", arms=["a", "b"], repeats=3),
     dict(regime="stochastic", arms=["default"], repeats=1, changed=dict(repeats=2, judges=("m3",))),
+    dict(regime="deterministic", arms=["default"], repeats=1, aligned=True),
+    dict(regime="deterministic", arms=["a", "b"], repeats=2, aligned=True),
+    dict(regime="stochastic", arms=["default"], repeats=1, aligned=True),
 ]
 
 

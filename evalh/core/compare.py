@@ -23,9 +23,22 @@ candidate that produced nothing comparable blocks the gate.
 
 from __future__ import annotations
 
+import re
+from array import array
+
 from evalh.config import Thresholds
 from evalh.core.compare_config import config_differences, thresholds_for
-from evalh.core.compare_facts import Options, SuiteFacts, suite_facts
+from evalh.core.compare_facts import (
+    ERRORED,
+    FAILED,
+    JUDGE_ERROR,
+    NO_DIGEST,
+    PASSED,
+    SKIPPED,
+    Options,
+    SuiteFacts,
+    suite_facts,
+)
 from evalh.core.compare_metrics import (
     Key,
     Pairs,
@@ -41,6 +54,7 @@ from evalh.core.compare_models import (
     ErrorCounts,
     Family,
     MetricRow,
+    NamedCases,
     RunRef,
     SuiteComparison,
     SuiteCounts,
@@ -263,20 +277,12 @@ def _compare_suite(
     pairs_by_arm: dict[str, Pairs] = {}
     named = out.cases
     base_done, cand_done = base.status == "complete", cand.status == "complete"
-    for rc, key in enumerate(fc.row_keys()):
-        rb = fb.row(*key)
-        if rb is None:
-            (named.added if base_done else named.not_run).append(_case_ref(key, fb, rb, fc, rc))
-        elif not fb.same_content(rb, fc, rc):
-            named.changed.append(_case_ref(key, fb, rb, fc, rc))
-        else:
-            pairs = pairs_by_arm.get(key[1])
-            if pairs is None:
-                pairs = pairs_by_arm[key[1]] = Pairs(fb, fc)
-            pairs.append(rb, rc)
-    for rb, key in enumerate(fb.row_keys()):
-        if fc.row(*key) is None:
-            (named.removed if cand_done else named.not_run).append(_case_ref(key, fb, rb, fc, None))
+    # Every (case, arm) of either run, the candidate's in its order then the base's own:
+    # paired, or named added, removed, not run or changed (digests differ).
+    if fb.same_rows(fc):  # the same cases in the same order (the usual case): row for row
+        _pair_aligned(fb, fc, pairs_by_arm, named)
+    else:
+        _pair_by_key(fb, fc, pairs_by_arm, named, base_done, cand_done)
     arms_b, arms_c = set(fb.rows), set(fc.rows)
     arms = sorted(arms_b | arms_c)
     arm_verdicts: dict[str, Verdict] = {}
@@ -295,6 +301,53 @@ def _compare_suite(
     out._arm_verdicts = arm_verdicts
     out.blocking.extend(_nothing_measured(fb, fc, arms_b))
     return out
+
+
+def _pair_aligned(fb: SuiteFacts, fc: SuiteFacts, pairs_by_arm: dict[str, Pairs], named: NamedCases) -> None:
+    """Pairing of two suites that hold the same (case, arm) rows in the same order."""
+    n = len(fc)
+    changed = fb.digest_differs(fc)
+    if len(fc.arm_names) == 1 and not changed:
+        pairs_by_arm[fc.arm_names[0]] = Pairs(fb, fc, array("q", range(n)), array("q", range(n)))
+        return
+    for row, (case_id, a) in enumerate(zip(fc.case_ids, fc.arm_of, strict=False)):
+        if row in changed:
+            named.changed.append(_case_ref((case_id, fc.arm_names[a]), fb, row, fc, row))
+            continue
+        pairs = pairs_by_arm.get(fc.arm_names[a])
+        if pairs is None:
+            pairs = pairs_by_arm[fc.arm_names[a]] = Pairs(fb, fc)
+        pairs.b_rows.append(row)
+        pairs.c_rows.append(row)
+
+
+def _pair_by_key(
+    fb: SuiteFacts, fc: SuiteFacts, pairs_by_arm: dict[str, Pairs], named: NamedCases,
+    base_done: bool, cand_done: bool,
+) -> None:
+    """Pairing by (case, arm), whatever the order and whichever cases each run holds."""
+    b_maps = [fb.rows.get(arm) or {} for arm in fc.arm_names]
+    db, dc = fb.digest, fc.digest
+    for rc, (case_id, a) in enumerate(zip(fc.case_ids, fc.arm_of, strict=False)):  # arm_of has room past the rows
+        rb = b_maps[a].get(case_id)
+        if rb is None:
+            ref = _case_ref((case_id, fc.arm_names[a]), fb, rb, fc, rc)
+            (named.added if base_done else named.not_run).append(ref)
+            continue
+        x, y = db[rb], dc[rc]
+        if x != y and x != NO_DIGEST and y != NO_DIGEST:
+            named.changed.append(_case_ref((case_id, fc.arm_names[a]), fb, rb, fc, rc))
+            continue
+        pairs = pairs_by_arm.get(fc.arm_names[a])
+        if pairs is None:
+            pairs = pairs_by_arm[fc.arm_names[a]] = Pairs(fb, fc)
+        pairs.b_rows.append(rb)
+        pairs.c_rows.append(rc)
+    c_maps = [fc.rows.get(arm) or {} for arm in fb.arm_names]
+    for rb, (case_id, a) in enumerate(zip(fb.case_ids, fb.arm_of, strict=False)):
+        if case_id not in c_maps[a]:
+            ref = _case_ref((case_id, fb.arm_names[a]), fb, rb, fc, None)
+            (named.removed if cand_done else named.not_run).append(ref)
 
 
 def _nothing_measured(fb: SuiteFacts, fc: SuiteFacts, arms_b: set[str]) -> list[str]:
@@ -342,36 +395,45 @@ def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[st
 def _deterministic_arm(out: SuiteComparison, arm: str, keyed: Pairs) -> Verdict:
     named = out.cases
     fb, fc = keyed.base, keyed.cand
+    pb, pc = fb.outcomes_of(keyed.b_rows), fc.outcomes_of(keyed.c_rows)  # one byte a pair
+    skip = SKIPPED.to_bytes(1, "little")
+    if skip in pb or skip in pc:  # a pair with a skipped side is not compared
+        kept = [i for i, (x, y) in enumerate(zip(pb, pc, strict=True)) if x != SKIPPED and y != SKIPPED]
+        out.counts.skipped += len(pb) - len(kept)
+        compared = Pairs(fb, fc, array("q", map(keyed.b_rows.__getitem__, kept)),
+                         array("q", map(keyed.c_rows.__getitem__, kept)))
+        pb, pc = bytes(map(pb.__getitem__, kept)), bytes(map(pc.__getitem__, kept))
+    else:
+        compared = keyed
+    out._compared.append(compared)
     regressed = improved = unverified = 0
-    compared = Pairs(fb, fc)
-    judged = 0
-    for rb, rc in keyed:
-        bo, co = fb.outcome(rb), fc.outcome(rc)
-        if bo == "skipped" or co == "skipped":
-            out.counts.skipped += 1
-            continue
-        compared.append(rb, rc)
-        if bo != "judge_error" and co != "judge_error":
-            judged += 1
-        if bo == co and bo != "judge_error":
-            continue
+    # Only the pairs whose outcomes differ, or that a judge could not score, are looked at
+    # one by one (found in C: the bytes that differ, and the judge errors).
+    differ = (int.from_bytes(pb, "little") ^ int.from_bytes(pc, "little")).to_bytes(len(pb), "little")
+    looked = sorted({m.start() for m in _NONZERO.finditer(differ)}
+                    | {m.start() for side in (pb, pc) for m in _UNJUDGED.finditer(side)})
+    judged = len(pb) - sum(1 for i in looked if pb[i] == JUDGE_ERROR or pc[i] == JUDGE_ERROR)
+    for i in looked:
+        bo, co = pb[i], pc[i]
+        rb, rc = compared.b_rows[i], compared.c_rows[i]
         ref = _case_ref((fc.case_ids[rc], arm), fb, rb, fc, rc)
-        if co == "errored":
+        if co == ERRORED:
             named.errored_new.append(ref)
-        if bo == "errored":
+        if bo == ERRORED:
             named.errored_fixed.append(ref)
-        if bo == "passed" and co in ("failed", "errored"):
+        if bo == PASSED and co <= FAILED:
             named.regressed.append(ref)
             regressed += 1
-        elif bo in ("failed", "errored") and co == "passed":
+        elif bo <= FAILED and co == PASSED:
             named.improved.append(ref)
             improved += 1
-        elif "judge_error" in (bo, co):
+        elif JUDGE_ERROR in (bo, co):
             named.judge_error.append(ref)
-            if bo == "passed" and co == "judge_error":
+            if bo == PASSED and co == JUDGE_ERROR:
                 unverified += 1
-    out._compared.append(compared)
-    out.metrics.append(deterministic_row(arm, compared, regressed, improved))
+    rates = ((pb.count(PASSED), pb.count(PASSED) + pb.count(FAILED)),
+             (pc.count(PASSED), pc.count(PASSED) + pc.count(FAILED)))
+    out.metrics.append(deterministic_row(arm, len(compared), rates[0], rates[1], regressed, improved))
     if unverified:
         where = f" [{arm}]" if arm != "default" else ""
         out.blocking.append(
@@ -381,6 +443,10 @@ def _deterministic_arm(out: SuiteComparison, arm: str, keyed: Pairs) -> Verdict:
     if not judged:  # judge_error cases are not compared: none left means nothing was
         return "incomparable"
     return "regressed" if regressed else ("improved" if improved else "flat")
+
+
+_NONZERO = re.compile(rb"[^\x00]")
+_UNJUDGED = re.compile(re.escape(JUDGE_ERROR.to_bytes(1, "little")))
 
 
 def _stochastic_arm(

@@ -31,9 +31,24 @@ from evalh.errors import RunDocumentError, first_validation_error
 from evalh.models import CaseResult
 
 STATUSES = ("passed", "failed", "errored", "judge_error", "skipped")
+OUTCOMES = ("errored", "failed", "judge_error", "passed", "skipped")
+"""A case's outcome codes (`SuiteFacts.outcomes`), by priority: one errored attempt makes
+the case errored, else one failed one failed, and so on."""
+ERRORED, FAILED, JUDGE_ERROR, PASSED, SKIPPED = range(5)
+
+
+def _outcome_of(bits: int) -> int:
+    """The outcome code of a row from its bits: 8 errored, 4 failed, 2 judge_error, 1 passed."""
+    for bit, code in ((8, ERRORED), (4, FAILED), (2, JUDGE_ERROR), (1, PASSED)):
+        if bits & bit:
+            return code
+    return SKIPPED
+
+
+_OUTCOME_OF = bytes(_outcome_of(b) for b in range(256))
 _INDEX = {s: i for i, s in enumerate(STATUSES)}
 _PASSED, _FAILED, _ERRORED, _JUDGE_ERROR, _SKIPPED = range(5)
-_NO_DIGEST = -1
+NO_DIGEST = -1
 """The digest column's value for a result without a content digest (`hash` of a str is
 never -1, so it cannot collide with one)."""
 
@@ -87,7 +102,7 @@ class Values:
 class SuiteFacts:
     """Every (case, arm) of one suite of one run, one row each in first-seen order."""
 
-    __slots__ = ("_capacity", "_cluster_index", "arm_names", "arm_of", "case_ids", "cluster", "cluster_by",
+    __slots__ = ("_capacity", "_cluster_index", "_outcomes", "arm_names", "arm_of", "case_ids", "cluster", "cluster_by",
                  "cluster_names", "costs", "counts", "digest", "graded", "latencies", "results",
                  "judge_models", "max_attempt", "rows", "scorer_values", "scorers", "scores",
                  "status_counts")
@@ -123,6 +138,7 @@ class SuiteFacts:
         """Every judge model a score names (the configuration comparison lists them)."""
         self._capacity = 0
         self._grow(max(expected, 16))
+        self._outcomes: bytes | None = None
 
     # ---------------------------------------------------------------- building
 
@@ -150,7 +166,7 @@ class SuiteFacts:
         if digest is not None:
             self.digest[row] = hash(digest)
         else:
-            self.digest[row] = _NO_DIGEST
+            self.digest[row] = NO_DIGEST
         value = metadata.get(self.cluster_by) if self.cluster_by and metadata else None
         if value is None:
             self.cluster[row] = -1
@@ -211,6 +227,7 @@ class SuiteFacts:
                 costs.add(row, cost)
         self.results += n
         self.max_attempt = max_attempt
+        self._outcomes = None
 
     # ---------------------------------------------------------------- reading
 
@@ -232,7 +249,7 @@ class SuiteFacts:
     def same_content(self, row: int, other: SuiteFacts, other_row: int) -> bool:
         """False only when both rows carry a content digest and the digests differ."""
         a, b = self.digest[row], other.digest[other_row]
-        return a in (_NO_DIGEST, b) or b == _NO_DIGEST
+        return a in (NO_DIGEST, b) or b == NO_DIGEST
 
     def cluster_of(self, row: int) -> str | None:
         index = self.cluster[row]
@@ -289,16 +306,38 @@ class SuiteFacts:
 
     def outcome(self, row: int) -> str:
         """One status for the case: errored > failed > judge_error > passed > skipped."""
-        c = self.counts
-        if c[_ERRORED][row]:
-            return "errored"
-        if c[_FAILED][row]:
-            return "failed"
-        if c[_JUDGE_ERROR][row]:
-            return "judge_error"
-        if c[_PASSED][row]:
-            return "passed"
-        return "skipped"
+        return OUTCOMES[self.outcomes()[row]]
+
+    def outcomes(self) -> bytes:
+        """The outcome of every row, as its index in `OUTCOMES` (computed once, in C: a
+        bit a status a row, combined and looked up in `_OUTCOME_OF`)."""
+        n = len(self.case_ids)
+        if self._outcomes is None or len(self._outcomes) != n:
+            def has(status: int) -> int:  # a byte a row: 1 where it has attempts of `status`
+                return int.from_bytes(bytes(map(bool, self.counts[status][:n])), "little")
+
+            bits = has(_ERRORED) << 3 | has(_FAILED) << 2 | has(_JUDGE_ERROR) << 1 | has(_PASSED)
+            self._outcomes = bits.to_bytes(n, "little").translate(_OUTCOME_OF)
+        return self._outcomes
+
+    def outcomes_of(self, rows: array[int]) -> bytes:
+        """`outcomes` of `rows`, in their order."""
+        return bytes(map(self.outcomes().__getitem__, rows))
+
+    def same_rows(self, other: SuiteFacts) -> bool:
+        """Both hold the same (case, arm) rows in the same order."""
+        n = len(self.case_ids)
+        return (n == len(other.case_ids) and self.arm_names == other.arm_names
+                and self.case_ids == other.case_ids and self.arm_of[:n] == other.arm_of[:n])
+
+    def digest_differs(self, other: SuiteFacts) -> set[int]:
+        """The rows (of two suites with the `same_rows`) whose content digests differ."""
+        n = len(self.case_ids)
+        mine, theirs = self.digest[:n], other.digest[:n]
+        if mine == theirs:
+            return set()
+        return {row for row, (a, b) in enumerate(zip(mine, theirs, strict=True))
+                if a != b and a != NO_DIGEST and b != NO_DIGEST}
 
     def count(self, status: str) -> int:
         """Results (attempts) of the suite with `status`."""

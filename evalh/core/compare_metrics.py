@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -531,28 +531,19 @@ def stochastic_rows(
     return rows
 
 
-def deterministic_row(arm: str, pairs: Pairs, regressed: int, improved: int) -> MetricRow:
-    """The pass rate of a deterministic suite, for display; its verdict is by case name."""
-
-    def rate(facts: SuiteFacts, rows: Iterable[int]) -> float | None:
-        passed = den = 0
-        for row in rows:
-            outcome = facts.outcome(row)
-            if outcome == "passed":
-                passed += 1
-                den += 1
-            elif outcome == "failed":
-                den += 1
-        return passed / den if den else None
-
-    base, cand = rate(pairs.base, pairs.b_rows), rate(pairs.cand, pairs.c_rows)
+def deterministic_row(
+    arm: str, n: int, base: tuple[int, int], cand: tuple[int, int], regressed: int, improved: int
+) -> MetricRow:
+    """The pass rate of a deterministic suite, for display; its verdict is by case name.
+    `base`, `cand`: (cases passed, cases passed or failed) of the `n` compared."""
+    b_rate = base[0] / base[1] if base[1] else None
+    c_rate = cand[0] / cand[1] if cand[1] else None
     verdict: RowVerdict = "regressed" if regressed else ("improved" if improved else "flat")
-    if not len(pairs):
+    if not n:
         verdict = "incomparable"
+    delta = c_rate - b_rate if b_rate is not None and c_rate is not None else None
     return MetricRow(
-        arm=arm, name="pass_rate", better="higher", base=base, candidate=cand,
-        delta=cand - base if base is not None and cand is not None else None,
-        change=cand - base if base is not None and cand is not None else None,
-        unit="abs", allowance=0.0, interval=None, method="by case name (zero tolerance)",
-        n=len(pairs), verdict=verdict,
+        arm=arm, name="pass_rate", better="higher", base=b_rate, candidate=c_rate,
+        delta=delta, change=delta, unit="abs", allowance=0.0, interval=None,
+        method="by case name (zero tolerance)", n=n, verdict=verdict,
     )
