@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import Result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -186,8 +188,7 @@ def test_the_mock_script_reference_example_replies_as_described(tmp_path: Path) 
         'target = { kind = "anthropic", model = "claude-haiku-4-5", base_url = "mock:script.json", '
         'prompt = "{{ input.q }}", backoff_base_s = 0.01 }\n')
     env = env_for(tmp_path)
-    proc = bash("evalh run --json --no-cache", tmp_path, env)
-    ok(proc, "evalh run against the documented script")
+    proc = here("evalh run --json --no-cache", tmp_path, env)  # against the documented script
     run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
     by_id = {r["case_id"]: r for r in run["suites"]["mock"]["cases"]}
     assert by_id["paris1"]["output"] == "garbage" and by_id["json"]["output"] == '{"answer":42}'
@@ -296,6 +297,30 @@ def sh(cmd: str, root: Path, env: dict[str, str], code: int = 0) -> subprocess.C
     return proc
 
 
+def here(cmd: str, root: Path, env: dict[str, str], code: int = 0) -> Result:
+    """An `evalh` command line of the test's own (a setup run, the run of a page's TOML
+    block), in this process through typer's CliRunner, from `root` with exactly `env`: no
+    interpreter start and provider-SDK import of its own. The pages' shell blocks go through
+    bash as written (`sh`)."""
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    args = shlex.split(cmd)
+    assert args[0] == "evalh", cmd
+    overrides: dict[str, str | None] = {k: None for k in os.environ if k not in env}
+    overrides.update(env)
+    cwd = Path.cwd()
+    os.chdir(root)
+    try:
+        result = CliRunner(env=overrides).invoke(app, args[1:])
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == code, (f"{cmd!r} exited {result.exit_code}\n{result.stdout[-1500:]}\n"
+                                      f"{result.stderr[-1500:]}\n{result.exception!r}")
+    return result
+
+
 def commands(block: Block) -> list[str]:
     """The command lines of a shell block (a console block's `$ ` lines; comments kept)."""
     lines = block.text.splitlines()
@@ -340,8 +365,8 @@ def test_config_page_examples_run(repo_project: Path, mock_model: dict[str, str]
     # The complete example, as evalh.toml: valid, and it runs green, the live suite on the model.
     (complete,) = cov.take("toml", "[suites.gate]")
     (root / "evalh.toml").write_text(complete.text)
-    sh("evalh validate", root, env)
-    proc = sh("evalh run --json", root, env)
+    here("evalh validate", root, env)
+    proc = here("evalh run --json", root, env)
     run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
     live = run["suites"]["live"]["cases"]
     assert len(live) == 4 * 5 and all(r["status"] == "passed" for r in live), [r["scores"] for r in live][:2]
@@ -351,8 +376,8 @@ def test_config_page_examples_run(repo_project: Path, mock_model: dict[str, str]
     (prices,) = cov.take("toml", '[prices."claude-haiku-4-5"]')
     (arms,) = cov.take("toml", "[suites.prompts]")
     (root / "evalh.toml").write_text(complete.text + "\n" + prices.text + "\n" + arms.text)
-    sh("evalh validate", root, env)
-    proc = sh("evalh run --suite prompts --json", root, env)
+    here("evalh validate", root, env)
+    proc = here("evalh run --suite prompts --json", root, env)
     prompts = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())["suites"]["prompts"]
     assert sorted({r["arm"] for r in prompts["cases"]}) == ["v1", "v2"] and len(prompts["cases"]) == 8
 
@@ -375,7 +400,7 @@ def test_config_page_examples_run(repo_project: Path, mock_model: dict[str, str]
     (root / "cases.jsonl").write_text(case_block.text)
     suites.append('[suites.case]\ndataset = "cases.jsonl"\ntarget = "examples.citecheck:check"\n')
     (root / "evalh.toml").write_text("\n".join(suites))
-    proc = sh("evalh validate --json", root, env)  # one line naming the fragment otherwise
+    proc = here("evalh validate --json", root, env)  # one line naming the fragment otherwise
     assert len(json.loads(proc.stdout)["suites"]) == len(suites) > 10
     cov.check()
 
@@ -386,7 +411,7 @@ def test_readme_product_examples_run(repo_project: Path, mock_model: dict[str, s
     env = env_for(root, **mock_model)
     gate, live = blocks("README.md", "toml", "## Using it on your product")
     (root / "evalh.toml").write_text(gate + "\n" + live)
-    proc = sh("evalh run --json", root, env)
+    proc = here("evalh run --json", root, env)
     run = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())
     assert all(r["status"] == "passed" for r in run["suites"]["live"]["cases"])
     assert run["suites"]["gate"]["aggregate"]["passed"] == run["suites"]["gate"]["aggregate"]["n"]
@@ -408,7 +433,7 @@ def test_judges_page_examples_run(tmp_path: Path, mock_model: dict[str, str]) ->
     (root / "qa_product.py").write_text("def answer(inp):\n    return 'Paris'\n")
     qa = '[suites.qa]\ndataset = "qa.jsonl"\ntarget = "qa_product:answer"\n\n'
     (root / "evalh.toml").write_text(qa + judge.text)
-    proc = sh("evalh run --json --no-cache", root, env)
+    proc = here("evalh run --json --no-cache", root, env)
     (case,) = json.loads(Path(json.loads(proc.stdout)["path"]).read_bytes())["suites"]["qa"]["cases"]
     assert case["status"] == "passed" and "Paris" in case["scores"][0]["rationale"]
     # The other tables and keys, each where it belongs: validated.
@@ -428,7 +453,7 @@ def test_judges_page_examples_run(tmp_path: Path, mock_model: dict[str, str]) ->
         configs.append(citations.format(name=name) + judge_table + "\n"
                        + external.text.replace("suites.citations", f"suites.{name}"))
     (root / "evalh.toml").write_text("\n".join(configs))
-    proc = sh("evalh validate --json", root, env)
+    proc = here("evalh validate --json", root, env)
     assert len(json.loads(proc.stdout)["suites"]) == 1 + 1 + len(lines)
     cov.check()
 
@@ -439,7 +464,7 @@ def two_runs(repo_project: Path) -> tuple[Path, dict[str, str]]:
     complexity metadata, trace tools, num_iterations)."""
     env = env_for(repo_project)
     for _ in range(2):
-        sh("evalh run -q --suite gate --suite parliament", repo_project, env)
+        here("evalh run -q --suite gate --suite parliament", repo_project, env)
     a, b = run_ids(repo_project)
     return repo_project, {"RUN_ID": b, "RUN_A": a, "RUN_B": b, EXAMPLE_ID: b}
 
@@ -464,7 +489,7 @@ def test_running_page_commands_run(repo_project: Path, mock_model: dict[str, str
     the resumed run is one a budget stopped."""
     root = repo_project
     env = env_for(root, **mock_model)
-    sh("evalh run -q --suite scenarios_model --max-cost 0.0000001", root, env, code=1)
+    here("evalh run -q --suite scenarios_model --max-cost 0.0000001", root, env, code=1)
     (partial,) = run_ids(root)
     assert load_run(root, partial)["status"] == "partial"
     cov = Coverage("docs/running.md")
@@ -492,7 +517,7 @@ def test_labels_page_commands_run(repo_project: Path) -> None:
     (panel,) = cov.take("toml", "[suites.panel]\n")
     (sweep,) = cov.take("toml", "[suites.panel.sweep]")
     (root / "evalh.toml").write_text(panel.text + "\n" + sweep.text)
-    sh("evalh run -q", root, env)
+    here("evalh run -q", root, env)
     (run_id,) = run_ids(root)
     ids = {"RUN_ID": run_id}
     for block in cov.take("", "evalh sweep"):
@@ -591,8 +616,8 @@ def test_generated_cases_page_suite_validates_and_dry_runs(repo_project: Path) -
     (suite,) = cov.take("toml", "[suites.parliament.generate]")
     (root / "evalh.toml").write_text(suite.text)
     env = env_for(root)
-    sh("evalh validate", root, env)
-    proc = sh("evalh run --dry-run", root, env)  # "what generation would ask and cost, without a call"
+    here("evalh validate", root, env)
+    proc = here("evalh run --dry-run", root, env)  # "what generation would ask and cost, without a call"
     assert "generating 24 cases: 24 requests to claude-sonnet-4-5" in " ".join(proc.stderr.split() + proc.stdout.split())
     assert not (root / "eval_runs").exists()
     cov.check()
@@ -681,8 +706,8 @@ def test_batch_page_examples(tmp_path: Path) -> None:
     (root / "datasets" / "nightly.jsonl").write_text('{"id": "q1", "input": {"question": "Who?"}}\n')
     (root / "evalh.toml").write_text(nightly.text)
     env = env_for(root, ANTHROPIC_API_KEY="sk-docs-run-0123456789")  # a dry run calls nothing
-    sh("evalh validate", root, env)
-    total = json.loads(sh("evalh run --dry-run --json", root, env).stdout)["total"]
+    here("evalh validate", root, env)
+    total = json.loads(here("evalh run --dry-run --json", root, env).stdout)["total"]
     assert total["batch_requests"] == 2 and total["batch_saving_usd"] == pytest.approx(total["cost_usd"])
     tests = (REPO / "tests" / "test_batch.py").read_text(encoding="utf-8")
     for name in ("test_the_example_of_docs_batch_md_runs_as_written",
