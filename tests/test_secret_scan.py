@@ -5,7 +5,8 @@ the project (run documents, journals, the response cache, reports, exports) nor 
 output of any command.
 
 Every command is a separate `evalh` process, as a user or CI runs it: nothing registered
-as a secret by one command helps the next.
+as a secret by one command helps the next. The commands that only read the runs are
+independent of each other, and run side by side.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from evalh.mock import MockProvider
@@ -131,6 +133,12 @@ class Project:
         assert proc.returncode in codes, (args, proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
         return proc
 
+    def evalh_each(self, *commands: tuple[tuple[str, ...], tuple[int, ...]]) -> None:
+        """Independent commands (each its own `evalh` process, reading what the runs wrote and
+        writing files of their own), started as the cores allow, checked as `evalh` is."""
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            list(pool.map(lambda command: self.evalh(*command[0], codes=command[1]), commands))
+
     def run_json(self, *args: str, codes: tuple[int, ...] = (0, 1)) -> dict[str, object]:
         out = self.evalh("run", "--json", *args, codes=codes).stdout
         return json.loads(out[out.index("{"):])  # type: ignore[no-any-return]
@@ -182,14 +190,15 @@ def test_no_secret_reaches_any_file_or_any_output(tmp_path: Path) -> None:
 
     docs = sorted((root / "eval_runs").glob("*.json"))
     ids = [str(r["run_id"]) for r in (complete, errored, partial, resumed)]
-    for run_id in ids:
-        p.evalh("show", run_id, "--json")
-    p.evalh("show", ids[1])
-    p.evalh("report", ids[0], ids[1], ids[2])
-    p.evalh("report", ids[0], ids[1], "--format", "html", "-o", "report.html")
-    p.evalh("compare", ids[0], ids[1], "--format", "json", codes=(0, 1, 3))
-    p.evalh("compare", ids[0], ids[2], "--format", "markdown", codes=(0, 1, 3))
-    p.evalh("export-requests", ids[1], "-o", "requests.json", "--rubric", "rubric.md")
+    p.evalh_each(
+        *((("show", run_id, "--json"), (0,)) for run_id in ids),
+        (("show", ids[1]), (0,)),
+        (("report", ids[0], ids[1], ids[2]), (0,)),
+        (("report", ids[0], ids[1], "--format", "html", "-o", "report.html"), (0,)),
+        (("compare", ids[0], ids[1], "--format", "json"), (0, 1, 3)),
+        (("compare", ids[0], ids[2], "--format", "markdown"), (0, 1, 3)),
+        (("export-requests", ids[1], "-o", "requests.json", "--rubric", "rubric.md"), (0,)),
+    )
 
     # the echoes happened: the replies held the credentials, now replaced
     assert served > 20 and len(docs) == 4
