@@ -97,18 +97,19 @@ def evalh(*args: str) -> list[str]:
     return [sys.executable, "-m", "evalh.cli.main", *args]
 
 
-def setup(name: str, tree: Path, n: int, rows: list[dict[str, object]]) -> tuple[Path, list[str]]:
-    """The two runs of checkout `name` at size `n` (timed: the `run` rows)."""
+def setup(name: str, tree: Path, n: int, rows: list[dict[str, object]], times: int = 2) -> tuple[Path, list[str]]:
+    """The two runs of checkout `name` at size `n` (timed: the `run` rows); `times=1`
+    (`--run-only --once`): one run, nothing read after it."""
     base = project(WORK / name / str(n), n)
     runs = base / "eval_runs"
     shutil.rmtree(runs, ignore_errors=True)
-    for what in ("run", "run (second)"):
+    for what in ("run", "run (second)")[:times]:
         wall, peak, code = measure(tree, base, evalh("run", "-q", "--runs-dir", str(runs)))
         rows.append({"tree": name, "n": n, "what": what, "wall_s": [wall], "peak_mib": [peak]})
         print(f"{name:7} {n:>8} {what:34} {wall:8.2f} s {peak:8.0f} MiB (exit {code})", flush=True)
     ids = sorted(p.stem for p in runs.glob("*.json"))
-    assert len(ids) == 2, ids
-    size = (runs / f"{ids[1]}.json").stat().st_size
+    assert len(ids) == times, ids
+    size = (runs / f"{ids[-1]}.json").stat().st_size
     rows.append({"tree": name, "n": n, "what": "document size", "mb": round(size / 1e6, 1)})
     return base, ids
 
@@ -278,6 +279,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--synth", default="", help="SIZE:FROM — also the reads at SIZE results on documents "
                     "synthesized from the runs made at size FROM (e.g. 1000000:100000)")
     ap.add_argument("--synth-trees", default="after", help="the checkouts --synth measures")
+    ap.add_argument("--run-only", action="store_true", help="only the `evalh run` rows (no reads, no listing)")
+    ap.add_argument("--once", action="store_true", help="with --run-only: one run per size and checkout, not two")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     trees = {}
@@ -288,6 +291,10 @@ def main(argv: list[str]) -> int:
             raise SystemExit(f"{path}: not an evalh checkout (make it with git worktree add, see --help)")
     rows: list[dict[str, object]] = []
     for n in sizes:
+        if args.run_only:
+            for name, tree in trees.items():
+                setup(name, tree, n, rows, 1 if args.once else 2)
+            continue
         made = {name: setup(name, tree, n, rows) for name, tree in trees.items()}
         trials = args.trials if n <= 20_000 else 1
         got: dict[tuple[str, str], list[tuple[float, float]]] = {}

@@ -34,7 +34,7 @@ class CaseList(Sequence[Case]):
 
     __slots__ = ("_data", "_ends")
 
-    def __init__(self, data: bytes, ends: array[int]) -> None:
+    def __init__(self, data: bytes | bytearray, ends: array[int]) -> None:
         self._data = data
         self._ends = ends
 
@@ -45,7 +45,7 @@ class CaseList(Sequence[Case]):
         for raw in records:
             buf += raw
             ends.append(len(buf))
-        return cls(bytes(buf), ends)
+        return cls(buf, ends)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -55,7 +55,7 @@ class CaseList(Sequence[Case]):
         if i < 0:
             i += len(self._ends)
         start = self._ends[i - 1] if i > 0 else 0
-        return self._data[start:self._ends[i]]
+        return bytes(self._data[start:self._ends[i]])
 
     @overload
     def __getitem__(self, i: int) -> Case: ...
@@ -197,25 +197,66 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
     path = Path(path)
     shown = display or str(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            start = fh.read(1 << 16)
+            while start and not start.strip() and (more := fh.read(1 << 16)):
+                start = more
+            array_file = start.lstrip().startswith(b"[")
+            if array_file:  # a JSON array is parsed whole
+                fh.seek(0)
+                data = fh.read()
     except FileNotFoundError:
         raise DatasetError(f"{shown}: dataset not found") from None
     except OSError as exc:
         raise DatasetError(f"{shown}: cannot read: {exc}") from None
+    if array_file:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line, column = _line_of(data, exc.start)
+            raise DatasetError(
+                f"{shown}:{line}: not valid UTF-8: byte 0x{data[exc.start]:02x} at column {column} "
+                f"({exc.reason}); save the file as UTF-8"
+            ) from None
+        return _cases(path, shown, _records(Path(shown), text), "item")
+    return _cases(path, shown, _jsonl_records(path, shown), "")
+
+
+def _jsonl_records(path: Path, shown: str) -> Iterator[tuple[int, object]]:
+    """`_records` of a JSONL file read a line at a time (a million-case file is never held
+    whole, as text or parsed), numbered as `str.splitlines` of the whole text numbers them."""
+    lineno = 0
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line, column = _line_of(data, exc.start)
-        raise DatasetError(
-            f"{shown}:{line}: not valid UTF-8: byte 0x{data[exc.start]:02x} at column {column} "
-            f"({exc.reason}); save the file as UTF-8"
-        ) from None
+        with path.open("rb") as fh:
+            for n, chunk in enumerate(fh, start=1):
+                body = chunk[:-1] if chunk.endswith(b"\n") else chunk
+                try:
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DatasetError(
+                        f"{shown}:{n}: not valid UTF-8: byte 0x{body[exc.start]:02x} at column {exc.start + 1} "
+                        f"({exc.reason}); save the file as UTF-8"
+                    ) from None
+                for raw in text.splitlines() or [""]:
+                    lineno += 1
+                    if not raw.strip() or raw.lstrip().startswith("//"):
+                        continue
+                    try:
+                        value = orjson.loads(raw)
+                    except orjson.JSONDecodeError as exc:
+                        raise DatasetError(f"{shown}:{lineno}: malformed JSON line: {exc}") from None
+                    _check_value(f"{shown}:{lineno}", raw, value)
+                    yield lineno, value
+    except OSError as exc:
+        raise DatasetError(f"{shown}: cannot read: {exc}") from None
+
+
+def _cases(path: Path, shown: str, records: Iterator[tuple[int, object]], where: str) -> Dataset:
     buf, ends = bytearray(), array("q")  # each validated case's record, compact (see CaseList)
     seen: dict[str, int] = {}
     group_split: dict[str, tuple[str | None, int]] = {}
     group_sampling: dict[str, tuple[Any, int]] = {}
-    where = "item" if text.lstrip().startswith("[") else ""
-    for lineno, record in _records(Path(shown), text):
+    for lineno, record in records:
         pos = f"{shown}:{where}{lineno}" if not where else f"{shown}: item {lineno}"
         if not isinstance(record, dict):
             raise DatasetError(f"{pos}: a case must be a JSON object")
@@ -248,4 +289,4 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
         ends.append(len(buf))
     if not ends:
         raise DatasetError(f"{shown}: dataset has no cases")
-    return Dataset(path=path, cases=CaseList(bytes(buf), ends))
+    return Dataset(path=path, cases=CaseList(buf, ends))  # the buffer itself: no second copy

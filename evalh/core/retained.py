@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import overload
 
@@ -49,10 +49,10 @@ class SuiteResults:
     """One suite's results as the runner keeps them (see the module docstring): row `j` is
     the `j`th result recorded (carried results first), in the arrays below."""
 
-    def __init__(self, name: str, order: dict[str, int]) -> None:
+    def __init__(self, name: str, order: Callable[[], dict[str, int]]) -> None:
         self.name = name
-        self.order = order
-        """Case id → its position in the dataset (the document's order)."""
+        self._make_order = order
+        self._order: dict[str, int] | None = None
         self.arms: list[str] = []
         self._arm_index: dict[str, int] = {}
         self.case = array("q")
@@ -79,10 +79,19 @@ class SuiteResults:
             self.arms.append(name)
         return k
 
-    def add(self, result: CaseResult, where: tuple[int, int]) -> None:
-        """Keep `result`'s numbers and where its journal line is (`Journal.append`)."""
+    def position(self, case_id: str) -> int:
+        """The case's position in the dataset (the document's order); -1 for a case not in
+        it. The id → position table is made the first time a result comes without its
+        position (a carried one, one from a worker process), not for a run's own items."""
+        if self._order is None:
+            self._order = self._make_order()
+        return self._order.get(case_id, -1)
+
+    def add(self, result: CaseResult, where: tuple[int, int], position: int | None = None) -> None:
+        """Keep `result`'s numbers and where its journal line is (`Journal.append`);
+        `position`: its case's in the dataset, when the caller knows it."""
         self._sorted = None
-        self.case.append(self.order.get(result.case_id, -1))
+        self.case.append(self.position(result.case_id) if position is None else position)
         self.arm.append(self._arm_of(result.arm))
         self.attempt.append(result.attempt)
         self.at.append(where[0])
@@ -145,9 +154,11 @@ class SuiteResults:
             rank = {k: i for i, k in enumerate(sorted(range(len(self.arms)), key=self.arms.__getitem__))}
             width = len(self.arms) or 1
             span = (max(self.attempt) + 1) if len(self.attempt) else 1
+            n = len(self.at)
             case, arm, attempt = self.case, self.arm, self.attempt
-            self._sorted = array("q", sorted(
-                range(len(self.at)), key=lambda j: (max(case[j], 0) * width + rank[arm[j]]) * span + attempt[j]))
+            # one list of n integers, each the key and then the row (ties: the earlier row first)
+            packed = sorted(((max(case[j], 0) * width + rank[arm[j]]) * span + attempt[j]) * n + j for j in range(n))
+            self._sorted = array("q", (v % n for v in packed))
         return self._sorted
 
     def facts_in_order(self, arm: str | None = None) -> Iterator[Facts]:

@@ -85,6 +85,8 @@ class WorkItem:
     case: Case
     arm: ArmPlan
     attempt: int
+    position: int | None = None
+    """The case's position in the suite's cases (the document's order), when known."""
 
 
 class WorkItems(Sequence[WorkItem]):
@@ -103,7 +105,7 @@ class WorkItems(Sequence[WorkItem]):
     def _item(self, code: int) -> WorkItem:
         case, rest = divmod(code, self._per_case)
         arm, attempt = divmod(rest, self._suite.repeats)
-        return WorkItem(self._suite.cases[case], self._suite.arms[arm], attempt)
+        return WorkItem(self._suite.cases[case], self._suite.arms[arm], attempt, case)
 
     @overload
     def __getitem__(self, i: int) -> WorkItem: ...
@@ -146,7 +148,9 @@ class Runner:
         """What the run keeps of `suite`'s results (evalh.core.retained)."""
         kept = self.kept.get(suite.name)
         if kept is None:
-            order = {case_id: i for i, case_id in enumerate(case_ids(suite.cases))}
+            def order() -> dict[str, int]:
+                return {case_id: i for i, case_id in enumerate(case_ids(suite.cases))}
+
             kept = self.kept[suite.name] = SuiteResults(suite.name, order)
         return kept
 
@@ -274,8 +278,8 @@ class Runner:
         rng.shuffle(codes)  # the same draws, and order, as for a list of that length
         return WorkItems(suite, codes)
 
-    def _record(self, suite: SuitePlan, result: CaseResult) -> None:
-        self.suite_results(suite).add(result, self.journal.append(suite.name, result))
+    def _record(self, suite: SuitePlan, result: CaseResult, position: int | None = None) -> None:
+        self.suite_results(suite).add(result, self.journal.append(suite.name, result), position)
         self.observer.on_result(suite, result)
         self.gc_window.tick()  # what the run keeps, off the collector's books (evalh.gcpause)
 
@@ -357,7 +361,7 @@ class Runner:
                 if reason:
                     self.stop_reason = reason
                     return
-                self._record(suite, await self.run_item(suite, item))
+                self._record(suite, await self.run_item(suite, item), item.position)
 
         workers = [asyncio.create_task(worker()) for _ in range(min(suite.concurrency, len(items)) or 1)]
         try:
