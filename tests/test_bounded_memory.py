@@ -150,6 +150,7 @@ def test_the_streamed_document_is_the_one_built_from_every_model(
     # what `evalh run` prints its failures from: only the results that did not pass
     failures = not_passed(store, light.run_id).suites["armed"].cases
     assert failures == [r for r in full.suites["armed"].cases if r.status != "passed"] and failures
+    assert not_passed(store, light.run_id, limit=3).suites["armed"].cases == failures[:3]
 
 
 def test_a_dataset_is_held_as_compact_json(tmp_path: Path) -> None:
@@ -198,3 +199,23 @@ def test_a_run_killed_mid_way_resumes_into_the_document_of_its_results(tmp_path:
     plan = prepare_run(config, RunOptions(suites=["armed"], seed=5), tmp_path / "elsewhere").plan
     want = reference(plan, run, {"armed": suite.cases})
     assert serialize_run(want) == store.path_for(run_id).read_bytes()
+
+
+def test_evalh_run_lists_its_first_failures_and_counts_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = CliRunner().invoke(app, ["run", "--suite", "armed", "--seed", "2"])
+    assert result.exit_code == 0, result.output  # a stochastic suite: failures are figures
+    run = RunStore(tmp_path / "eval_runs").load(RunStore(tmp_path / "eval_runs").list_ids()[0])
+    bad = [r for r in run.suites["armed"].cases if r.status in ("failed", "errored", "judge_error")]
+    assert len(bad) > 20
+    assert f"armed: {len(bad)} not passed" in result.stdout
+    assert f"… and {len(bad) - 20} more" in result.stdout
+    shown = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("  failed ")]
+    assert shown == [r.case_id for r in bad if r.status == "failed"][:len(shown)] and shown

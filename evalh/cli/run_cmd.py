@@ -125,7 +125,8 @@ def run(
             from evalh.core.retained import not_passed
             from evalh.report.terminal.run import render_run
 
-            render_run(not_passed(prepared.store, outcome.run.run_id), out())  # its failures, not every result
+            # the failures it lists (at most 20 a suite), not every result
+            render_run(not_passed(prepared.store, outcome.run.run_id, limit=20), out())
             err().print(f"wrote {outcome.path}", markup=False, highlight=False)
         if outcome.comparison is not None:
             from evalh.report.compare_render import emit_comparison

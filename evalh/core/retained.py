@@ -240,10 +240,11 @@ class StreamedResults(Sequence[CaseResult]):
         return self._lines.result(self._suite, rows[i])
 
 
-def not_passed(store: RunStore, run_id: str) -> Run:
+def not_passed(store: RunStore, run_id: str, limit: int | None = None) -> Run:
     """Run `run_id` as its document holds it, with only the results that did not pass
-    (failed, errored, judge_error, skipped) as models: what `evalh run` prints its failures
-    from, without a model for every result of a run that passed."""
+    (failed, errored, judge_error, skipped) as models — the first `limit` of each suite
+    when given: what `evalh run` prints its failures from (their count is the aggregate's),
+    without a model for every result of the run."""
     run = store.load_header(run_id)
     path = store.path_for(run_id)
     keep: dict[str, list[CaseResult]] = {name: [] for name in run.suites}
@@ -252,9 +253,11 @@ def not_passed(store: RunStore, run_id: str) -> Run:
         if head is None:  # not the streamed layout (evalh writes no other now): read it whole
             full = store.load(run_id)
             for name, suite in full.suites.items():
-                keep[name] = [r for r in suite.cases if r.status != "passed"]
+                keep[name] = [r for r in suite.cases if r.status != "passed"][:limit]
         else:
             for name, _, body in iter_case_lines(fh, head, str(path)):
+                if limit is not None and len(keep[name]) >= limit:
+                    continue
                 obj = orjson.loads(body)
                 if obj.get("status") != "passed":
                     keep[name].append(CaseResult.model_validate(obj))

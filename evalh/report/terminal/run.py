@@ -103,10 +103,14 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
     secrets = secret_env_values()
     console.print(results_table(run, console))
     for name, suite in run.suites.items():
+        # the count from the aggregate: `evalh run` hands a run holding only the first
+        # `max_failures` results that did not pass (evalh.core.retained.not_passed)
+        a = suite.aggregate
+        count = a.failed + a.errored + a.judge_error
         bad = [r for r in suite.cases if r.status in ("failed", "errored", "judge_error")]
-        if not bad:
+        if not count:
             continue
-        console.print(Text(f"{name}: {len(bad)} not passed", style="bold red"))
+        console.print(Text(f"{name}: {count} not passed", style="bold red"))
         for r in bad[:max_failures]:
             why = r.error.message if r.error else "; ".join(
                 s.rationale or "" for s in r.scores if s.passed is not True
@@ -117,8 +121,8 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
             why = scrub_text(why, env=secrets)
             line.append(inert(why if len(why) <= 160 else why[:159] + "…"), style="dim")  # reads as cut
             console.print(line)
-        if len(bad) > max_failures:
-            console.print(Text(f"  … and {len(bad) - max_failures} more (evalh show {run.run_id})", style="dim"))
+        if count > max_failures:
+            console.print(Text(f"  … and {count - max_failures} more (evalh show {run.run_id})", style="dim"))
     if run.status != "complete":
         console.print(Text(scrub_text(f"run is {run.status}: {run.status_reason}", env=secrets),
                            style="yellow"))
