@@ -84,7 +84,9 @@ class RunPlan:
     derived_from: DerivedFrom | None = None
     carried: dict[str, list[CaseResult]] = field(default_factory=dict)
     """Per suite, the results already there (a resumed run's finished ones; a rejudge's not
-    judged again): put in the run as they are, their (case, arm, attempt)s not run."""
+    judged again): put in the run as they are, their (case, arm, attempt)s not run. The
+    runner journals them when the run starts and empties the lists (it keeps numbers, not
+    models: `evalh.core.retained`)."""
     started_at: str | None = None
     """When the run first started (resume keeps the original); None → now."""
     options: dict[str, Any] = field(default_factory=dict)
