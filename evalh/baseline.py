@@ -204,6 +204,9 @@ class LoadedBaseline:
     noise: dict[str, Any] | None = None
     """`BASELINE.noise.json` when it was measured on exactly these runs."""
     warnings: list[str] = field(default_factory=list)
+    header_only: bool = False
+    """`run` is one run's header, without its results (`load_baseline(header_only=True)`):
+    it is compared with stored runs only (`compare_stored`), from the facts of both."""
 
     def notes(self, candidate: Run) -> CompareNotes:
         """What a comparison against this baseline adds to its output."""
@@ -247,7 +250,23 @@ class LoadedBaseline:
     ) -> tuple[Comparison, CompareNotes]:
         from evalh.core.compare import compare_runs
 
+        if self.header_only:
+            raise TypeError("a baseline loaded header_only compares with stored runs: compare_stored")
         return compare_runs(self.run, candidate, policy), self.notes(candidate)
+
+    def compare_stored(
+        self, store: RunStore, run_id: str, policy: ComparePolicy | None = None
+    ) -> tuple[Comparison, CompareNotes]:
+        """`compare` with the stored run `run_id`, read for its facts only: one baseline run
+        and the candidate a chunk of result lines at a time (`compare_load`); a pool of
+        baseline runs is compared from its results."""
+        if len(self.ids) == 1:
+            from evalh.core.compare_load import load_compared
+
+            loaded = load_compared(store, self.ids[0], run_id)
+            return loaded.compare(policy), self.notes(loaded.candidate)
+        candidate = store.load_facts(run_id)
+        return self.compare(candidate, policy)
 
 
 def load_baseline(root: Path, store: RunStore, *, header_only: bool = False) -> LoadedBaseline:
@@ -263,7 +282,7 @@ def load_baseline(root: Path, store: RunStore, *, header_only: bool = False) -> 
     ids = require_baseline_ids(root)
     if len(ids) == 1 and header_only:
         run = store.load_header(ids[0])
-        return LoadedBaseline(ids, [run], run)
+        return LoadedBaseline(ids, [run], run, header_only=True)
     runs = [store.load(i) for i in ids]
     if len(runs) == 1:
         return LoadedBaseline(ids, runs, runs[0])

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import mmap
 import os
-import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from io import BufferedIOBase
+from typing import IO, Any, cast
 
 import orjson
 
@@ -226,7 +226,8 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
     """(suite, byte offset, result JSON) of every result, in document order, from a file
     positioned just after the header line (`read_head`). A line that is not where the layout
     puts it is a `RunDocumentError` naming the file and line."""
-    for name, at, block, count in iter_case_chunks(fh, head, shown):
+    for name, at, view, count in iter_case_chunks(fh, head, shown):
+        block = bytes(view)
         lines = block.split(b"\n") if count > 1 else [block.removesuffix(b"\n")]
         if count > 1:
             lines.pop()  # what follows the last newline: nothing
@@ -235,43 +236,56 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
             at += len(line) + 1
 
 
-_NOT_A_RESULT = re.compile(rb"\n[^{]")
-"""A line break followed by a line that is not a result (the end of a suite)."""
-
-
 def iter_case_chunks(
     fh: IO[bytes], head: dict[str, Any], shown: str, *, size: int = 1 << 20
-) -> Iterator[tuple[str, int, bytes, int]]:
+) -> Iterator[tuple[str, int, memoryview, int]]:
     """`iter_case_lines` about `size` bytes at a time: (suite, byte offset, consecutive
     result lines of that suite as they are in the file, how many). Less its trailing comma,
     a chunk between brackets is a JSON array: a reader parses a thousand results with one
-    call. The layout is checked as line by line (a JSON string holds no raw newline, so a
-    newline is a line break): every line a result until the suite's end, each ending with a
-    comma but its last; where that does not hold, the lines are read one by one to name
-    the line that breaks it."""
+    call. A chunk is a view of the reader's buffer, valid until the next one is asked for
+    (the buffer is reused: a million results cost no million allocations).
+
+    The layout is checked as line by line (a JSON string holds no raw newline, so a newline
+    is a line break): every line a result until the suite's end, each ending with a comma
+    but its last; where that does not hold, the lines are read one by one to name the line
+    that breaks it."""
     names = list(head[HEADS])
     pos = fh.tell()  # the file offset of buf[i]
     number = 1  # the line number of the last line read
-    buf, i = b"", 0  # bytes read, not yet consumed: buf[i:], whole lines
+    buf = bytearray(2 * size)
+    i = end = 0  # buf[i:end]: bytes read, not yet consumed (whole lines, but at the file's end)
 
     def fill() -> bool:
-        nonlocal buf, i
-        data = fh.read(size)
-        if not data:
+        """More bytes after buf[i:end] (which move to the front), ending at a line break
+        unless the file ends first; False at the end of the file."""
+        nonlocal buf, i, end
+        rest = end - i
+        if len(buf) < rest + size:  # a new buffer: views of the old one may still be held
+            buf = buf[i:end] + bytearray(size)
+        else:
+            buf[:rest] = buf[i:end]
+        i, end = 0, rest
+        with memoryview(buf) as view:
+            got = cast(BufferedIOBase, fh).readinto(view[rest:rest + size])
+        if not got:
             return False
-        if not data.endswith(b"\n"):
-            data += fh.readline()
-        buf, i = buf[i:] + data, 0
+        end = rest + got
+        if buf[end - 1] != 0x0A:  # complete the last line
+            tail = fh.readline()
+            if end + len(tail) > len(buf):
+                buf = buf[:end] + bytearray(len(tail) + size)
+            buf[end:end + len(tail)] = tail
+            end += len(tail)
         return True
 
     def line() -> bytes:
         nonlocal i, pos, number
-        nl = buf.find(b"\n", i)
+        nl = buf.find(b"\n", i, end)
         if nl < 0 and fill():
-            nl = buf.find(b"\n", i)
-        end = nl + 1 if nl >= 0 else len(buf)
-        data = buf[i:end]
-        i, pos, number = end, pos + len(data), number + 1
+            nl = buf.find(b"\n", i, end)
+        stop = nl + 1 if nl >= 0 else end
+        data = bytes(buf[i:stop])
+        i, pos, number = stop, pos + len(data), number + 1
         return data
 
     def bad(what: str) -> RunDocumentError:
@@ -288,31 +302,37 @@ def iter_case_chunks(
                       head[HEADS][name], name, f"{shown}:{number}")
         n = 0
         more = True  # a result may come next: none yet, or the last one ended with a comma
-        end = b"]},\n" if k < len(names) - 1 else b"]}\n"
+        close = b"]},\n" if k < len(names) - 1 else b"]}\n"
         while True:
-            if i == len(buf):
+            if i == end:
                 fill()
-            if more and buf.startswith(b"{", i):
-                m = _NOT_A_RESULT.search(buf, i)
-                stop = m.start() + 1 if m else len(buf)
-                lines = buf.count(b"\n", i, stop)
-                commas = buf.count(b",\n", i, stop)
-                whole = buf.endswith(b"\n", i, stop)
-                last_comma = buf.endswith(b",\n", i, stop)
-                if whole and (commas == lines or (commas == lines - 1 and not last_comma)):
-                    more = last_comma
-                    yield name, pos, buf[i:stop], lines
+            if more and buf.startswith(b"{", i, end):
+                # Whole result lines, each but the last followed by another: a chunk. Tried
+                # on all that is read, then up to the suite's end when it is in there.
+                stop = end
+                for _ in range(2):
+                    lines = buf.count(b"\n", i, stop)
+                    linked = buf.count(b",\n{", i, stop)
+                    if buf.endswith(b"\n", i, stop) and linked == lines - 1:
+                        break
+                    at = buf.find(b"\n]", i, stop)
+                    if at < 0:
+                        break
+                    stop = at + 1
+                if buf.endswith(b"\n", i, stop) and linked == lines - 1:
+                    more = buf.endswith(b",\n", i, stop)
+                    yield name, pos, memoryview(buf)[i:stop], lines
                     i, pos, number, n = stop, pos + (stop - i), number + lines, n + lines
                     continue
-                while more and buf.startswith(b"{", i):  # a line lacks its comma or newline:
+                while more and buf.startswith(b"{", i, end):  # a line lacks its comma or newline:
                     at = pos  # one by one, up to it
                     data = line()
                     more = data.endswith(b",\n")
                     n += 1
-                    yield name, at, data, 1
+                    yield name, at, memoryview(data), 1
                 continue
             data = line()
-            if data == end and (not more or n == 0):
+            if data == close and (not more or n == 0):
                 break
             raise bad(f"a result of suite {name!r} or its end")
         expected = head[HEADS][name].get("results") if isinstance(head[HEADS][name], dict) else None
@@ -320,7 +340,7 @@ def iter_case_chunks(
             raise RunDocumentError(f"{shown}:{number}: suite {name!r} holds {n} results, its header says {expected}")
     if line() != b"}}\n":
         raise bad("the end of the document")
-    if buf[i:].strip():
+    if buf[i:end].strip():
         raise bad("nothing after the end of the document")
     while rest := fh.read(1 << 16):
         if rest.strip():

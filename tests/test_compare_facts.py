@@ -264,7 +264,8 @@ def test_the_chunked_reader_agrees_with_the_line_by_line_layout_check(tmp_path: 
     chunked = partial(iter_case_chunks, size=size)
 
     def flat(fh: Any, head: dict[str, Any], shown: str) -> Any:  # the chunks' lines, one by one
-        for name, at, block, count in chunked(fh, head, shown):
+        for name, at, view, count in chunked(fh, head, shown):
+            block = bytes(view)
             for line in block.split(b"\n")[:count] if block.endswith(b"\n") else [block]:
                 yield name, at, line[:-1] if line.endswith(b",") else line
                 at += len(line) + 1
@@ -288,3 +289,35 @@ def test_a_line_holding_two_results_is_refused_as_every_reader_refuses_it(tmp_pa
     for read in (lambda: store.load("20260101T000000000Z-00000a"), lambda: read_facts(path, "doc", {})):
         with pytest.raises(RunDocumentError, match="not valid JSON"):
             read()
+
+
+def test_facts_read_in_a_worker_process_come_back_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large documents are read side by side, the base in a forked worker: its facts,
+    pickled back, must compare as the ones read here."""
+    import pickle
+
+    from evalh.core import compare_load
+    from evalh.core.compare_facts import read_facts
+
+    store = RunStore(tmp_path)
+    spec: dict[str, Any] = dict(CASES[2])
+    base = _run("20260101T000000000Z-00000a", 4, shift=0.0, **spec)
+    cand = _run("20260101T000001000Z-00000b", 104, shift=0.3, **spec)
+    for run in (base, cand):
+        store.write(run)
+    path = store.path_for(base.run_id)
+    here = read_facts(path, "doc", {"s": ("group", frozenset({"judge"}))})
+    assert here is not None
+    back = pickle.loads(pickle.dumps(here))
+    for name, facts in here.items():
+        other = back[name]
+        assert other.rows == facts.rows and other.case_ids == facts.case_ids
+        for row in range(len(facts)):
+            assert (other.outcome(row), other.score(row), other.latencies.values(row), other.cluster_of(row),
+                    other.scorer_mean("judge", row)) == (
+                facts.outcome(row), facts.score(row), facts.latencies.values(row), facts.cluster_of(row),
+                facts.scorer_mean("judge", row))
+    monkeypatch.setattr(compare_load, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(compare_load, "_second_core", lambda: True)
+    forked = compare_load.load_compared(store, base.run_id, cand.run_id, parallel=True).compare()
+    assert forked.to_dict() == compare_runs(store.load(base.run_id), store.load(cand.run_id)).to_dict()

@@ -132,7 +132,7 @@ def compare(
             # the facts it pairs, a line at a time (no input, output or trace kept)
             from evalh.core.compare_load import load_compared
 
-            loaded = load_compared(store, base_ref, cand_ref)
+            loaded = load_compared(store, base_ref, cand_ref, parallel=True)
             base_run, cand_run = loaded.base, loaded.candidate
             compare = loaded.compare
         else:  # JUnit XML quotes outputs; a pooled baseline is pooled from its results

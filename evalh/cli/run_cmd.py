@@ -98,7 +98,9 @@ def run(
     def load_reference() -> LoadedBaseline:
         from evalh.baseline import load_baseline
 
-        return load_baseline(prepared.config.root, prepared.store)  # every run it names, of one configuration
+        # every run it names, of one configuration; one run: its header (its facts are read
+        # from its document after the run, with the run's)
+        return load_baseline(prepared.config.root, prepared.store, header_only=True)
 
     # the run comes back without its results: what is printed is read from its document
     outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference, results=False)

@@ -69,6 +69,13 @@ class Values:
         self.first = array("d")
         self.more: dict[int, list[float]] = {}
 
+    def cut(self, n: int) -> Values:
+        """A copy of the first `n` rows."""
+        out = Values()
+        out.n, out.first = self.n[:n], self.first[:n]
+        out.more = {row: values for row, values in self.more.items() if row < n}
+        return out
+
     def _grow(self, extra: int) -> None:
         self.n.frombytes(bytes(4 * extra))
         self.first.frombytes(bytes(8 * extra))
@@ -143,57 +150,55 @@ class SuiteFacts:
     # ---------------------------------------------------------------- building
 
     def _grow(self, extra: int) -> None:
-        """Room for `extra` more rows in every column (zeros: no attempt, no value)."""
-        for column in (*self.counts, self.digest, self.cluster, self.arm_of):
+        """Room for `extra` more rows in every column: no attempt, no value, no digest (-1),
+        no cluster (-1). The arrays grow in place."""
+        for column in (*self.counts, self.arm_of):
             column.frombytes(bytes(column.itemsize * extra))
+        for column in (self.digest, self.cluster):
+            column.frombytes(b"\xff" * (column.itemsize * extra))  # -1
         for values in (self.scores, self.latencies, self.costs, *self.scorer_values.values()):
             values._grow(extra)
         self.graded.extend(bytes(extra))
         self._capacity += extra
 
-    def _new_row(self, case_id: str, arm: str, digest: str | None, metadata: Any) -> int:
-        row = len(self.case_ids)
-        if row == self._capacity:
-            self._grow(max(16, row // 2))
-        by_case = self.rows.get(arm)
-        if by_case is None:
-            by_case = self.rows[arm] = {}
-            self.arm_names.append(arm)
-        by_case[case_id] = row
-        self.case_ids.append(case_id)
-        if len(self.arm_names) > 1:
-            self.arm_of[row] = self.arm_names.index(arm)
-        if digest is not None:
-            self.digest[row] = hash(digest)
-        else:
-            self.digest[row] = NO_DIGEST
-        value = metadata.get(self.cluster_by) if self.cluster_by and metadata else None
-        if value is None:
-            self.cluster[row] = -1
-        else:
-            name = str(value)
-            index = self._cluster_index.get(name)
-            if index is None:
-                index = self._cluster_index[name] = len(self.cluster_names)
-                self.cluster_names.append(name)
-            self.cluster[row] = index
-        return row
-
     def extend(self, results: Iterable[Any]) -> None:
         """Results (attempts): `CaseResult` models, or the `_Line`s a document's lines are
-        read into (the same attributes)."""
-        rows, counts, status_counts, index_of = self.rows, self.counts, self.status_counts, _INDEX
+        read into (the same attributes). A (case, arm) seen first here is a new row; its
+        digest and cluster are those of its first result."""
+        rows, case_ids, arm_names = self.rows, self.case_ids, self.arm_names
+        counts, status_counts, index_of = self.counts, self.status_counts, _INDEX
         scores, latencies, costs, graded = self.scores, self.latencies, self.costs, self.graded
+        digests, clusters, arm_of, cluster_by = self.digest, self.cluster, self.arm_of, self.cluster_by
         kept = self.scorer_values if self.scorers else None
         judges, max_attempt, isfinite = self.judge_models, self.max_attempt, math.isfinite
+        last_arm: str | None = None
+        by_case: dict[str, int] = {}
+        arm_index = 0
         n = 0
         for r in results:
             n += 1
-            arm, case_id = r.arm, r.case_id
-            by_case = rows.get(arm)
-            row = by_case.get(case_id) if by_case is not None else None
-            if row is None:
-                row = self._new_row(case_id, arm, r.case_digest, r.metadata)
+            arm = r.arm
+            if arm != last_arm:
+                found = rows.get(arm)
+                if found is None:
+                    found = rows[arm] = {}
+                    arm_names.append(arm)
+                by_case, arm_index, last_arm = found, arm_names.index(arm), arm
+            new = len(case_ids)
+            row = by_case.setdefault(r.case_id, new)
+            if row == new:  # a (case, arm) not seen before
+                if new == self._capacity:
+                    self._grow(max(16, new // 2))
+                case_ids.append(r.case_id)
+                if arm_index:
+                    arm_of[row] = arm_index
+                digest = r.case_digest
+                if digest is not None:
+                    digests[row] = hash(digest)
+                metadata = r.metadata
+                value = metadata.get(cluster_by) if cluster_by and metadata else None
+                if value is not None:
+                    clusters[row] = self._cluster(str(value))
             if r.attempt > max_attempt:
                 max_attempt = r.attempt
             given = r.scores
@@ -228,6 +233,40 @@ class SuiteFacts:
         self.results += n
         self.max_attempt = max_attempt
         self._outcomes = None
+
+    def _cluster(self, name: str) -> int:
+        index = self._cluster_index.get(name)
+        if index is None:
+            index = self._cluster_index[name] = len(self.cluster_names)
+            self.cluster_names.append(name)
+        return index
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For a worker process to hand the facts back: the columns cut to the rows, the
+        case ids, not the lookup (`rows` is rebuilt from them)."""
+        n = len(self.case_ids)
+        state = {name: getattr(self, name) for name in self.__slots__ if name not in ("rows", "_outcomes")}
+        for name in ("arm_of", "digest", "cluster"):
+            state[name] = state[name][:n]
+        state["counts"] = tuple(column[:n] for column in self.counts)
+        state["graded"] = self.graded[:n]
+        state["_capacity"] = n
+        for name in ("scores", "latencies", "costs"):
+            state[name] = state[name].cut(n)
+        state["scorer_values"] = {name: v.cut(n) for name, v in self.scorer_values.items()}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._outcomes = None
+        names, arm_of = self.arm_names, self.arm_of
+        self.rows = {arm: {} for arm in names}
+        if len(names) == 1:
+            self.rows[names[0]] = dict(zip(self.case_ids, range(len(self.case_ids)), strict=True))
+        else:
+            for row, case_id in enumerate(self.case_ids):
+                self.rows[names[arm_of[row]]][case_id] = row
 
     # ---------------------------------------------------------------- reading
 
@@ -396,18 +435,24 @@ def add_line(facts: SuiteFacts, obj: Any, where: str, shown: str) -> None:
         raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
 
 
-def _add_chunk(facts: SuiteFacts, name: str, block: bytes, count: int, shown: str) -> None:
+def _add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown: str,
+               scratch: bytearray) -> None:
     """`count` consecutive result lines of suite `name` (`document.iter_case_chunks`):
     parsed with one call when every one is of the types evalh writes, else line by line
-    (`add_line`)."""
+    (`add_line`). `scratch`: a buffer reused for the array they make between brackets."""
+    k = len(view)
+    k -= 2 if view[k - 2:].tobytes() == b",\n" else 0
+    if len(scratch) < k + 2:
+        scratch.extend(bytes(k + 2 - len(scratch)))
+    scratch[0], scratch[1:k + 1], scratch[k + 1] = 0x5B, view[:k], 0x5D  # [ lines ]
     try:
-        results = _CHUNK.decode(b"[" + (block[:-2] if block.endswith(b",\n") else block) + b"]")
+        results = _CHUNK.decode(memoryview(scratch)[:k + 2])
     except (msgspec.ValidationError, msgspec.DecodeError):
         results = None
     if results is not None and len(results) == count:  # else a line holds two (or none)
         facts.extend(results)
         return
-    for data in block.split(b"\n"):
+    for data in bytes(view).split(b"\n"):
         if not data:
             continue
         try:
@@ -430,12 +475,13 @@ def read_facts(path: Path, shown: str, options: dict[str, Options]) -> dict[str,
                 return None
             out: dict[str, SuiteFacts] = {}
             counts = result_counts(head)
+            scratch = bytearray()
             with gc_paused():  # arrays and strings only: nothing for the collector to find
                 for name, _, block, count in iter_case_chunks(fh, head, shown):
                     facts = out.get(name)
                     if facts is None:
                         facts = out[name] = SuiteFacts(options.get(name, DEFAULT_OPTIONS), counts.get(name, 0))
-                    _add_chunk(facts, name, block, count, shown)
+                    _add_chunk(facts, name, block, count, shown, scratch)
             for name in head[HEADS]:
                 out.setdefault(name, SuiteFacts(options.get(name, DEFAULT_OPTIONS)))
             return out

@@ -32,20 +32,49 @@ class Compared:
         return compare_runs(self.base, self.candidate, policy, facts=self.facts)
 
 
-def load_compared(store: RunStore, base_ref: str, candidate_ref: str) -> Compared:
+PARALLEL_BYTES = 64 << 20
+"""Documents larger than this together are read side by side (`load_compared(parallel=)`)."""
+
+
+def load_compared(store: RunStore, base_ref: str, candidate_ref: str, *, parallel: bool = False) -> Compared:
     """The runs `base_ref` and `candidate_ref` (ids or document paths) of `store`.
+
+    `parallel`: when the machine has a second core and the documents are large, the base is
+    read in a forked worker process while this one reads the candidate (its facts come back
+    pickled: arrays and the case ids). For a single-threaded caller (the CLI): a process
+    with threads must not fork.
 
     Raises `RunNotFound`, `InvalidRunId` or `RunDocumentError` (exit code 2), naming the
     file and, for a damaged result, its line or field."""
     base, cand = store.load_header(base_ref), store.load_header(candidate_ref)
     options = suite_options(base, cand)
-    sides: list[Facts] = []
-    for ref in (base_ref, candidate_ref):
-        path = store.resolve(ref)
-        facts = read_facts(path, str(path), options)
-        if facts is None:  # the earlier layout: parsed whole, as every reader of it does
+    refs = (base_ref, candidate_ref)
+    paths = [store.resolve(ref) for ref in refs]
+    sides: list[Facts | None] = [None, None]
+    if parallel and _second_core() and sum(p.stat().st_size for p in paths) > PARALLEL_BYTES:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+            other = pool.submit(read_facts, paths[0], str(paths[0]), options)
+            sides[1] = read_facts(paths[1], str(paths[1]), options)
+            sides[0] = other.result()
+    else:
+        sides = [read_facts(path, str(path), options) for path in paths]
+    for k, ref in enumerate(refs):
+        if sides[k] is None:  # the earlier layout: parsed whole, as every reader of it does
             run = store.load_facts(ref)
-            facts = {name: suite_facts(s.cases, options.get(name, DEFAULT_OPTIONS))
-                     for name, s in run.suites.items()}
-        sides.append(facts)
-    return Compared(base, cand, (sides[0], sides[1]))
+            sides[k] = {name: suite_facts(s.cases, options.get(name, DEFAULT_OPTIONS))
+                        for name, s in run.suites.items()}
+    b, c = sides
+    assert b is not None and c is not None
+    return Compared(base, cand, (b, c))
+
+
+def _second_core() -> bool:
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):  # fork is the start method this relies on
+        return False
+    return len(os.sched_getaffinity(0)) > 1
