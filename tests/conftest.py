@@ -23,6 +23,22 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+
+def _compile_project_code() -> None:
+    """Bytecode for evalh's own modules and the example product, as an installed package
+    has: where PYTHONDONTWRITEBYTECODE is set, an editable install has none, and every
+    `evalh` process a test starts compiled each module it imports again (~0.35 s of CPU a
+    process). Python still checks each file against its source, so an edit is never missed."""
+    if not sys.dont_write_bytecode:
+        return  # the interpreter writes them itself
+    import compileall
+
+    for package in ("evalh", "examples"):
+        compileall.compile_dir(REPO_ROOT / package, quiet=2)
+
+
+_compile_project_code()
+
 _ENV_PREFIXES = ("EVALH_", "ANTHROPIC_", "OPENAI_")
 _ENV_NAMES = ("EVAL_RUNS_DIR",)
 
