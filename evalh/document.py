@@ -227,13 +227,20 @@ def iter_case_lines(fh: IO[bytes], head: dict[str, Any], shown: str) -> Iterator
     positioned just after the header line (`read_head`). A line that is not where the layout
     puts it is a `RunDocumentError` naming the file and line."""
     for name, at, view, count in iter_case_chunks(fh, head, shown):
-        block = bytes(view)
-        lines = block.split(b"\n") if count > 1 else [block.removesuffix(b"\n")]
-        if count > 1:
-            lines.pop()  # what follows the last newline: nothing
-        for line in lines:
+        for line in chunk_lines(view, count):
             yield name, at, line[:-1] if line.endswith(b",") else line
             at += len(line) + 1
+
+
+def chunk_lines(view: memoryview, count: int) -> list[bytes]:
+    """The `count` lines of a chunk (`iter_case_chunks`), each without its newline (a result
+    line's comma kept: a line is one byte longer than its result, plus the newline)."""
+    block = bytes(view)
+    if count == 1:
+        return [block.removesuffix(b"\n")]
+    lines = block.split(b"\n")
+    lines.pop()  # what follows the last newline: nothing
+    return lines
 
 
 def iter_case_chunks(

@@ -26,7 +26,7 @@ import msgspec
 import orjson
 from pydantic import ValidationError
 
-from evalh.document import HEADS, iter_case_chunks, read_head, result_counts
+from evalh.document import HEADS, chunk_lines, iter_case_chunks, read_head, result_counts
 from evalh.errors import RunDocumentError, first_validation_error
 from evalh.models import CaseResult
 
@@ -435,7 +435,7 @@ def add_line(facts: SuiteFacts, obj: Any, where: str, shown: str) -> None:
         raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
 
 
-def _add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown: str,
+def add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown: str,
                scratch: bytearray) -> None:
     """`count` consecutive result lines of suite `name` (`document.iter_case_chunks`):
     parsed with one call when every one is of the types evalh writes, else line by line
@@ -452,9 +452,7 @@ def _add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown
     if results is not None and len(results) == count:  # else a line holds two (or none)
         facts.extend(results)
         return
-    for data in bytes(view).split(b"\n"):
-        if not data:
-            continue
+    for data in chunk_lines(view, count):
         try:
             obj = orjson.loads(data[:-1] if data.endswith(b",") else data)
         except orjson.JSONDecodeError as exc:
@@ -481,7 +479,7 @@ def read_facts(path: Path, shown: str, options: dict[str, Options]) -> dict[str,
                     facts = out.get(name)
                     if facts is None:
                         facts = out[name] = SuiteFacts(options.get(name, DEFAULT_OPTIONS), counts.get(name, 0))
-                    _add_chunk(facts, name, block, count, shown, scratch)
+                    add_chunk(facts, name, block, count, shown, scratch)
             for name in head[HEADS]:
                 out.setdefault(name, SuiteFacts(options.get(name, DEFAULT_OPTIONS)))
             return out

@@ -23,11 +23,13 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from evalh.core.compare_facts import DEFAULT_OPTIONS, Options, SuiteFacts, add_line, suite_facts
+from evalh.core.compare_facts import DEFAULT_OPTIONS, Options, SuiteFacts, add_chunk, suite_facts
 from evalh.core.outcome import run_summary
 from evalh.document import (
     HEADS,
+    chunk_lines,
     indexed_offset,
+    iter_case_chunks,
     iter_case_lines,
     line_offsets,
     read_case_at,
@@ -147,15 +149,17 @@ class LoadedRun:
         assert self._search is not None
         return self._search
 
-    def _scan(self, options: dict[str, Options] | None = None) -> None:
-        """One pass over a streamed document's lines: the rows and offsets, and with
+    def _scan(self, options: dict[str, Options] | None = None, *, listing: bool = True) -> None:
+        """One pass over a streamed document's lines: the rows and offsets (unless not
+        `listing`: a comparison asks first, and its verdict waits for no row), and with
         `options` the facts of its suites read with them too."""
         with self._lock:
             key = _options_key(options) if options is not None else None
-            if self._rows is not None and (key is None or key in self._facts):
+            listing = listing and self._rows is None
+            if not listing and (key is None or key in self._facts):
                 return
-            rows, offsets, facts = _scan_lines(self.key, self.shown, self.header, options)
-            if self._rows is None:
+            rows, offsets, facts = _scan_lines(self.key, self.shown, self.header, options, listing=listing)
+            if listing:
                 self._rows = rows
                 self.offsets = self.offsets or offsets
                 self._search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
@@ -185,7 +189,7 @@ class LoadedRun:
                        for name, s in run.suites.items()}
                 self._facts[key] = hit
                 return hit
-            self._scan(options)
+            self._scan(options, listing=False)
             return self._facts[key]
 
     def run(self) -> Run:
@@ -346,10 +350,11 @@ def _options_key(options: dict[str, Options]) -> tuple[tuple[str, Options], ...]
     return tuple(sorted(options.items(), key=lambda item: item[0]))
 
 
-def _scan_lines(key: FileKey, shown: str, header: Run, options: dict[str, Options] | None) -> tuple[
+def _scan_lines(key: FileKey, shown: str, header: Run, options: dict[str, Options] | None, *,
+                listing: bool = True) -> tuple[
         dict[str, list[dict[str, Any]]], dict[str, array[int]], dict[str, SuiteFacts] | None]:
-    """Rows and offsets of every result of a streamed document, and with `options` the
-    facts of each suite (`compare_facts`), read in the same pass."""
+    """Rows and offsets of every result of a streamed document (unless not `listing`), and
+    with `options` the facts of each suite (`compare_facts`), read in the same pass."""
     path = Path(key[0])
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in header.suites}
     offsets: dict[str, array[int]] = {name: array("q") for name in header.suites}
@@ -365,17 +370,24 @@ def _scan_lines(key: FileKey, shown: str, header: Run, options: dict[str, Option
         head = read_head(fh)
         if head is None or (shown, st.st_mtime_ns, st.st_size) != key:
             raise RunDocumentError(f"{shown}: changed while it was open: reload the page")
-        for name, at, body in iter_case_lines(fh, head, shown):
-            try:
-                c = orjson.loads(body)
-            except orjson.JSONDecodeError as exc:
-                raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
-            rs = rows.setdefault(name, [])
+        scratch = bytearray()
+        for name, at, view, count in iter_case_chunks(fh, head, shown):
             if facts is not None:
-                got = facts.setdefault(name, SuiteFacts(DEFAULT_OPTIONS))
-                add_line(got, c, f"suites.{name}.cases.{got.results}", shown)
-            rs.append(case_row(len(rs), c if isinstance(c, dict) else {}))
-            offsets.setdefault(name, array("q")).append(at)
+                got = facts.get(name)
+                if got is None:
+                    got = facts[name] = SuiteFacts(DEFAULT_OPTIONS)
+                add_chunk(got, name, view, count, shown, scratch)  # in C, a chunk at a time
+            if not listing:
+                continue
+            rs, offs = rows.setdefault(name, []), offsets.setdefault(name, array("q"))
+            for line in chunk_lines(view, count):
+                try:
+                    c = orjson.loads(line[:-1] if line.endswith(b",") else line)
+                except orjson.JSONDecodeError as exc:
+                    raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
+                rs.append(case_row(len(rs), c if isinstance(c, dict) else {}))
+                offs.append(at)
+                at += len(line) + 1
     return rows, offsets, facts
 
 
