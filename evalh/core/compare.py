@@ -314,11 +314,15 @@ def _pair_aligned(fb: SuiteFacts, fc: SuiteFacts, pairs_by_arm: dict[str, Pairs]
         if row in changed:
             named.changed.append(_case_ref((case_id, fc.arm_names[a]), fb, row, fc, row))
             continue
-        pairs = pairs_by_arm.get(fc.arm_names[a])
-        if pairs is None:
-            pairs = pairs_by_arm[fc.arm_names[a]] = Pairs(fb, fc)
-        pairs.b_rows.append(row)
-        pairs.c_rows.append(row)
+        _paired(pairs_by_arm, fc.arm_names[a], fb, fc).append(row, row)
+
+
+def _paired(pairs_by_arm: dict[str, Pairs], arm: str, fb: SuiteFacts, fc: SuiteFacts) -> Pairs:
+    """The pairs of `arm` (made empty when it has none yet)."""
+    pairs = pairs_by_arm.get(arm)
+    if pairs is None:
+        pairs = pairs_by_arm[arm] = Pairs(fb, fc)
+    return pairs
 
 
 def _pair_by_key(
@@ -338,11 +342,7 @@ def _pair_by_key(
         if x != y and x != NO_DIGEST and y != NO_DIGEST:
             named.changed.append(_case_ref((case_id, fc.arm_names[a]), fb, rb, fc, rc))
             continue
-        pairs = pairs_by_arm.get(fc.arm_names[a])
-        if pairs is None:
-            pairs = pairs_by_arm[fc.arm_names[a]] = Pairs(fb, fc)
-        pairs.b_rows.append(rb)
-        pairs.c_rows.append(rc)
+        _paired(pairs_by_arm, fc.arm_names[a], fb, fc).append(rb, rc)
     c_maps = [fc.rows.get(arm) or {} for arm in fb.arm_names]
     for rb, (case_id, a) in enumerate(zip(fb.case_ids, fb.arm_of, strict=False)):
         if case_id not in c_maps[a]:
