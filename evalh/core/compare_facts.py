@@ -16,6 +16,7 @@ in the earlier, indented layout, which `evalh.store` loads whole.
 
 from __future__ import annotations
 
+import functools
 import math
 from array import array
 from collections.abc import Iterable, Iterator
@@ -162,8 +163,8 @@ class SuiteFacts:
         self._capacity += extra
 
     def extend(self, results: Iterable[Any]) -> None:
-        """Results (attempts): `CaseResult` models, or the `_Line`s a document's lines are
-        read into (the same attributes). A (case, arm) seen first here is a new row; its
+        """Results (attempts): `CaseResult` models, or a document's lines as `_line_type`
+        reads them (the same attributes). A (case, arm) seen first here is a new row; its
         digest and cluster are those of its first result."""
         rows, case_ids, arm_names = self.rows, self.case_ids, self.arm_names
         counts, status_counts, index_of = self.counts, self.status_counts, _INDEX
@@ -195,10 +196,11 @@ class SuiteFacts:
                 digest = r.case_digest
                 if digest is not None:
                     digests[row] = hash(digest)
-                metadata = r.metadata
-                value = metadata.get(cluster_by) if cluster_by and metadata else None
-                if value is not None:
-                    clusters[row] = self._cluster(str(value))
+                if cluster_by:  # a model's metadata, or a line's cluster field (`_line_type`)
+                    metadata = r.metadata
+                    value = metadata.get(cluster_by) if type(metadata) is dict else metadata.value
+                    if value is not None:
+                        clusters[row] = self._cluster(str(value))
             if r.attempt > max_attempt:
                 max_attempt = r.attempt
             given = r.scores
@@ -399,32 +401,37 @@ class _LineScore(msgspec.Struct):
     judge_model: str | None = None
 
 
-class _Line(msgspec.Struct):
+@functools.cache
+def _line_type(cluster_by: str | None) -> tuple[type, msgspec.json.Decoder[Any]]:
     """The fields of a result line that a comparison reads, of the JSON types evalh writes
-    (a float field takes a JSON integer too); the others are skipped unparsed."""
-
-    case_id: Annotated[str, msgspec.Meta(min_length=1)]
-    status: Literal["passed", "failed", "errored", "judge_error", "skipped"]
-    case_digest: str | None = None
-    arm: str = "default"
-    attempt: int = 0
-    score: float | None = None
-    scores: list[_LineScore] = []
-    metadata: dict[str, Any] = {}
-    latency_ms: float | None = None
-    cost_usd: float | None = None
-    cached: bool = False
-
-
-_CHUNK = msgspec.json.Decoder(list[_Line])
+    (a float field takes a JSON integer too), and the decoder of a chunk of them; the other
+    fields are skipped unparsed, and of `metadata` only the cluster field is read (none
+    without one)."""
+    fields: list[Any] = [
+        ("case_id", Annotated[str, msgspec.Meta(min_length=1)]),
+        ("status", Literal["passed", "failed", "errored", "judge_error", "skipped"]),
+        ("case_digest", str | None, None),
+        ("arm", str, "default"),
+        ("attempt", int, 0),
+        ("score", float | None, None),
+        ("scores", list[_LineScore], msgspec.field(default_factory=list)),
+        ("latency_ms", float | None, None),
+        ("cost_usd", float | None, None),
+        ("cached", bool, False),
+    ]
+    if cluster_by:
+        metadata = msgspec.defstruct("_Metadata", [("value", Any, None)], rename={"value": cluster_by})
+        fields.append(("metadata", metadata, msgspec.field(default_factory=metadata)))
+    line = msgspec.defstruct("_Line", fields)
+    return line, msgspec.json.Decoder(list[line])  # type: ignore[valid-type]
 
 
 def add_line(facts: SuiteFacts, obj: Any, where: str, shown: str) -> None:
     """One parsed result line of a document (`where`: its place, for the error). A line
-    of the types evalh writes is read as it is (`_Line`); any other is validated as a
+    of the types evalh writes is read as it is (`_line_type`); any other is validated as a
     `CaseResult`, with the model's coercions and its named error."""
     try:
-        facts.extend((msgspec.convert(obj, _Line),))
+        facts.extend((msgspec.convert(obj, _line_type(facts.cluster_by)[0]),))
         return
     except msgspec.ValidationError:
         pass
@@ -446,7 +453,7 @@ def add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown:
         scratch.extend(bytes(k + 2 - len(scratch)))
     scratch[0], scratch[1:k + 1], scratch[k + 1] = 0x5B, view[:k], 0x5D  # [ lines ]
     try:
-        results = _CHUNK.decode(memoryview(scratch)[:k + 2])
+        results = _line_type(facts.cluster_by)[1].decode(memoryview(scratch)[:k + 2])
     except (msgspec.ValidationError, msgspec.DecodeError):
         results = None
     if results is not None and len(results) == count:  # else a line holds two (or none)
