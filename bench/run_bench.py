@@ -129,7 +129,7 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
     t0, cpu0 = time.perf_counter(), time.process_time()
     cfg = load_config(config)
     prepared = prepare_run(cfg, RunOptions(seed=1, use_cache=False), Path(runs_dir))
-    run = run_plan(prepared.plan, RunStore(Path(runs_dir)), observer)
+    run = run_plan(prepared.plan, RunStore(Path(runs_dir)), observer, results=False)  # aggregates only: no read-back
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # worker processes (processes = N), reaped
     workers_cpu = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
