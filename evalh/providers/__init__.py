@@ -12,6 +12,8 @@ SDKs are imported when a client is first made, never when this package is import
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from evalh.providers.base import (
     ChatRequest,
     ChatResponse,
@@ -19,7 +21,9 @@ from evalh.providers.base import (
     ProviderConfig,
     ProviderError,
 )
-from evalh.providers.clients import close_providers, get_provider
+
+if TYPE_CHECKING:
+    from evalh.providers.clients import close_providers, get_provider
 
 __all__ = [
     "ChatRequest",
@@ -30,3 +34,14 @@ __all__ = [
     "close_providers",
     "get_provider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`get_provider` and `close_providers` are imported when first asked for: a config that
+    only names a provider (`evalh.providers.base`, reached by every `evalh.toml` load)
+    no longer imports the clients (asyncio, the HTTP and SSL machinery) with it."""
+    if name in ("close_providers", "get_provider"):
+        from evalh.providers import clients
+
+        return getattr(clients, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
