@@ -128,27 +128,34 @@ def _maxrss_mib(kib: int) -> float:
     return kib / 1024  # Linux reports KiB
 
 
-def worker_library(runs: str, gc_paused: bool) -> dict[str, Any]:
-    """Load both runs and compare them in this (fresh) process. `RunStore.load` pauses the
-    cycle collector itself (`evalh.gcpause`); with `gc_paused` false that pause is taken
-    out, so loading runs with the collector enabled, as it did before the store paused it."""
+def worker_library(runs: str, mode: str) -> dict[str, Any]:
+    """Load both runs and compare them in this (fresh) process. `models`: `RunStore.load`
+    (every result a model), which pauses the cycle collector itself (`evalh.gcpause`);
+    `unpaused`: that pause taken out, so loading runs with the collector enabled, as it did
+    before the store paused it; `facts`: `load_compared`, what `evalh compare` reads (the
+    facts a comparison pairs, a chunk of lines at a time, into compact columns; the two
+    documents one after the other here, not side by side)."""
     import contextlib
     import gc
 
     import evalh.store
     from evalh.core.compare import compare_runs
+    from evalh.core.compare_load import load_compared
     from evalh.store import RunStore
 
     store = RunStore(Path(runs))
-    if not gc_paused:
+    if mode == "unpaused":
         evalh.store.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
     assert gc.isenabled()
     t0 = time.perf_counter()
-    base = store.load(BASE_ID)
-    cand = store.load(CAND_ID)
+    if mode == "facts":
+        loaded = load_compared(store, BASE_ID, CAND_ID)
+    else:
+        base = store.load(BASE_ID)
+        cand = store.load(CAND_ID)
     t1 = time.perf_counter()
     rss_loaded = _maxrss_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-    cmp = compare_runs(base, cand)
+    cmp = loaded.compare() if mode == "facts" else compare_runs(base, cand)
     t2 = time.perf_counter()
     return {
         "load_s": t1 - t0, "compare_s": t2 - t1,
@@ -178,11 +185,12 @@ def measure(n: int, repeats: int) -> dict[str, Any]:
     def median(rows: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in rows)
 
-    for label, paused in (("library, as `RunStore.load` loads (it pauses the collector)", True),
-                          ("library, collector enabled while loading (the store's pause taken out)", False)):
+    for label, mode in (("library, as `evalh compare` reads: `load_compared`, the facts in compact columns", "facts"),
+                        ("library, as `RunStore.load` loads (it pauses the collector)", "models"),
+                        ("library, collector enabled while loading (the store's pause taken out)", "unpaused")):
         rows = []
         for _ in range(repeats):
-            res = subprocess.run([sys.executable, __file__, "_worker", str(runs), str(int(paused))],
+            res = subprocess.run([sys.executable, __file__, "_worker", str(runs), mode],
                                  capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)),
                                  check=True)
             rows.append(json.loads(res.stdout))
@@ -223,7 +231,7 @@ def render(res: dict[str, Any], repeats: int, load: float) -> str:
         "cases with graded scores, latency, tokens and cost, the candidate slightly worse. "
         "Every result carries input, expected, output text, a score, digests and usage.",
         "",
-        "## Library: `RunStore.load` × 2, then `compare_runs`",
+        "## Library: the two runs loaded, then `compare_runs`",
         "",
         "| setting | load both | compare_runs | peak RSS after load | peak RSS |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -241,27 +249,27 @@ def render(res: dict[str, Any], repeats: int, load: float) -> str:
             lines.append(f"| `{key}` | {row['wall_s']:.2f} s | {row['peak_rss_mib']:.0f} MiB |")
     lines += ["", "Peak RSS is `ru_maxrss` (the process's high-water mark, interpreter included); "
               "the end-to-end figures are the child's own, from `wait4`.", ""]
-    lib = [v for k, v in res.items() if k.startswith("library")]
+    lib = [v for k, v in res.items() if "RunStore.load" in k or "pause taken out" in k]
     if len(lib) == 2:
         ratio = lib[1]["load_s"] / lib[0]["load_s"]
         extra = lib[0]["peak_rss_mib"] - lib[0]["peak_rss_loaded_mib"]
         lines += [
-            "Notes: the memory is the two loaded documents (pydantic models of every result); "
-            + (f"`compare_runs` adds {extra:.0f} MiB on top. " if extra >= 1
+            "Notes: `evalh compare` (the first row, and every end-to-end row but JUnit's) reads "
+            "only what a comparison pairs, into arrays (`evalh.core.compare_facts`); the API's "
+            "`compare_runs` on two runs loaded whole (the other two rows, and `--junit-xml`, "
+            "which quotes outputs) holds every result as a pydantic model; "
+            + (f"`compare_runs` adds {extra:.0f} MiB on top of them. " if extra >= 1
                else "`compare_runs` does not raise the peak measurably. ")
             + "With the cycle collector running while loading (the store's own pause taken "
             f"out), loading took {ratio:.1f}× as long: every full collection walks the objects "
             "already loaded, and there are no cycles to find. `RunStore.load` pauses it while "
-            "it parses and validates, and `compare_runs` while it works (`evalh.gcpause`); "
-            "before the store paused it itself, the first row was measured with `gc.disable()` "
-            "in the worker and the second with the store unpaused, which is what the second "
-            "row measures again now.", ""]
+            "it parses and validates, and `compare_runs` while it works (`evalh.gcpause`).", ""]
     return "\n".join(lines)
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
-        print(json.dumps(worker_library(sys.argv[2], sys.argv[3] == "1")))
+        print(json.dumps(worker_library(sys.argv[2], sys.argv[3])))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=100_000)
