@@ -29,12 +29,12 @@ from evalh.methodology_spec import (
     RequireConfig,
     check_suite_methodology,
 )
+from evalh.scaffold import CONFIG_FILENAME as CONFIG_FILENAME
+from evalh.scaffold import find_config as find_config
 from evalh.scorers.base import ScorerConfig
 from evalh.services import Price
 from evalh.sweep_spec import SweepConfig
 from evalh.targets.base import TargetConfig
-
-CONFIG_FILENAME = "evalh.toml"
 
 DEFAULT_MAX_ERROR_RATE = 0.1
 """A suite fails the run when more than this share of its results errored or lost their
@@ -345,14 +345,6 @@ def _suite(path: Path, name: str, raw: Any) -> SuiteConfig:
                 f"{path}: {where}.gate_scores[{i}]: no scorer named {gated!r} (scorers: {known})"
             )
     return suite
-
-
-def find_config(start: Path | None = None) -> Path:
-    here = (start or Path.cwd()).resolve()
-    for d in (here, *here.parents):
-        if (d / CONFIG_FILENAME).is_file():
-            return d / CONFIG_FILENAME
-    raise ConfigError(f"no {CONFIG_FILENAME} found in {here} or its parents: `evalh init` writes one (or use --config PATH)")
 
 
 def load_config(path: Path | str | None = None, *, check_datasets: bool = True) -> Config:

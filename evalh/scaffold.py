@@ -309,11 +309,28 @@ def init_project(root: Path, *, target: str | None = None, package: str | None =
     return plan
 
 
+CONFIG_FILENAME = "evalh.toml"
+
+
+def find_config(start: Path | None = None) -> Path:
+    """The evalh.toml found from `start` (the current directory) upwards. Here, not in
+    `evalh.config`: a command that reads runs looks for it without importing the config's
+    models, which it needs only when there is a config to load."""
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / CONFIG_FILENAME).is_file():
+            return d / CONFIG_FILENAME
+    raise ConfigError(f"no {CONFIG_FILENAME} found in {here} or its parents: `evalh init` writes one (or use --config PATH)")
+
+
 def has_config(start: Path | None = None) -> bool:
     """Whether an evalh.toml is found from `start` (the current directory) upwards: hints
     say `evalh init` where there is none."""
-    here = (start or Path.cwd()).resolve()
-    return any((d / "evalh.toml").is_file() for d in (here, *here.parents))
+    try:
+        find_config(start)
+    except ConfigError:
+        return False
+    return True
 
 
 def first_run_hint(start: Path | None = None) -> str:

@@ -14,8 +14,8 @@ def open_project(config: Path | None, runs_dir: Path | None) -> tuple[Path, RunS
     and the run store. A missing evalh.toml is fine, so commands that only read runs work
     anywhere; one that is found (or given with --config) must load: a typo in it would
     otherwise send the command to another runs directory and BASELINE without a word."""
-    from evalh.config import find_config, load_config
     from evalh.errors import ConfigError
+    from evalh.scaffold import find_config
     from evalh.store import RunStore, resolve_runs_dir
 
     if config is None:
@@ -23,6 +23,8 @@ def open_project(config: Path | None, runs_dir: Path | None) -> tuple[Path, RunS
             config = find_config()
         except ConfigError:
             return Path.cwd(), RunStore(resolve_runs_dir(runs_dir))
+    from evalh.config import load_config  # its models: only where there is a config to load
+
     cfg = load_config(config, check_datasets=False)
     return cfg.root, RunStore(resolve_runs_dir(runs_dir, cfg.root, cfg.settings.runs_dir))
 
