@@ -31,12 +31,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from evalh.errors import RunDocumentError, first_validation_error
-from evalh.models import RUN_SCHEMA, Run
+from evalh.errors import RunDocumentError
 
 if TYPE_CHECKING:
+    from evalh.models import Run
     from evalh.store import RunStore
 
 CHUNK = 64 * 1024
@@ -237,6 +235,11 @@ def _suites_by_scan(reader: _Reader, fast: bool) -> dict[str, Any]:
 
 
 def _validate(raw: dict[str, Any], shown: str) -> Run:
+    from pydantic import ValidationError
+
+    from evalh.errors import first_validation_error
+    from evalh.models import Run
+
     try:
         return Run.model_validate(raw)
     except ValidationError as exc:
@@ -255,6 +258,8 @@ def _from_run(run: Run) -> RunHeader:
 def _read(fh: IO[bytes], shown: str, fast: bool) -> dict[str, Any] | None:
     """The top-level keys a listing needs; None when the document must go through the
     migrations (another schema version)."""
+    from evalh.models import RUN_SCHEMA
+
     reader = _Reader(fh, shown)
     if reader.peek() != "{":
         raise RunDocumentError(f"{shown}: not an evalh run document (no `schema: evalh.run/1`)")

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -42,8 +42,10 @@ from evalh.errors import (
 )
 from evalh.gcpause import gc_paused
 from evalh.jsonio import jsonl_line
-from evalh.models import CaseResult, Run
 from evalh.redact import scrub_secrets, secret_env_values
+
+if TYPE_CHECKING:  # imported where a model is made: listing runs and ids needs none
+    from evalh.models import CaseResult, Run
 
 DEFAULT_RUNS_DIR = "eval_runs"
 RUNS_DIR_ENV = "EVAL_RUNS_DIR"
@@ -256,6 +258,8 @@ def _parse_run(data: bytes, shown: str, drop: tuple[str, ...] = ()) -> Run:
 
 def _validated(raw: dict[str, Any], shown: str) -> Run:
     try:
+        from evalh.models import Run
+
         return Run.model_validate(raw)
     except ValidationError as exc:
         loc, msg = first_validation_error(exc)
@@ -319,6 +323,8 @@ def read_streamed(path: Path, shown: str, *, header_only: bool = False,
             run = _header_run(head, shown)
             if header_only:
                 return run
+            from evalh.models import CaseResult
+
             with gc_paused():
                 cases: dict[str, list[CaseResult]] = {name: [] for name in head[HEADS]}
                 for name, _, body in iter_case_lines(fh, head, shown):
@@ -513,6 +519,8 @@ def _journal_header(raw: Any, where: str) -> dict[str, Any]:
 def _journal_result(obj: Any, where: str) -> tuple[str, CaseResult]:
     if not isinstance(obj, dict) or not isinstance(obj.get("suite"), str) or not isinstance(obj.get("result"), dict):
         raise RunDocumentError(f'{where}: invalid journal line: expected {{"suite": ..., "result": {{...}}}}')
+    from evalh.models import CaseResult
+
     try:
         return obj["suite"], shared_fields_set(CaseResult.model_validate(obj["result"]))
     except ValidationError as exc:
