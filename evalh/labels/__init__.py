@@ -11,20 +11,47 @@ The request registry lives beside the run in `<run_id>.labels.json`; ratings liv
 `<runs dir>/ratings/`; the run document is never modified.
 """
 
-from evalh.labels.export import REQUESTS_SCHEMA, build_export, request_sha256
-from evalh.labels.models import (
-    LabelError,
-    LabelStore,
-    load_labels,
-    save_labels,
-    sidecar_path,
-)
-from evalh.labels.ratings import ImportSummary, import_ratings
-from evalh.labels.report import JUDGE_USE, RELEASE_DECISION, label_report
-from evalh.labels.store import RatingRecord, RatingsStore, load_store
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalh.labels.export import REQUESTS_SCHEMA, build_export, request_sha256
+    from evalh.labels.models import (
+        LabelError,
+        LabelStore,
+        load_labels,
+        save_labels,
+        sidecar_path,
+    )
+    from evalh.labels.ratings import ImportSummary, import_ratings
+    from evalh.labels.report import JUDGE_USE, RELEASE_DECISION, label_report
+    from evalh.labels.store import RatingRecord, RatingsStore, load_store
+
+_HOMES = {
+    "export": ("REQUESTS_SCHEMA", "build_export", "request_sha256"),
+    "models": ("LabelError", "LabelStore", "load_labels", "save_labels", "sidecar_path"),
+    "ratings": ("ImportSummary", "import_ratings"),
+    "report": ("JUDGE_USE", "RELEASE_DECISION", "label_report"),
+    "store": ("RatingRecord", "RatingsStore", "load_store"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "JUDGE_USE", "RELEASE_DECISION", "REQUESTS_SCHEMA", "ImportSummary", "LabelError",
     "LabelStore", "RatingRecord", "RatingsStore", "build_export", "import_ratings", "label_report",
     "load_labels", "load_store", "request_sha256", "save_labels", "sidecar_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The names above, imported from their module when first asked for: `evalh show` and
+    `evalh report` reach `evalh.labels.intervals` (Wilson intervals of the repeats), and
+    importing this package no longer imports export, ratings, the agreement report and the
+    ratings store with it."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"evalh.labels.{module}"), name)
+    globals()[name] = value
+    return value
