@@ -56,7 +56,7 @@ from evalh.models import (
 )
 from evalh.provenance import environment_info, git_info
 from evalh.redact import scrub_value, secret_env_values
-from evalh.store import RunLock, RunStore, now_iso
+from evalh.store import RunLock, RunStore, now_iso, shared_fields_set
 from evalh.targets.base import CallContext, Produced, TargetOutput
 from evalh.targets.python_callable import with_reported_model
 
@@ -314,7 +314,8 @@ class Runner:
         # The hook is handed every result of the suite, in the order they were recorded: the
         # one place the suite's results are all in memory, read back from the journal.
         kept = self.suite_results(suite)
-        results = list(JournalLines(self.journal.path, self.kept).models(suite.name, range(len(kept))))
+        results = [shared_fields_set(r)  # 3 KB less each while they are held
+                   for r in JournalLines(self.journal.path, self.kept).models(suite.name, range(len(kept)))]
         before = [_json(r) for r in results]
         try:
             await self._finalize_each(suite, finalizing, results)
