@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalh.config import DEFAULT_MAX_ERROR_RATE
 from evalh.models import Aggregate, CaseStatus, DerivedFrom, GitInfo, Regime, Run, Score
 from evalh.numbers import pct
 
@@ -98,6 +97,8 @@ def max_error_rate_for(config: dict[str, Any], suite: str) -> float:
     key = ((config.get("suites") or {}).get(suite) or {}).get("max_error_rate")
     if isinstance(key, int | float) and not isinstance(key, bool):
         return float(key)
+    from evalh.config import DEFAULT_MAX_ERROR_RATE  # here: reading a run needs no config models
+
     return DEFAULT_MAX_ERROR_RATE
 
 
