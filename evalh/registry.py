@@ -102,10 +102,13 @@ _model_kinds: set[str] = set()
 MODEL_TARGET = "evalh.targets.model"
 
 
-def _entry_points(group: str) -> list[object]:
+def _entry_points() -> dict[str, list[object]]:
+    """The entry points of evalh's groups, from one pass over the installed distributions
+    (`entry_points(group=...)` makes that pass for each group it is asked for)."""
     from importlib.metadata import entry_points
 
-    return list(entry_points(group=group))
+    every = entry_points()
+    return {group: list(every.select(group=group)) for group in GROUPS}
 
 
 def load_plugins(*, reload: bool = False) -> list[Plugin]:
@@ -122,9 +125,10 @@ def load_plugins(*, reload: bool = False) -> list[Plugin]:
             TARGET_KINDS.pop(kind, None)
         _model_kinds.clear()
     found: list[Plugin] = []
+    by_group = _entry_points()
     for group, kind in GROUPS.items():
         table = _TABLES[kind]
-        for ep in sorted(_entry_points(group), key=lambda e: getattr(e, "name", "")):
+        for ep in sorted(by_group[group], key=lambda e: getattr(e, "name", "")):
             name: str = getattr(ep, "name", "")
             value: str = getattr(ep, "value", "")
             dist = getattr(ep, "dist", None)
