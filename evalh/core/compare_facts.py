@@ -412,7 +412,7 @@ def _line_type(cluster_by: str | None) -> tuple[type, msgspec.json.Decoder[Any]]
         ("status", Literal["passed", "failed", "errored", "judge_error", "skipped"]),
         ("case_digest", str | None, None),
         ("arm", str, "default"),
-        ("attempt", int, 0),
+        ("attempt", Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)], 0),  # else as the model reads it
         ("score", float | None, None),
         ("scores", list[_LineScore], msgspec.field(default_factory=list)),
         ("latency_ms", float | None, None),
@@ -433,7 +433,7 @@ def add_line(facts: SuiteFacts, obj: Any, where: str, shown: str) -> None:
     try:
         facts.extend((msgspec.convert(obj, _line_type(facts.cluster_by)[0]),))
         return
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, RecursionError):
         pass
     try:
         facts.extend((CaseResult.model_validate(obj),))
@@ -454,7 +454,9 @@ def add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown:
     scratch[0], scratch[1:k + 1], scratch[k + 1] = 0x5B, view[:k], 0x5D  # [ lines ]
     try:
         results = _line_type(facts.cluster_by)[1].decode(memoryview(scratch)[:k + 2])
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        # RecursionError: a deeply nested field, even one only skipped (orjson, line by
+        # line, reads up to its depth limit and names the document beyond it)
         results = None
     if results is not None and len(results) == count:  # else a line holds two (or none)
         facts.extend(results)
