@@ -158,18 +158,48 @@ class Runner:
     def kept_total(self) -> int:
         return sum(len(k) for k in self.kept.values())
 
-    def _carry(self) -> None:
+    def _carry(self, journal_was_there: bool) -> None:
         """The plan's carried results (a resume's finished ones, a rejudge's not judged again)
-        are the run's as they are: journaled in this run's journal, where its document is
-        streamed from, and kept like the others."""
+        are the run's as they are: kept like the others, at their line in this run's journal
+        (where its document is streamed from) — the line a resume read it from, else a new
+        one (a rejudge's, a result only the partial document held)."""
+        if not any(self.plan.carried.get(s.name) for s in self.plan.suites):
+            return
+        lines = self._journaled() if journal_was_there else {}
         for suite in self.plan.suites:
             carried = self.plan.carried.get(suite.name)
             if not carried:
                 continue
             kept = self.suite_results(suite)
             for result in carried:
-                kept.add(result, self.journal.append(suite.name, result))
+                found = lines.get((suite.name, result.case_id, result.arm, result.attempt))
+                if found is not None and found[2] != _digest(_json(result)):
+                    found = None  # the line says something else (an older evalh wrote it): anew
+                where = found[:2] if found is not None else self.journal.append(suite.name, result)
+                kept.add(result, where)
             self.plan.carried[suite.name] = []  # kept as numbers now: the models can go
+
+    def _journaled(self) -> dict[tuple[str, str, str, int], tuple[int, int, bytes]]:
+        """(suite, case, arm, attempt) → (offset, length, digest of the result's JSON) of the
+        latest result line of each in the journal as it was opened (the line `core.resume`
+        read the result from)."""
+        import orjson
+
+        out: dict[tuple[str, str, str, int], tuple[int, int, bytes]] = {}
+        at = 0
+        with self.journal.path.open("rb") as fh:
+            for line in fh:
+                if line.endswith(b"\n") and line.startswith(b'{"suite":'):
+                    try:
+                        obj = orjson.loads(line)
+                        r = obj["result"]
+                        body = line[line.index(b',"result":') + 10:-2]
+                        key = (obj["suite"], r["case_id"], r.get("arm", "default"), r.get("attempt", 0))
+                        out[key] = (at, len(line), _digest(body))
+                    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                        pass  # not a result line (a set-up note): the resume refused a bad one already
+                at += len(line)
+        return out
 
     def dataset_sha(self, suite: SuitePlan) -> str:
         if suite.name not in self._dataset_sha:
@@ -460,7 +490,7 @@ class Runner:
         status, reason = "complete", None
         refused_before_any_case = False
         try:
-            self._carry()
+            self._carry(not journal_is_new)
             for suite in self.plan.suites:
                 await self.run_suite(suite, rng)
                 if self.stop_reason:
@@ -492,6 +522,12 @@ class Runner:
             await _close_targets(self.plan)
             self.observer.on_finish(run)
         return run
+
+
+def _digest(data: bytes) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _json(result: CaseResult) -> bytes:

@@ -106,8 +106,8 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
         # the count from the aggregate: `evalh run` hands a run holding only the first
         # `max_failures` results that did not pass (evalh.core.retained.not_passed)
         a = suite.aggregate
-        count = a.failed + a.errored + a.judge_error
         bad = [r for r in suite.cases if r.status in ("failed", "errored", "judge_error")]
+        count = max(a.failed + a.errored + a.judge_error, len(bad))
         if not count:
             continue
         console.print(Text(f"{name}: {count} not passed", style="bold red"))
