@@ -88,6 +88,16 @@ class ErrorGate:
                 "of": self.of, "rate": self.rate, "max_error_rate": self.max_error_rate, "over": self.over}
 
 
+def __getattr__(name: str) -> Any:
+    """`DEFAULT_MAX_ERROR_RATE` (evalh.config's), still importable from here, imported
+    when asked for: reading a run needs no config models."""
+    if name == "DEFAULT_MAX_ERROR_RATE":
+        from evalh.config import DEFAULT_MAX_ERROR_RATE
+
+        return DEFAULT_MAX_ERROR_RATE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def max_error_rate_for(config: dict[str, Any], suite: str) -> float:
     """The limit recorded in a run's config snapshot: `--max-error-rate` (`run_options`),
     else the suite's `max_error_rate`, else the default."""
