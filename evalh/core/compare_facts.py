@@ -172,6 +172,9 @@ class SuiteFacts:
         digests, clusters, arm_of, cluster_by = self.digest, self.cluster, self.arm_of, self.cluster_by
         kept = self.scorer_values if self.scorers else None
         judges, max_attempt, isfinite = self.judge_models, self.max_attempt, math.isfinite
+        # the first value of a row, written here (most rows hold one): `Values.add` otherwise
+        score_n, score_first = scores.n, scores.first
+        latency_n, latency_first = latencies.n, latencies.first
         last_arm: str | None = None
         by_case: dict[str, int] = {}
         arm_index = 0
@@ -215,7 +218,10 @@ class SuiteFacts:
             if index <= _FAILED:  # answered: its scores are figures of the product
                 score = r.score  # a scorer's NaN is no figure (the stored document writes null)
                 if score is not None and isfinite(score):
-                    scores.add(row, score)
+                    if score_n[row]:
+                        scores.add(row, score)
+                    else:
+                        score_first[row], score_n[row] = score, 1
                     if score != (1.0 if index == _PASSED else 0.0):
                         graded[row] = 1
                 if kept is not None:
@@ -229,7 +235,10 @@ class SuiteFacts:
                 continue
             latency, cost = r.latency_ms, r.cost_usd
             if latency is not None and isfinite(latency):
-                latencies.add(row, latency)
+                if latency_n[row]:
+                    latencies.add(row, latency)
+                else:
+                    latency_first[row], latency_n[row] = latency, 1
             if cost is not None and isfinite(cost):
                 costs.add(row, cost)
         self.results += n
