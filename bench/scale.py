@@ -102,6 +102,10 @@ def setup(name: str, tree: Path, n: int, rows: list[dict[str, object]], times: i
     (`--run-only --once`): one run, nothing read after it."""
     base = project(WORK / name / str(n), n)
     runs = base / "eval_runs"
+    if REUSE and len(kept := sorted(p.stem for p in runs.glob("*.json"))) == times:
+        size = (runs / f"{kept[-1]}.json").stat().st_size  # --reuse: the runs a previous pass made
+        rows.append({"tree": name, "n": n, "what": "document size", "mb": round(size / 1e6, 1)})
+        return base, kept
     shutil.rmtree(runs, ignore_errors=True)
     for what in ("run", "run (second)")[:times]:
         wall, peak, code = measure(tree, base, evalh("run", "-q", "--runs-dir", str(runs)))
@@ -112,6 +116,12 @@ def setup(name: str, tree: Path, n: int, rows: list[dict[str, object]], times: i
     size = (runs / f"{ids[-1]}.json").stat().st_size
     rows.append({"tree": name, "n": n, "what": "document size", "mb": round(size / 1e6, 1)})
     return base, ids
+
+
+REUSE = False
+"""`--reuse`: read the runs an earlier pass made at a size instead of making them again."""
+READS: list[str] = []
+"""`--reads`: the read rows to measure (a part of each row's name); empty: all."""
 
 
 def reads(name: str, tree: Path, n: int, base: Path, ids: list[str]) -> dict[str, tuple[float, float]]:
@@ -126,6 +136,8 @@ def reads(name: str, tree: Path, n: int, base: Path, ids: list[str]) -> dict[str
     }
     out = {}
     for what, argv in cmds.items():
+        if READS and not any(part in what for part in READS):
+            continue
         wall, peak, code = measure(tree, base, argv)
         out[what] = (wall, peak)
         print(f"{name:7} {n:>8} {what:34} {wall:8.2f} s {peak:8.0f} MiB (exit {code})", flush=True)
@@ -281,8 +293,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--synth-trees", default="after", help="the checkouts --synth measures")
     ap.add_argument("--run-only", action="store_true", help="only the `evalh run` rows (no reads, no listing)")
     ap.add_argument("--once", action="store_true", help="with --run-only: one run per size and checkout, not two")
+    ap.add_argument("--reads", default="", help="only the read rows whose names hold one of these, comma "
+                    "separated (e.g. compare,runs): the others are not measured")
+    ap.add_argument("--reuse", action="store_true", help="read the runs an earlier pass made (no run rows)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    global REUSE
+    REUSE = args.reuse
+    READS[:] = [part for part in args.reads.split(",") if part]
     trees = {}
     for part in args.trees.split(","):
         name, _, path = part.partition("=")
