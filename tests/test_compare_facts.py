@@ -321,3 +321,40 @@ def test_facts_read_in_a_worker_process_come_back_the_same(tmp_path: Path, monke
     monkeypatch.setattr(compare_load, "_second_core", lambda: True)
     forked = compare_load.load_compared(store, base.run_id, cand.run_id, parallel=True).compare()
     assert forked.to_dict() == compare_runs(store.load(base.run_id), store.load(cand.run_id)).to_dict()
+
+
+_PARENT = 0
+"""The test's own process: `_dies_in_a_worker` kills any other."""
+
+
+def _dies_in_a_worker(*args: Any, **kw: Any) -> Any:
+    import os
+    import signal
+
+    from evalh.core.compare_facts import read_facts
+
+    if os.getpid() != _PARENT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return read_facts(*args, **kw)
+
+
+def test_a_worker_that_dies_leaves_the_base_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker killed (out of memory, a signal): the comparison still comes, the base
+    read in this process, not a BrokenProcessPool traceback."""
+    import os
+    import sys
+
+    from evalh.core import compare_load
+
+    store = RunStore(tmp_path)
+    spec: dict[str, Any] = dict(CASES[0])
+    base = _run("20260101T000000000Z-00000a", 8, shift=0.0, **spec)
+    cand = _run("20260101T000001000Z-00000b", 108, shift=0.3, **spec)
+    for run in (base, cand):
+        store.write(run)
+    monkeypatch.setattr(compare_load, "read_facts", _dies_in_a_worker)
+    monkeypatch.setattr(sys.modules[__name__], "_PARENT", os.getpid())
+    monkeypatch.setattr(compare_load, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(compare_load, "_second_core", lambda: True)
+    got = compare_load.load_compared(store, base.run_id, cand.run_id, parallel=True).compare()
+    assert got.to_dict() == compare_runs(store.load(base.run_id), store.load(cand.run_id)).to_dict()

@@ -54,11 +54,15 @@ def load_compared(store: RunStore, base_ref: str, candidate_ref: str, *, paralle
     if parallel and _second_core() and sum(p.stat().st_size for p in paths) > PARALLEL_BYTES:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
             other = pool.submit(read_facts, paths[0], str(paths[0]), options)
             sides[1] = read_facts(paths[1], str(paths[1]), options)
-            sides[0] = other.result()
+            try:
+                sides[0] = other.result()
+            except BrokenProcessPool:  # the worker died (killed, out of memory): read it here
+                sides[0] = read_facts(paths[0], str(paths[0]), options)
     else:
         sides = [read_facts(path, str(path), options) for path in paths]
     for k, ref in enumerate(refs):
