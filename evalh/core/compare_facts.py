@@ -262,6 +262,9 @@ class SuiteFacts:
         state["counts"] = tuple(column[:n] for column in self.counts)
         state["graded"] = self.graded[:n]
         state["_capacity"] = n
+        joined = "\0".join(self.case_ids)  # one string pickles at memory speed, a million do not
+        if n and joined.count("\0") == n - 1:  # (no id holds a NUL itself)
+            state["case_ids"] = joined
         for name in ("scores", "latencies", "costs"):
             state[name] = state[name].cut(n)
         state["scorer_values"] = {name: v.cut(n) for name, v in self.scorer_values.items()}
@@ -270,6 +273,8 @@ class SuiteFacts:
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             setattr(self, name, value)
+        if isinstance(self.case_ids, str):
+            self.case_ids = self.case_ids.split("\0")
         self._outcomes = None
         names, arm_of = self.arm_names, self.arm_of
         self.rows = {arm: {} for arm in names}
