@@ -110,14 +110,17 @@ def _run(run_id: str, n: int, candidate: bool) -> dict[str, Any]:
 
 
 def write_runs(n: int) -> Path:
-    import orjson
+    """The two documents, written as evalh writes a run (`RunStore.write`: the streamed
+    layout); a directory of an earlier pass's indented documents is written again."""
+    from evalh.models import Run
+    from evalh.store import RunStore
 
-    runs = WORK / f"runs-{n}"
+    runs = WORK / f"runs-{n}-streamed"
     runs.mkdir(parents=True, exist_ok=True)
+    store = RunStore(runs)
     for run_id, cand in ((BASE_ID, False), (CAND_ID, True)):
-        path = runs / f"{run_id}.json"
-        if not path.exists():
-            path.write_bytes(orjson.dumps(_run(run_id, n, cand), option=orjson.OPT_INDENT_2))
+        if not store.path_for(run_id).exists():
+            store.write(Run.model_validate(_run(run_id, n, cand)))
     return runs
 
 

@@ -4,7 +4,7 @@ A document in the streamed layout is read twice over its first line (the header 
 run decides what the facts of the other keep: the cluster field and the gated scorers,
 `compare.suite_options`) and once over its results, one line at a time, into compact
 columns (`compare_facts`): no model per result, nothing of their inputs or outputs kept.
-A document of the earlier, indented layout is loaded whole (`RunStore.load_facts`).
+A document of the earlier, indented layout is parsed whole, once (`RunStore.load_facts`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from evalh.core.compare import Facts, suite_options
 from evalh.core.compare_facts import DEFAULT_OPTIONS, read_facts, suite_facts
 from evalh.core.compare_models import ComparePolicy, Comparison
 from evalh.models import Run
-from evalh.store import RunStore
+from evalh.store import RunStore, read_streamed
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,22 @@ def load_compared(store: RunStore, base_ref: str, candidate_ref: str, *, paralle
 
     Raises `RunNotFound`, `InvalidRunId` or `RunDocumentError` (exit code 2), naming the
     file and, for a damaged result, its line or field."""
-    base, cand = store.load_header(base_ref), store.load_header(candidate_ref)
-    options = suite_options(base, cand)
     refs = (base_ref, candidate_ref)
     paths = [store.resolve(ref) for ref in refs]
-    sides: list[Facts | None] = [None, None]
-    if parallel and _second_core() and sum(p.stat().st_size for p in paths) > PARALLEL_BYTES:
+    # A streamed document: its header now, its facts below. One of the earlier layout is
+    # parsed whole once (its results as models, their facts taken from them).
+    heads = [read_streamed(path, str(path), header_only=True) for path in paths]
+    whole = [store.load_facts(ref) if head is None else None for ref, head in zip(refs, heads, strict=True)]
+    base, cand = (head or run for head, run in zip(heads, whole, strict=True))
+    assert base is not None and cand is not None
+    options = suite_options(base, cand)
+    sides: list[Facts | None] = [
+        None if run is None else {name: suite_facts(s.cases, options.get(name, DEFAULT_OPTIONS))
+                                  for name, s in run.suites.items()}
+        for run in whole
+    ]
+    if (parallel and sides == [None, None] and _second_core()
+            and sum(p.stat().st_size for p in paths) > PARALLEL_BYTES):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
@@ -63,15 +73,14 @@ def load_compared(store: RunStore, base_ref: str, candidate_ref: str, *, paralle
                 sides[0] = other.result()
             except BrokenProcessPool:  # the worker died (killed, out of memory): read it here
                 sides[0] = read_facts(paths[0], str(paths[0]), options)
-    else:
-        sides = [read_facts(path, str(path), options) for path in paths]
-    for k, ref in enumerate(refs):
-        if sides[k] is None:  # the earlier layout: parsed whole, as every reader of it does
-            run = store.load_facts(ref)
-            sides[k] = {name: suite_facts(s.cases, options.get(name, DEFAULT_OPTIONS))
-                        for name, s in run.suites.items()}
+    for k, path in enumerate(paths):
+        if sides[k] is None:
+            sides[k] = read_facts(path, str(path), options)
     b, c = sides
-    assert b is not None and c is not None
+    if b is None or c is None:  # replaced between its header and its results
+        from evalh.errors import RunDocumentError
+
+        raise RunDocumentError(f"{paths[0] if b is None else paths[1]}: changed while it was read: try again")
     return Compared(base, cand, (b, c))
 
 
