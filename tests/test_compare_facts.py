@@ -291,6 +291,17 @@ def test_a_line_holding_two_results_is_refused_as_every_reader_refuses_it(tmp_pa
             read()
 
 
+def _stored_pair(tmp_path: Path, kind: int, seed: int) -> tuple[RunStore, Run, Run]:
+    """A base and a worse candidate of `CASES[kind]`, written to a store in `tmp_path`."""
+    store = RunStore(tmp_path)
+    spec: dict[str, Any] = dict(CASES[kind])
+    base = _run("20260101T000000000Z-00000a", seed, shift=0.0, **spec)
+    cand = _run("20260101T000001000Z-00000b", seed + 100, shift=0.3, **spec)
+    for run in (base, cand):
+        store.write(run)
+    return store, base, cand
+
+
 def test_facts_read_in_a_worker_process_come_back_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Large documents are read side by side, the base in a forked worker: its facts,
     pickled back, must compare as the ones read here."""
@@ -299,12 +310,7 @@ def test_facts_read_in_a_worker_process_come_back_the_same(tmp_path: Path, monke
     from evalh.core import compare_load
     from evalh.core.compare_facts import read_facts
 
-    store = RunStore(tmp_path)
-    spec: dict[str, Any] = dict(CASES[2])
-    base = _run("20260101T000000000Z-00000a", 4, shift=0.0, **spec)
-    cand = _run("20260101T000001000Z-00000b", 104, shift=0.3, **spec)
-    for run in (base, cand):
-        store.write(run)
+    store, base, cand = _stored_pair(tmp_path, 2, 4)
     path = store.path_for(base.run_id)
     here = read_facts(path, "doc", {"s": ("group", frozenset({"judge"}))})
     assert here is not None
@@ -346,12 +352,7 @@ def test_a_worker_that_dies_leaves_the_base_read_here(tmp_path: Path, monkeypatc
 
     from evalh.core import compare_load
 
-    store = RunStore(tmp_path)
-    spec: dict[str, Any] = dict(CASES[0])
-    base = _run("20260101T000000000Z-00000a", 8, shift=0.0, **spec)
-    cand = _run("20260101T000001000Z-00000b", 108, shift=0.3, **spec)
-    for run in (base, cand):
-        store.write(run)
+    store, base, cand = _stored_pair(tmp_path, 0, 8)
     monkeypatch.setattr(compare_load, "read_facts", _dies_in_a_worker)
     monkeypatch.setattr(sys.modules[__name__], "_PARENT", os.getpid())
     monkeypatch.setattr(compare_load, "PARALLEL_BYTES", 0)
