@@ -96,18 +96,22 @@ def suite_options(base: Run, candidate: Run) -> dict[str, Options]:
     """Per suite of either run: what its facts must keep to be compared (its cluster
     field and its gated scorers, `_suite_options`)."""
     out: dict[str, Options] = {}
-    for name in list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]:
+    for name in _suite_names(base, candidate):
         cluster_by, gated = _suite_options(name, base, candidate)
         out[name] = (cluster_by, frozenset(gated))
     return out
 
 
+def _suite_names(base: Run, candidate: Run) -> list[str]:
+    """Every suite of either run: the candidate's in its order, then the base's own."""
+    return list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
+
+
 def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts]) -> Comparison:
     partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
     warnings = [w for w in partial if w]
-    names = list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
     suites: dict[str, SuiteComparison] = {}
-    for name in names:
+    for name in _suite_names(base, candidate):
         th, source, warn = thresholds_for(name, base, candidate, policy)
         if warn:
             warnings.append(warn)

@@ -8,7 +8,8 @@ a result took ~3 KB.
 
 Two ways in, one structure: `suite_facts` from result models (a run in memory: `evalh run
 --compare-baseline`, pooled baselines, the API) and `read_facts` from a run document in the
-streamed layout (`evalh.document`), one result line at a time, without a model per result.
+streamed layout (`evalh.document`), a chunk of result lines at a time, without a model per
+result.
 A line of another shape than evalh writes is validated as a `CaseResult` (the same
 coercions and the same named error as every other reader); so is every line of a document
 in the earlier, indented layout, which `evalh.store` loads whole.
@@ -19,9 +20,9 @@ from __future__ import annotations
 import functools
 import math
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
 import msgspec
 import orjson
@@ -289,22 +290,8 @@ class SuiteFacts:
     def __len__(self) -> int:
         return len(self.case_ids)
 
-    def row(self, case_id: str, arm: str) -> int | None:
-        by_case = self.rows.get(arm)
-        return by_case.get(case_id) if by_case is not None else None
-
     def arm(self, row: int) -> str:
         return self.arm_names[self.arm_of[row]]
-
-    def row_keys(self) -> Iterator[tuple[str, str]]:
-        """(case_id, arm) of every row, in row order."""
-        names = self.arm_names
-        return zip(self.case_ids, map(names.__getitem__, self.arm_of[: len(self.case_ids)]), strict=True)
-
-    def same_content(self, row: int, other: SuiteFacts, other_row: int) -> bool:
-        """False only when both rows carry a content digest and the digests differ."""
-        a, b = self.digest[row], other.digest[other_row]
-        return a in (NO_DIGEST, b) or b == NO_DIGEST
 
     def cluster_of(self, row: int) -> str | None:
         index = self.cluster[row]
@@ -484,27 +471,32 @@ def add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown:
 
 
 def read_facts(path: Path, shown: str, options: dict[str, Options]) -> dict[str, SuiteFacts] | None:
-    """The facts of every suite of the run document at `path`, read one result line at a
-    time (`options`: per suite, what to keep; a suite it does not name keeps the default).
-    None when the document is not in the streamed layout (the caller loads it whole)."""
-    from evalh.gcpause import gc_paused
-
+    """The facts of every suite of the run document at `path` (`facts_from`). None when the
+    document is not in the streamed layout (the caller loads it whole)."""
     try:
         with path.open("rb") as fh:
             head = read_head(fh)
-            if head is None:
-                return None
-            out: dict[str, SuiteFacts] = {}
-            counts = result_counts(head)
-            scratch = bytearray()
-            with gc_paused():  # arrays and strings only: nothing for the collector to find
-                for name, _, block, count in iter_case_chunks(fh, head, shown):
-                    facts = out.get(name)
-                    if facts is None:
-                        facts = out[name] = SuiteFacts(options.get(name, DEFAULT_OPTIONS), counts.get(name, 0))
-                    add_chunk(facts, name, block, count, shown, scratch)
-            for name in head[HEADS]:
-                out.setdefault(name, SuiteFacts(options.get(name, DEFAULT_OPTIONS)))
-            return out
+            return None if head is None else facts_from(fh, head, shown, options)
     except OSError as exc:
         raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+
+
+def facts_from(fh: IO[bytes], head: dict[str, Any], shown: str, options: dict[str, Options]) -> dict[str, SuiteFacts]:
+    """The facts of every suite of a streamed document whose header `head` was just read
+    from `fh`, a chunk of result lines at a time (`options`: per suite, what to keep; a
+    suite it does not name keeps the default)."""
+    from evalh.gcpause import gc_paused
+
+    out: dict[str, SuiteFacts] = {}
+    counts = result_counts(head)
+    scratch = bytearray()
+    with gc_paused():  # arrays and strings only: nothing for the collector to find
+        for name, _, block, count in iter_case_chunks(fh, head, shown):
+            facts = out.get(name)
+            if facts is None:
+                facts = out[name] = SuiteFacts(options.get(name, DEFAULT_OPTIONS), counts.get(name, 0))
+            add_chunk(facts, name, block, count, shown, scratch)
+    for name in head[HEADS]:
+        if name not in out:
+            out[name] = SuiteFacts(options.get(name, DEFAULT_OPTIONS))
+    return out

@@ -16,20 +16,20 @@ import os
 import threading
 from array import array
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from pydantic import ValidationError
 
-from evalh.core.compare_facts import DEFAULT_OPTIONS, Options, SuiteFacts, add_chunk, suite_facts
+from evalh.core.compare_facts import DEFAULT_OPTIONS, Options, SuiteFacts, facts_from, suite_facts
 from evalh.core.outcome import run_summary
 from evalh.document import (
     HEADS,
-    chunk_lines,
     indexed_offset,
-    iter_case_chunks,
     iter_case_lines,
     line_offsets,
     read_case_at,
@@ -125,8 +125,8 @@ class LoadedRun:
     streamed: bool = False
     """A document in the streamed layout: its `raw_cases` stay empty; its rows and the
     byte offset of each result (`offsets`) are read in one pass over the lines when first
-    needed (with the facts, when a comparison asks first), and a result is read from its
-    line when it is opened."""
+    needed, a comparison's facts in a pass of their own, and a result is read from its line
+    when it is opened."""
     offsets: dict[str, array[int]] | None = None
     _run: Run | None = None
     _facts: dict[tuple[tuple[str, Options], ...], dict[str, SuiteFacts]] = field(default_factory=dict)
@@ -149,22 +149,15 @@ class LoadedRun:
         assert self._search is not None
         return self._search
 
-    def _scan(self, options: dict[str, Options] | None = None, *, listing: bool = True) -> None:
-        """One pass over a streamed document's lines: the rows and offsets (unless not
-        `listing`: a comparison asks first, and its verdict waits for no row), and with
-        `options` the facts of its suites read with them too."""
+    def _scan(self) -> None:
+        """One pass over a streamed document's lines: the rows and offsets."""
         with self._lock:
-            key = _options_key(options) if options is not None else None
-            listing = listing and self._rows is None
-            if not listing and (key is None or key in self._facts):
+            if self._rows is not None:
                 return
-            rows, offsets, facts = _scan_lines(self.key, self.shown, self.header, options, listing=listing)
-            if listing:
-                self._rows = rows
-                self.offsets = self.offsets or offsets
-                self._search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
-            if key is not None and facts is not None:
-                self._facts[key] = facts
+            rows, offsets = _scan_lines(self.key, self.shown, self.header)
+            self._rows = rows
+            self.offsets = self.offsets or offsets
+            self._search = {n: [r["case_id"].lower() for r in rs] for n, rs in rows.items()}
 
     def _streamed(self, drop: tuple[str, ...] = ()) -> Run:
         path = Path(self.key[0])
@@ -189,8 +182,11 @@ class LoadedRun:
                        for name, s in run.suites.items()}
                 self._facts[key] = hit
                 return hit
-            self._scan(options, listing=False)
-            return self._facts[key]
+            # the verdict's own pass: the facts a chunk at a time, no listing row (the case
+            # list reads those when it asks)
+            with _opened(self.key, self.shown) as (fh, head):
+                hit = self._facts[key] = facts_from(fh, head, self.shown, options)
+            return hit
 
     def run(self) -> Run:
         """The whole run, validated (once). Raises RunDocumentError."""
@@ -350,45 +346,36 @@ def _options_key(options: dict[str, Options]) -> tuple[tuple[str, Options], ...]
     return tuple(sorted(options.items(), key=lambda item: item[0]))
 
 
-def _scan_lines(key: FileKey, shown: str, header: Run, options: dict[str, Options] | None, *,
-                listing: bool = True) -> tuple[
-        dict[str, list[dict[str, Any]]], dict[str, array[int]], dict[str, SuiteFacts] | None]:
-    """Rows and offsets of every result of a streamed document (unless not `listing`), and
-    with `options` the facts of each suite (`compare_facts`), read in the same pass."""
-    path = Path(key[0])
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in header.suites}
-    offsets: dict[str, array[int]] = {name: array("q") for name in header.suites}
-    facts: dict[str, SuiteFacts] | None = None
-    if options is not None:
-        facts = {name: SuiteFacts(options.get(name, DEFAULT_OPTIONS)) for name in header.suites}
+@contextmanager
+def _opened(key: FileKey, shown: str) -> Iterator[tuple[IO[bytes], dict[str, Any]]]:
+    """The streamed document of `key`, open just after its header, and the header, when it
+    is still the file the key was taken of."""
     try:
-        fh = path.open("rb")
+        fh = Path(key[0]).open("rb")  # noqa: SIM115 (the with below closes it)
     except OSError as exc:
         raise RunNotFound(f"{shown}: cannot read: {exc.strerror or exc}") from None
-    with fh, gc_paused():
+    with fh:
         st = os.fstat(fh.fileno())
         head = read_head(fh)
         if head is None or (shown, st.st_mtime_ns, st.st_size) != key:
             raise RunDocumentError(f"{shown}: changed while it was open: reload the page")
-        scratch = bytearray()
-        for name, at, view, count in iter_case_chunks(fh, head, shown):
-            if facts is not None:
-                got = facts.get(name)
-                if got is None:
-                    got = facts[name] = SuiteFacts(DEFAULT_OPTIONS)
-                add_chunk(got, name, view, count, shown, scratch)  # in C, a chunk at a time
-            if not listing:
-                continue
-            rs, offs = rows.setdefault(name, []), offsets.setdefault(name, array("q"))
-            for line in chunk_lines(view, count):
-                try:
-                    c = orjson.loads(line[:-1] if line.endswith(b",") else line)
-                except orjson.JSONDecodeError as exc:
-                    raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
-                rs.append(case_row(len(rs), c if isinstance(c, dict) else {}))
-                offs.append(at)
-                at += len(line) + 1
-    return rows, offsets, facts
+        yield fh, head
+
+
+def _scan_lines(key: FileKey, shown: str, header: Run) -> tuple[dict[str, list[dict[str, Any]]], dict[str, array[int]]]:
+    """Rows and offsets of every result of a streamed document."""
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in header.suites}
+    offsets: dict[str, array[int]] = {name: array("q") for name in header.suites}
+    with _opened(key, shown) as (fh, head), gc_paused():
+        for name, at, body in iter_case_lines(fh, head, shown):
+            try:
+                c = orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
+            rs = rows.setdefault(name, [])
+            rs.append(case_row(len(rs), c if isinstance(c, dict) else {}))
+            offsets.setdefault(name, array("q")).append(at)
+    return rows, offsets
 
 
 def _read_streamed(path: Path, key: FileKey) -> LoadedRun | None:
