@@ -16,7 +16,7 @@ figure that load changes least; wall is spawn to exit. `--before` is a checkout 
 commit to compare with (`git worktree add --detach DIR SHA`); each tree runs with
 PYTHONPATH pointing at it. Results: bench/startup_results.md.
 
-    python bench/startup_bench.py --before /tmp/before [--doc RUN.json] [--times 10]
+    python bench/startup_bench.py --before bench/.work/before [--doc RUN.json] [--times 10]
 
 Without `--doc`, a 100k-result run is made once in bench/.work/startup (about a minute).
 """
@@ -31,6 +31,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def main() -> None:
 
     shutil.rmtree(WORK / "cwd", ignore_errors=True)
     # no evalh.toml here or above: outside the repository, which has one at its root
-    bare = Path(os.environ.get("TMPDIR", "/tmp")) / f"evalh-startup-{os.getpid()}"
+    bare = Path(tempfile.gettempdir()) / f"evalh-startup-{os.getpid()}"
     proj = WORK / "cwd" / "project"
     for d in (bare, proj):
         d.mkdir(parents=True, exist_ok=True)

@@ -119,7 +119,7 @@ def test_label_sidecar_is_scrubbed_of_secrets(tmp_path: Path, monkeypatch: pytes
     store = load_store(tmp_path)
     path = store.append([RatingRecord(
         request_sha256="0" * 64, rubric_sha256="1" * 64, rater="ann", item="request", field="label",
-        value="pass", note=f"the output quoted {secret}", source=f"/tmp/{secret}.jsonl:1")])
+        value="pass", note=f"the output quoted {secret}", source=f"labels/{secret}.jsonl:1")])
     assert path is not None
     assert secret not in path.read_text() and "[REDACTED]" in path.read_text()
 

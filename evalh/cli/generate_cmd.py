@@ -35,7 +35,7 @@ def generate(
 
         evalh generate --suite parliament -o datasets/parliament.frozen.jsonl
 
-        evalh generate --suite parliament --iterations 300 --seed 1 -o /tmp/300.jsonl --json
+        evalh generate --suite parliament --iterations 300 --seed 1 -o generated.jsonl --json
     """
     from evalh.config import load_config
     from evalh.console import err, out
