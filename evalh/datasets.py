@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
@@ -173,14 +173,20 @@ def _records(path: Path, text: str) -> Iterator[tuple[int, object]]:
             _check_value(f"{path}: item {i + 1}", "", item)
         yield from ((i + 1, item) for i, item in enumerate(items))
         return
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    yield from _jsonl_values(str(path), text.splitlines())
+
+
+def _jsonl_values(shown: str, lines: Iterable[str]) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) of each JSONL line of `lines` (numbered from 1), blank
+    lines and `//` comments skipped; a malformed line is a `DatasetError` naming it."""
+    for lineno, raw in enumerate(lines, start=1):
         if not raw.strip() or raw.lstrip().startswith("//"):
             continue
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{lineno}: malformed JSON line: {exc}") from None
-        _check_value(f"{path}:{lineno}", raw, value)
+            raise DatasetError(f"{shown}:{lineno}: malformed JSON line: {exc}") from None
+        _check_value(f"{shown}:{lineno}", raw, value)
         yield lineno, value
 
 
@@ -225,30 +231,24 @@ def load_dataset(path: Path | str, *, display: str | None = None) -> Dataset:
 def _jsonl_records(path: Path, shown: str) -> Iterator[tuple[int, object]]:
     """`_records` of a JSONL file read a line at a time (a million-case file is never held
     whole, as text or parsed), numbered as `str.splitlines` of the whole text numbers them."""
-    lineno = 0
-    try:
-        with path.open("rb") as fh:
-            for n, chunk in enumerate(fh, start=1):
-                body = chunk[:-1] if chunk.endswith(b"\n") else chunk
-                try:
-                    text = body.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DatasetError(
-                        f"{shown}:{n}: not valid UTF-8: byte 0x{body[exc.start]:02x} at column {exc.start + 1} "
-                        f"({exc.reason}); save the file as UTF-8"
-                    ) from None
-                for raw in text.splitlines() or [""]:
-                    lineno += 1
-                    if not raw.strip() or raw.lstrip().startswith("//"):
-                        continue
+
+    def lines() -> Iterator[str]:
+        try:
+            with path.open("rb") as fh:
+                for n, chunk in enumerate(fh, start=1):
+                    body = chunk[:-1] if chunk.endswith(b"\n") else chunk
                     try:
-                        value = orjson.loads(raw)
-                    except orjson.JSONDecodeError as exc:
-                        raise DatasetError(f"{shown}:{lineno}: malformed JSON line: {exc}") from None
-                    _check_value(f"{shown}:{lineno}", raw, value)
-                    yield lineno, value
-    except OSError as exc:
-        raise DatasetError(f"{shown}: cannot read: {exc}") from None
+                        text = body.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise DatasetError(
+                            f"{shown}:{n}: not valid UTF-8: byte 0x{body[exc.start]:02x} at column {exc.start + 1} "
+                            f"({exc.reason}); save the file as UTF-8"
+                        ) from None
+                    yield from text.splitlines() or [""]
+        except OSError as exc:
+            raise DatasetError(f"{shown}: cannot read: {exc}") from None
+
+    return _jsonl_values(shown, lines())
 
 
 def _cases(path: Path, shown: str, records: Iterator[tuple[int, object]], where: str) -> Dataset:
