@@ -46,6 +46,16 @@ def _nested_output(depth: int) -> Any:
     return edit
 
 
+def _refused_alike(store: RunStore) -> str:
+    """The candidate refused by compare with the loader's own message; that message."""
+    with pytest.raises(RunDocumentError) as loader:
+        store.load(CAND)
+    with pytest.raises(RunDocumentError) as compared:
+        load_compared(store, BASE, CAND)
+    assert str(compared.value) == str(loader.value)
+    return str(compared.value)
+
+
 def test_a_deeply_nested_output_the_loader_reads_gives_the_loaders_verdict(tmp_path: Path) -> None:
     # orjson reads up to 1023 levels; the chunk decoder recursed deeper than Python allows
     # on fields it only skips (a RecursionError, a traceback in `evalh compare`)
@@ -59,12 +69,7 @@ def test_a_nesting_the_loader_refuses_is_refused_as_the_loader_refuses_it(tmp_pa
     store = _store(tmp_path)
     path = store.path_for(CAND)
     _edit_line(path, _nested_output(3000))
-    with pytest.raises(RunDocumentError) as loader:
-        store.load(CAND)
-    with pytest.raises(RunDocumentError) as compared:
-        load_compared(store, BASE, CAND)
-    assert str(compared.value) == str(loader.value)
-    assert str(compared.value).startswith(f"{path}: not valid JSON")
+    assert _refused_alike(store).startswith(f"{path}: not valid JSON")
 
 
 def test_an_attempt_beyond_64_bits_is_refused_naming_its_field(tmp_path: Path) -> None:
@@ -73,12 +78,7 @@ def test_an_attempt_beyond_64_bits_is_refused_naming_its_field(tmp_path: Path) -
     store = _store(tmp_path)
     path = store.path_for(CAND)
     _edit_line(path, lambda text: re.sub(rb'"attempt":\d+', b'"attempt":%d' % 2**70, text, count=1))
-    with pytest.raises(RunDocumentError) as loader:
-        store.load(CAND)
-    with pytest.raises(RunDocumentError) as compared:
-        load_compared(store, BASE, CAND)
-    assert str(compared.value) == str(loader.value)
-    assert str(compared.value).startswith(f"{path}: invalid run document at suites.s.cases.2.attempt:")
+    assert _refused_alike(store).startswith(f"{path}: invalid run document at suites.s.cases.2.attempt:")
 
 
 @pytest.mark.parametrize("side", ["base", "candidate"])
