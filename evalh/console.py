@@ -23,6 +23,22 @@ def _width(stream: object) -> int | None:
     return int(columns) if columns.isdigit() else 160
 
 
+def plain_width(stream: Any = None) -> int | None:
+    """The width `out()` lays text out in on `stream` (default stdout) when it would write
+    no escape sequence there: not a terminal, and nothing making rich treat it as one
+    (`FORCE_COLOR`, `TTY_COMPATIBLE=1`), UTF-8, not Windows nor Jupyter. Plain lines written
+    there then read as what `out()` prints, without importing rich. None otherwise."""
+    stream = sys.stdout if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    tty_compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if (tty_compatible == "1" or (tty_compatible != "0" and os.environ.get("FORCE_COLOR"))
+            or (isatty is not None and isatty()) or sys.platform == "win32"
+            or not (getattr(stream, "encoding", None) or "").lower().startswith("utf")
+            or "ipykernel" in sys.modules):
+        return None
+    return _width(stream)
+
+
 @lru_cache(maxsize=1)
 def err() -> Console:
     """Progress, warnings and errors."""
