@@ -31,8 +31,10 @@ def runs(
         evalh runs -n 5 --json
     """
 
+    import sys
+
     from evalh.baseline import read_baseline_ids
-    from evalh.console import out, warn
+    from evalh.console import plain_width, warn
     from evalh.run_header import list_runs
 
     root, store = open_project(config, runs_dir)
@@ -43,11 +45,18 @@ def runs(
     if json_out:
         from evalh.jsonio import document_text
 
-        out().file.write(document_text([row.to_dict() for row in rows]))
+        sys.stdout.write(document_text([row.to_dict() for row in rows]))
         return
-    from evalh.report.terminal.runs import render_runs
+    from evalh.report.terminal.runs import render_runs, write_runs
 
-    render_runs(rows, f"runs in {store.runs_dir}", out())
+    title = f"runs in {store.runs_dir}"
+    width = plain_width()
+    if width is not None:  # piped: the same text, written without rich
+        write_runs(rows, title, width, sys.stdout)
+        return
+    from evalh.console import out
+
+    render_runs(rows, title, out())
 
 
 @translate_errors

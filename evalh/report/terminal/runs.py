@@ -1,9 +1,34 @@
-"""Terminal rendering of `evalh runs`: one line per run, newest last."""
+"""Terminal rendering of `evalh runs`: one line per run, newest last.
+
+The listing is laid out here, line by line, as rich's `Table` lays it out (heavy-head box,
+one space of padding, the title on top, left-justified): rich measured and rendered every
+cell through its renderables, ~0.7 ms a row (0.3–0.5 s of `evalh runs -n 500`), where
+these few columns of short text need a width each and a `str.ljust`. The same algorithm,
+step by step (rich 13.7–15, `Table._calculate_column_widths`, `Text.wrap`):
+
+- a column's width is its longest cell (+ 2 for the padding);
+- when the columns are wider than the console, the widest is shrunk to the next widest
+  until they fit (`_collapse_widths`), then all of them evenly (`ratio_reduce`) if need be;
+- a cell wider than its column is word-wrapped; a word longer than the column is cut with
+  `…`; the header row is aligned to the bottom, the other rows to the top;
+- the title wraps at the table's width (a word too long for it folds) and is padded to it.
+
+tests/test_runs_render.py holds this to rich's own rendering of the same rows (long labels,
+unicode, markup and escape sequences in labels, 20 to 200 columns, with and without a
+terminal). Text that rich reads in ways this does not (a tab, a line break inside a cell),
+a console that is not plain UTF-8 (ASCII-only, legacy Windows, Jupyter) and a table that
+cannot fit the console go through rich's `Table` itself.
+
+Piped (`write_runs`), the lines are written without rich; on a terminal (`render_runs`) the
+same lines go through the console as segments, the header row bold as rich styles it.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import IO, TYPE_CHECKING, NamedTuple
 
+from evalh.console import inert
 from evalh.numbers import num
 
 if TYPE_CHECKING:
@@ -11,24 +36,296 @@ if TYPE_CHECKING:
 
     from evalh.run_header import RunListing
 
+HEADERS = ("run id", "label", "status", "git", "suites (pass rate)")
+_PAD = 1  # a space each side of a cell
+_EDGES = 2 + len(HEADERS) - 1  # the box's edges and the dividers between columns
+_RICH_ONLY = re.compile("[\t\n\u2028\u2029]")
+"""What rich's Text splits or expands and this layout does not (the other line breaks and
+controls are U+FFFD already: `console.inert`)."""
+_WORD = re.compile(r"\s*\S+\s*")  # rich._wrap's word: leading blanks, the word, trailing blanks
+_TRAILING = re.compile(r"\s+$")
+
+
+def cells_of(row: RunListing) -> tuple[str, str, str, str, str]:
+    """The five cells of a listing row, as text made inert."""
+    sha = (row.git_sha or "–")[:8] + ("*" if row.dirty else "")
+    rates = "  ".join(f"{n} {num(v, '.0%', none='n/a')}" for n, v in row.suites.items())
+    if row.resume:
+        rates = f"resume with: {row.resume}"
+    elif row.status == "running" and not row.suites:
+        rates = "(in flight)"
+    rid = row.run_id + (" (BASELINE)" if row.baseline else "")
+    return inert(rid), inert(row.label or ""), inert(row.status), inert(sha), inert(rates)
+
+
+# ----------------------------------------------------------------------------- cell widths
+
+
+_ONE_CELL = frozenset(map(chr, range(0x20, 0x7F))) | {"–", "…", "\ufffd"}  # no git, cut, `inert`
+_narrow = _ONE_CELL.issuperset
+"""Whether each character of a text is one cell wide, without rich's tables (controls are
+U+FFFD already: `console.inert`)."""
+
+
+def _cell_len(text: str) -> int:
+    if _narrow(text):
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _set_cell_size(text: str, size: int) -> str:
+    """`text` cut or padded with spaces to `size` cells (`rich.cells.set_cell_size`)."""
+    if _narrow(text):
+        return text[:size].ljust(size) if size > 0 else ""
+    from rich.cells import set_cell_size
+
+    return set_cell_size(text, size)
+
+
+def _measure(text: str) -> tuple[int, int]:
+    """(shortest, longest) width a cell's text can take: its longest word, its length
+    (`Text.__rich_measure__`; the text holds no line break)."""
+    longest = _cell_len(text)
+    words = text.split()
+    return (max(_cell_len(w) for w in words) if words else longest), longest
+
+
+def _padded_measure(text: str, max_width: int) -> tuple[int, int]:
+    """`Measurement.get` of a cell (its text in a `Padding` of one space a side)."""
+    if max_width < 1:
+        return 0, 0
+    if max_width - 2 * _PAD < 1:
+        low, high = max_width, max_width
+    else:
+        low, high = _measure(text)
+        low, high = min(max(0, low), high), max(0, high)  # normalize
+        low, high = min(low, max_width), min(high, max_width)  # with_maximum (in Text's get)
+        if high < 1:
+            low, high = 0, 0
+        low, high = min(low + 2 * _PAD, max_width), min(high + 2 * _PAD, max_width)
+    low, high = min(max(0, low), high), max(0, high)
+    low, high = min(low, max_width), min(high, max_width)
+    if high < 1:
+        return 0, 0
+    return min(max(0, low), high), max(0, high)
+
+
+def _column_max(column: list[str], max_width: int) -> int:
+    """The widest a column needs (`Table._measure_column`'s maximum)."""
+    if max_width < 1:
+        return 0
+    return min(max(_padded_measure(cell, max_width)[1] for cell in column), max_width)
+
+
+def _ratio_reduce(total: int, ratios: list[int], maximums: list[int], values: list[int]) -> list[int]:
+    """`rich._ratio.ratio_reduce`: take `total` off `values` in proportion to `ratios`."""
+    ratios = [ratio if most else 0 for ratio, most in zip(ratios, maximums, strict=True)]
+    total_ratio = sum(ratios)
+    if not total_ratio:
+        return values[:]
+    remaining = total
+    result = []
+    for ratio, most, value in zip(ratios, maximums, values, strict=True):
+        if ratio and total_ratio > 0:
+            taken = min(most, round(ratio * remaining / total_ratio))
+            result.append(value - taken)
+            remaining -= taken
+            total_ratio -= ratio
+        else:
+            result.append(value)
+    return result
+
+
+def _collapse(widths: list[int], max_width: int) -> list[int]:
+    """`Table._collapse_widths` with every column wrappable: shrink the widest columns to
+    the next widest until the table fits."""
+    total = sum(widths)
+    excess = total - max_width
+    while total and excess > 0:
+        widest = max(widths)
+        second = max((w for w in widths if w != widest), default=0)
+        if not widest - second:
+            break
+        ratios = [1 if w == widest else 0 for w in widths]
+        widths = _ratio_reduce(excess, ratios, [min(excess, widest - second)] * len(widths), widths)
+        total = sum(widths)
+        excess = total - max_width
+    return widths
+
+
+def column_widths(columns: list[list[str]], max_width: int) -> list[int]:
+    """Each column's width, padding included, in a table of `max_width` (borders excluded)."""
+    widths = [_column_max(col, max_width) or 1 for col in columns]
+    if sum(widths) > max_width:
+        widths = _collapse(widths, max_width)
+        if sum(widths) > max_width:  # rich's last resort: every column evenly
+            widths = _ratio_reduce(sum(widths) - max_width, [1] * len(widths), widths, widths)
+        widths = [_column_max(col, w) for col, w in zip(columns, widths, strict=True)]
+    return widths
+
+
+# ----------------------------------------------------------------------------- wrapping
+
+
+def _divide(text: str, width: int, fold: bool) -> list[int]:
+    """Where `text` breaks to fit `width` cells (`rich._wrap.divide_line`)."""
+    breaks: list[int] = []
+    offset = 0
+    for match in _WORD.finditer(text):
+        start, word = match.start(), match.group(0)
+        length = _cell_len(word.rstrip())
+        if width - offset >= length:
+            offset += _cell_len(word)
+        elif length > width:  # on no line: fold it, or let the line's truncation cut it
+            if fold:
+                from rich.cells import chop_cells
+
+                pieces = chop_cells(word, width)
+                for k, piece in enumerate(pieces):
+                    if start:
+                        breaks.append(start)
+                    if k == len(pieces) - 1:
+                        offset = _cell_len(piece)
+                    else:
+                        start += len(piece)
+            else:
+                if start:
+                    breaks.append(start)
+                offset = _cell_len(word)
+        elif offset and start:
+            breaks.append(start)
+            offset = _cell_len(word)
+    return breaks
+
+
+def wrap(text: str, width: int, *, fold: bool) -> list[str]:
+    """`text` in lines of exactly `width` cells, left-justified (`Text.wrap`): words wrapped,
+    a word longer than a line folded (`fold`, the title) or cut with `…` (a cell)."""
+    if _cell_len(text) <= width:  # nothing to wrap: the common case
+        return [_set_cell_size(text, width)]
+    breaks = _divide(text, width, fold)
+    lines = []
+    for start, end in zip([0, *breaks], [*breaks, len(text)], strict=True):
+        line = text[start:end]
+        if len(line) > width and (blank := _TRAILING.search(line)):  # Text.rstrip_end
+            line = line[: len(line) - min(len(blank.group(0)), len(line) - width)]
+        if _cell_len(line) > width:
+            line = _set_cell_size(line, width) if fold else _set_cell_size(line, width - 1) + "…"
+        lines.append(_set_cell_size(line, width))
+    return lines
+
+
+# ----------------------------------------------------------------------------- the layout
+
+
+class Layout(NamedTuple):
+    """The listing laid out: every row's lines, each line its cells' texts (exactly as wide
+    as their column, padding excluded)."""
+
+    title: list[str]
+    widths: list[int]
+    header: list[list[str]]
+    body: list[list[str]]
+
+    def lines(self) -> list[str]:
+        """The listing as text lines (the box drawn, no style)."""
+        w = self.widths
+        out = [*self.title, "┏" + "┳".join("━" * n for n in w) + "┓"]
+        out += ["┃ " + " ┃ ".join(line) + " ┃" for line in self.header]
+        out.append("┡" + "╇".join("━" * n for n in w) + "┩")
+        out += ["│ " + " │ ".join(line) + " │" for line in self.body]
+        out.append("└" + "┴".join("─" * n for n in w) + "┘")
+        return out
+
+
+def _row_lines(cells: tuple[str, ...], inner: list[int], bottom: bool) -> list[list[str]]:
+    wrapped = [wrap(text, n, fold=False) for text, n in zip(cells, inner, strict=True)]
+    height = max(len(c) for c in wrapped)
+    if height == 1:
+        return [[c[0] for c in wrapped]]
+    for k, c in enumerate(wrapped):  # short cells padded with blank lines, as rich aligns them
+        blank = [" " * inner[k]] * (height - len(c))
+        wrapped[k] = blank + c if bottom else c + blank
+    return [list(line) for line in zip(*wrapped, strict=True)]
+
+
+def layout(title: str, rows: list[tuple[str, ...]], width: int) -> Layout | None:
+    """The listing in a console `width` columns wide; None when only rich's `Table` lays it
+    out as rich does (a tab or a line break in a cell, a console too narrow for the box)."""
+    texts = [title, *HEADERS, *(c for row in rows for c in row)]
+    if any(_RICH_ONLY.search(t) for t in texts):
+        return None
+    columns = [[h, *(row[k] for row in rows)] for k, h in enumerate(HEADERS)]
+    widths = column_widths(columns, width - _EDGES)
+    if any(w < 2 * _PAD + 1 for w in widths) or sum(widths) + _EDGES > width:
+        return None  # rich crops what does not fit; not worth copying
+    inner = [w - 2 * _PAD for w in widths]
+    table_width = sum(widths) + _EDGES
+    return Layout(
+        title=wrap(title, table_width, fold=True) if title else [],
+        widths=widths,
+        header=_row_lines(HEADERS, inner, bottom=True),
+        body=[line for row in rows for line in _row_lines(row, inner, bottom=False)],
+    )
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def write_runs(rows: list[RunListing], title: str, width: int, stream: IO[str]) -> None:
+    """The listing as plain text (no terminal: no style, so no rich) on `stream`, laid out in
+    `width` columns. Falls back to rich for what only rich lays out."""
+    laid = layout(inert(title), [cells_of(r) for r in rows], width)
+    if laid is None:
+        from rich.console import Console
+
+        render_runs(rows, title, Console(file=stream, width=width, color_system=None, highlight=False,
+                                         soft_wrap=False, force_terminal=False, force_jupyter=False))
+        return
+    stream.write("\n".join(laid.lines()) + "\n")
+
 
 def render_runs(rows: list[RunListing], title: str, console: Console) -> None:
     """The listing: id (BASELINE marked), label, status, git sha, per-suite pass rates, or
     the command that resumes an interrupted run."""
+    cells = [cells_of(r) for r in rows]
+    options = console.options
+    laid = None
+    if not (options.ascii_only or options.legacy_windows or console.is_jupyter):
+        laid = layout(inert(title), cells, options.max_width)
+    if laid is None:
+        _rich_table(cells, title, console)
+        return
+    from rich.segment import Segment, Segments
+
+    bold = console.get_style("table.header")
+    lines = laid.lines()
+    title_end = len(laid.title) + 1  # the title, then the top of the box
+    segments = [Segment(line + "\n") for line in lines[:title_end]]
+    for line in laid.header:  # as rich styles a header cell: its padding and text, each bold
+        segments.append(Segment("┃"))
+        for text, n in zip(line, laid.widths, strict=True):
+            if text.strip():
+                segments += [Segment(" ", bold), Segment(text, bold), Segment(" ", bold)]
+            else:  # a blank line above a shorter header: one segment, as rich aligns it
+                segments.append(Segment(" " * n, bold))
+            segments.append(Segment("┃"))
+        segments.append(Segment("\n"))
+    segments += [Segment(line + "\n") for line in lines[title_end + len(laid.header):]]
+    console.print(Segments(segments))
+
+
+def _rich_table(cells: list[tuple[str, ...]], title: str, console: Console) -> None:
+    """The listing through rich's `Table`: what `layout` leaves to rich."""
     from rich.table import Table
 
     from evalh.console import safe_text
 
     table = Table(title=safe_text(title), title_justify="left")
-    for col in ("run id", "label", "status", "git", "suites (pass rate)"):
+    for col in HEADERS:
         table.add_column(col)
-    for row in rows:
-        sha = (row.git_sha or "–")[:8] + ("*" if row.dirty else "")
-        rates = "  ".join(f"{n} {num(v, '.0%', none='n/a')}" for n, v in row.suites.items())
-        if row.resume:
-            rates = f"resume with: {row.resume}"
-        elif row.status == "running" and not row.suites:
-            rates = "(in flight)"
-        rid = row.run_id + (" (BASELINE)" if row.baseline else "")
-        table.add_row(safe_text(rid), safe_text(row.label or ""), safe_text(row.status), safe_text(sha), safe_text(rates))
+    for row in cells:
+        table.add_row(*(safe_text(c) for c in row))
     console.print(table)
