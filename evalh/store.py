@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -323,29 +323,41 @@ def read_streamed(path: Path, shown: str, *, header_only: bool = False,
             run = _header_run(head, shown)
             if header_only:
                 return run
-            from evalh.models import CaseResult
 
             with gc_paused():
                 cases: dict[str, list[CaseResult]] = {name: [] for name in head[HEADS]}
-                for name, _, body in iter_case_lines(fh, head, shown):
-                    try:
-                        obj = orjson.loads(body)
-                    except orjson.JSONDecodeError as exc:
-                        raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
-                    if drop and isinstance(obj, dict):
-                        for key in drop:
-                            obj.pop(key, None)
-                    rows = cases[name]
-                    try:
-                        rows.append(shared_fields_set(CaseResult.model_validate(obj)))
-                    except ValidationError as exc:
-                        loc, msg = first_validation_error(exc, (f"suites.{name}.cases.{len(rows)}",))
-                        raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
+                for name, _, result in iter_results(fh, head, shown, drop):
+                    cases[name].append(shared_fields_set(result))
                 for name, suite in run.suites.items():
                     suite.cases = cases.get(name, [])
             return run
     except OSError as exc:
         raise RunDocumentError(f"{path}: cannot read: {exc}") from None
+
+
+def iter_results(fh: IO[bytes], head: dict[str, Any], shown: str,
+                 drop: tuple[str, ...] = ()) -> Iterator[tuple[str, int, CaseResult]]:
+    """(suite, byte offset of its line, the result validated) of every result of a streamed
+    document, in document order, from a file positioned after its header line; `drop`ped
+    keys left out. A line that is not a valid result is one `RunDocumentError` naming it."""
+    from evalh.models import CaseResult
+
+    seen: dict[str, int] = {}
+    for name, at, body in iter_case_lines(fh, head, shown):
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
+        if drop and isinstance(obj, dict):
+            for key in drop:
+                obj.pop(key, None)
+        index = seen[name] = seen.get(name, -1) + 1
+        try:
+            result = CaseResult.model_validate(obj)
+        except ValidationError as exc:
+            loc, msg = first_validation_error(exc, (f"suites.{name}.cases.{index}",))
+            raise RunDocumentError(f"{shown}: invalid run document at {loc}: {msg}") from None
+        yield name, at, result
 
 
 def read_document(path: Path) -> bytes:

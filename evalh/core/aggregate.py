@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 
 from evalh.models import Aggregate, CaseResult
@@ -47,11 +48,25 @@ def aggregate_facts(results: Iterable[Facts]) -> Aggregate:
     Cost is null when no result has a known cost; results with tokens but no price are
     counted in `cost_unknown`, never as 0. Sums follow the order given (the document's).
     """
-    agg = Aggregate()
-    scores: list[float] = []
-    latencies: list[float] = []
-    cost: float | None = None
-    for status, score, tokens_in, tokens_out, cached, latency_ms, cost_usd in results:
+    acc = Aggregator()
+    for facts in results:
+        acc.add(*facts)
+    return acc.result()
+
+
+class Aggregator:
+    """`aggregate_facts` a result at a time: a reader that streams results keeps counts,
+    sums and two arrays of numbers (scores, latencies), not the results."""
+
+    def __init__(self) -> None:
+        self.agg = Aggregate()
+        self.scores = array("d")
+        self.latencies = array("d")
+        self.cost: float | None = None
+
+    def add(self, status: str, score: float | None, tokens_in: int | None, tokens_out: int | None,
+            cached: bool, latency_ms: float | None, cost_usd: float | None) -> None:
+        agg = self.agg
         agg.n += 1
         if status == "passed":
             agg.passed += 1
@@ -64,23 +79,26 @@ def aggregate_facts(results: Iterable[Facts]) -> Aggregate:
         else:
             agg.skipped += 1
         if status in ("passed", "failed") and score is not None:
-            scores.append(score)
+            self.scores.append(score)
         agg.tokens_in += tokens_in or 0
         agg.tokens_out += tokens_out or 0
         if cached:
             agg.cached += 1
         elif latency_ms is not None and status != "skipped":
-            latencies.append(latency_ms)
+            self.latencies.append(latency_ms)
         if cost_usd is not None:
-            cost = (cost or 0.0) + cost_usd
+            self.cost = (self.cost or 0.0) + cost_usd
         elif not cached and (tokens_in is not None or tokens_out is not None):
             agg.cost_unknown += 1
-    agg.pass_rate_denominator = agg.passed + agg.failed
-    agg.pass_rate = rate(agg.passed, agg.pass_rate_denominator)
-    agg.error_rate = rate(agg.errored, agg.n - agg.skipped)
-    agg.mean_score_denominator = len(scores)
-    agg.mean_score = sum(scores) / len(scores) if scores else None
-    agg.cost_usd = cost
-    agg.latency_ms_p50 = percentile(latencies, 50)
-    agg.latency_ms_p95 = percentile(latencies, 95)
-    return agg
+
+    def result(self) -> Aggregate:
+        agg, scores = self.agg.model_copy(), self.scores
+        agg.pass_rate_denominator = agg.passed + agg.failed
+        agg.pass_rate = rate(agg.passed, agg.pass_rate_denominator)
+        agg.error_rate = rate(agg.errored, agg.n - agg.skipped)
+        agg.mean_score_denominator = len(scores)
+        agg.mean_score = sum(scores) / len(scores) if scores else None
+        agg.cost_usd = self.cost
+        agg.latency_ms_p50 = percentile(self.latencies, 50)
+        agg.latency_ms_p95 = percentile(self.latencies, 95)
+        return agg

@@ -27,7 +27,7 @@ owner attestations, not verified facts. Intervals are marginal, not simultaneous
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -93,6 +93,50 @@ def pass_fail_source(results: Sequence[CaseResult]) -> Source:
     return "outcome"
 
 
+class ResultTraits:
+    """What the interval rule reads of the results themselves, gathered a result at a time
+    (`add`), so that a reader streaming a run's results keeps these few sets, not the results:
+    splits outside the held-out ones, sampling attestations, claim coverage, producers."""
+
+    def __init__(self, target: dict[str, Any] | None = None) -> None:
+        self.target = target
+        self.outside: set[str] = set()
+        self.sampling_other: set[str] = set()
+        self.sampling_other_n = 0
+        self.sampling_missing = False
+        self.coverage: set[str] = set()
+        """Claim coverage other than exhaustive, as shown (`(unattested)` for none)."""
+        self.producers: set[tuple[str, str]] = set()
+        self.producer_unknown = 0
+
+    def add(self, r: CaseResult) -> None:
+        meta = r.metadata
+        split = meta.get("split")
+        if split not in HELD_OUT_SPLITS:
+            self.outside.add(str(split) if split is not None else "(none)")
+        sampling = meta.get("sampling")
+        if sampling is None:
+            self.sampling_missing = True
+        elif sampling != "random":
+            self.sampling_other.add(str(sampling))
+            self.sampling_other_n += 1
+        coverage = meta.get("claim_coverage")
+        if coverage != "exhaustive":
+            self.coverage.add(str(coverage) if coverage is not None else "(unattested)")
+        p = producer(r, self.target)
+        if p is None:
+            self.producer_unknown += 1
+        else:
+            self.producers.add(p)
+
+    @classmethod
+    def of(cls, results: Iterable[CaseResult], target: dict[str, Any] | None = None) -> ResultTraits:
+        traits = cls(target)
+        for r in results:
+            traits.add(r)
+        return traits
+
+
 def interval_where_valid(
     items: Sequence[WorkItem],
     *,
@@ -111,10 +155,36 @@ def interval_where_valid(
     without them, unsettled items are counted here.
     """
     settled = [i for i in items if i.outcome is not None]
-    k = sum(bool(i.outcome) for i in settled)
-    verdict = IntervalVerdict(successes=k, n=len(settled))
+    return interval_verdict(
+        successes=sum(bool(i.outcome) for i in settled), settled=len(settled), items=len(items),
+        sizes={len(i.results) for i in items},
+        traits=ResultTraits.of((r for i in items for r in i.results), target),
+        source=source, arms=arms, attested_random=attested_random, claim_rate=claim_rate,
+        regime=regime, incomplete=incomplete, incomplete_prefix=incomplete_prefix,
+    )
+
+
+def interval_verdict(
+    *,
+    successes: int,
+    settled: int,
+    items: int,
+    sizes: set[int],
+    traits: ResultTraits,
+    source: Source,
+    arms: set[str],
+    attested_random: bool = False,
+    claim_rate: bool = False,
+    regime: str | None = None,
+    incomplete: Sequence[str] = (),
+    incomplete_prefix: str = "labels incomplete: ",
+) -> IntervalVerdict:
+    """`interval_where_valid` from counts: `successes` of `settled` work items out of
+    `items`, `sizes` the distinct numbers of attempts a work item has, `traits` what the
+    results themselves say. The one place the rule is written."""
+    k = successes
+    verdict = IntervalVerdict(successes=k, n=settled)
     reasons = verdict.reasons
-    results = [r for i in items for r in i.results]
     if source == "judge":
         reasons.append("judge-only figure: a judge is advisory (judgeUse: advisory-only); its "
                        "figures are descriptive and get no inferential interval")
@@ -123,43 +193,33 @@ def interval_where_valid(
                        "a population; counts are descriptive")
     if not items:
         reasons.append("no work item")
-    splits = {r.metadata.get("split") for r in results}
-    outside = {str(s) if s is not None else "(none)" for s in splits if s not in HELD_OUT_SPLITS}
-    if outside:
-        reasons.append(f"not every case is from a held-out split (found: {', '.join(sorted(outside))}): "
+    if traits.outside:
+        reasons.append(f"not every case is from a held-out split (found: {', '.join(sorted(traits.outside))}): "
                        "development and regression cases do not represent a population")
-    sampling = [r.metadata.get("sampling") for r in results]
-    other = sorted({str(s) for s in sampling if s is not None and s != "random"})
-    if other:
-        reasons.append(f"sampling is {', '.join(other)} on {sum(s is not None and s != 'random' for s in sampling)} "
+    if traits.sampling_other:
+        reasons.append(f"sampling is {', '.join(sorted(traits.sampling_other))} on {traits.sampling_other_n} "
                        "result(s): hand-picked cases do not represent a population (--random-sample "
                        "cannot override a case's own sampling)")
-    elif any(s is None for s in sampling) and not attested_random:
+    elif traits.sampling_missing and not attested_random:
         reasons.append("not attested as a random held-out sample: set metadata.sampling = \"random\" "
                        "(or pass --random-sample for cases that say nothing)")
-    if claim_rate:
-        coverage = [r.metadata.get("claim_coverage") for r in results]
-        if any(c != "exhaustive" for c in coverage):
-            shown = sorted({str(c) if c is not None else "(unattested)" for c in coverage if c != "exhaustive"})
-            reasons.append(f"claim coverage is {', '.join(shown)}, not exhaustive: selected claims "
-                           "cannot establish a work-item rate")
-    unsettled = len(items) - len(settled)
+    if claim_rate and traits.coverage:
+        reasons.append(f"claim coverage is {', '.join(sorted(traits.coverage))}, not exhaustive: selected claims "
+                       "cannot establish a work-item rate")
+    unsettled = items - settled
     if incomplete:
         reasons.append(incomplete_prefix + ", ".join(incomplete))
     elif unsettled:
         reasons.append(f"{unsettled} work item(s) without a settled outcome")
-    sizes = {len(i.results) for i in items}
     if len(sizes) > 1:
         reasons.append(f"unequal attempts per work item ({min(sizes)} to {max(sizes)} captured)")
     if len(arms) > 1:
         reasons.append(f"more than one arm ({', '.join(sorted(arms))}): report one arm")
-    producers = [producer(r, target) for r in results]
-    unknown = sum(p is None for p in producers)
-    if unknown:
-        reasons.append(f"producer model or prompt digest unknown on {unknown} result(s) "
+    if traits.producer_unknown:
+        reasons.append(f"producer model or prompt digest unknown on {traits.producer_unknown} result(s) "
                        "(metadata.producer_model, metadata.prompt_sha256)")
-    elif len(set(producers)) > 1:
-        reasons.append(f"mixed producer models or prompt digests ({len(set(producers))} different)")
+    elif len(traits.producers) > 1:
+        reasons.append(f"mixed producer models or prompt digests ({len(traits.producers)} different)")
     if not reasons and verdict.n:
         low, high = wilson_interval(k, verdict.n)  # type: ignore[misc]
         verdict.low, verdict.high = low, high

@@ -9,26 +9,51 @@ headline blended across suites or arms: each is reported on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
-from evalh.core.aggregate import aggregate
+from evalh.core.aggregate import Aggregator, facts_of
 from evalh.models import CaseResult, Run, SuiteResult
-from evalh.report.models import ArmReport, BaselineVerdict, Headline, Report, RunHeader, SuiteReport
-from evalh.report.parts import breakdown, counts, economics, tool_usage, verdicts, worst_cases
-from evalh.report.raw_runs import raw_runs
-from evalh.report.repeats import interval, repeats
+from evalh.report.models import (
+    ArmReport,
+    BaselineVerdict,
+    Headline,
+    RawRunRow,
+    Report,
+    RunHeader,
+    SuiteReport,
+)
+from evalh.report.parts import (
+    BreakdownParts,
+    CaseIndex,
+    EconomicsParts,
+    ToolParts,
+    VerdictParts,
+    WorstParts,
+    counts,
+)
+from evalh.report.raw_runs import raw_run_row, raw_runs
+from evalh.report.repeats import IntervalParts, RepeatsParts
+from evalh.run_results import RunResults
+
+Visit = Callable[[str, str, CaseResult], None]
+"""Called with (run id, suite, result) for every result a report reads, in document order."""
 
 
 def build_report(
-    runs: Sequence[Run], by: Sequence[str] = (), *, worst: int = 10,
-    baseline: Sequence[BaselineVerdict] = (),
+    runs: Sequence[Run | RunResults], by: Sequence[str] = (), *, worst: int = 10,
+    baseline: Sequence[BaselineVerdict] = (), visit: Visit | None = None,
 ) -> Report:
     """The report of `runs` (in the order given), grouped by each metadata field in `by`.
     `baseline`: each run's verdict against the BASELINE (see `baseline_verdict`), shown in
-    the summary."""
+    the summary. A run is read a result at a time (`RunResults`: a document is streamed,
+    once, and once more for a suite with repeated attempts); `visit` sees each result of
+    the first reading."""
     report = Report(by=list(by), baseline=list(baseline))
-    for run in runs:
+    for source in runs:
+        results = source if isinstance(source, RunResults) else RunResults(source)
+        run = results.header
         report.runs.append(RunHeader(
             run_id=run.run_id, label=run.label, status=run.status,
             status_reason=run.status_reason, started_at=run.started_at,
@@ -38,8 +63,9 @@ def build_report(
         from evalh.core.outcome import advisory_suites
 
         advisory = advisory_suites(run)
+        suites = read_suites(results, by, visit)
         for name, suite in run.suites.items():
-            report.suites.append(suite_report(run.run_id, name, suite, by, worst=worst))
+            report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst))
             if name in advisory:  # reported as it is, and said to be advisory
                 report.suites[-1].notes.append("advisory suite: judgeUse: advisory-only, "
                                                "releaseDecision: not-assessed (never changes an exit code)")
@@ -48,6 +74,23 @@ def build_report(
 
     report.figures = across_runs(report)
     return report
+
+
+def read_suites(results: RunResults, by: Sequence[str] = (), visit: Visit | None = None) -> dict[str, SuiteParts]:
+    """Every suite's parts, from one reading of `results` (and a second for the suites
+    with repeated attempts, whose raw tables need every attempt of a case together)."""
+    run = results.header
+    suites = {name: SuiteParts(suite.regime, suite.target, by) for name, suite in run.suites.items()}
+    for name, token, r in results:
+        suites[name].add(r, token)
+        if visit is not None:
+            visit(run.run_id, name, r)
+    if any(p.repeated for s in suites.values() for p in s.arms.values()):
+        for name, _, r in results:
+            arm = suites[name].arms[r.arm]
+            if arm.repeated:
+                arm.add_attempt(r)
+    return suites
 
 
 def baseline_verdict(run_id: str, base: str, comparison: dict[str, Any]) -> BaselineVerdict:
@@ -98,46 +141,98 @@ def headlines(report: Report) -> list[Headline]:
     return out
 
 
-def _arms(suite: SuiteResult) -> list[str]:
-    seen = list(dict.fromkeys(r.arm for r in suite.cases))
-    declared = [a for a in suite.arms if a in seen or not suite.cases]
-    return declared + [a for a in seen if a not in declared]
+class ArmParts:
+    """One arm's report, gathered a result at a time."""
+
+    def __init__(self, regime: str, target: dict[str, Any] | None, by: Sequence[str]) -> None:
+        self.cases = CaseIndex()
+        self.agg = Aggregator()
+        self.economics = EconomicsParts()
+        self.verdicts = VerdictParts()
+        self.worst = WorstParts(self.cases)
+        self.breakdowns = [BreakdownParts(f) for f in by]
+        self.tools = ToolParts()
+        self.interval = IntervalParts(self.cases, regime, target)
+        self.repeated = False
+        """Some result is a repeated attempt: the repeats section and the raw table are
+        read in a second pass (`add_attempt`)."""
+        self.repeats = RepeatsParts()
+        self.rows: list[RawRunRow] = []
+
+    def add(self, r: CaseResult, token: int) -> None:
+        i = self.cases.of(r.case_id)
+        self.agg.add(*facts_of(r))
+        self.economics.add(r)
+        self.verdicts.add(r)
+        self.worst.add(r, i, token)
+        for b in self.breakdowns:
+            b.add(r, i)
+        self.tools.add(r, i)
+        self.interval.add(r)
+        self.repeated = self.repeated or r.attempt > 0
+
+    def add_attempt(self, r: CaseResult) -> None:
+        self.repeats.add(r)
+        self.rows.append(raw_run_row(r))
+
+    def result(self, arm: str, baseline: bool, fetch: Callable[[int], CaseResult], worst: int = 10) -> ArmReport:
+        agg = self.agg.result()
+        return ArmReport(
+            arm=arm, baseline=baseline, cases=len(self.cases), counts=counts(agg),
+            interval=self.interval.result(), economics=self.economics.result(agg, len(self.agg.latencies)),
+            verdicts=self.verdicts.result(), worst=self.worst.result(fetch, worst),
+            breakdowns=[b.result() for b in self.breakdowns], tools=self.tools.result(),
+            repeats=self.repeats.result() if self.repeated else None,
+            runs=raw_runs(self.rows) if self.repeated else None,
+        )
+
+
+class SuiteParts:
+    """One suite's report, gathered a result at a time: an `ArmParts` per arm seen."""
+
+    def __init__(self, regime: str, target: dict[str, Any], by: Sequence[str]) -> None:
+        self.regime, self.target, self.by = regime, target, by
+        self.arms: dict[str, ArmParts] = {}
+
+    def add(self, r: CaseResult, token: int) -> None:
+        arm = self.arms.get(r.arm)
+        if arm is None:
+            arm = self.arms[r.arm] = ArmParts(self.regime, self.target, self.by)
+        arm.add(r, token)
+
+    def result(self, run_id: str, name: str, suite: SuiteResult, fetch: Callable[[int], CaseResult],
+               worst: int = 10) -> SuiteReport:
+        """The report of `suite` (its header: aggregates, details, metrics) from its results' parts."""
+        out = SuiteReport(run_id=run_id, suite=name, regime=suite.regime,
+                          dataset=suite.dataset.model_dump(mode="json"),
+                          calibration=calibration(suite.details))
+        seen = list(self.arms)
+        declared = [a for a in suite.arms if a in seen or not seen]
+        arms = declared + [a for a in seen if a not in declared]
+        baseline = suite.baseline_arm or (arms[0] if len(arms) > 1 else None)
+        for arm in arms:
+            parts = self.arms.get(arm) or ArmParts(self.regime, self.target, self.by)
+            out.arms.append(parts.result(arm, arm == baseline, fetch, worst))
+        if not seen:
+            out.notes.append("no results in this suite")
+        from evalh.report.figures import suite_figures
+
+        out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep)
+        return out
 
 
 def suite_report(
     run_id: str, name: str, suite: SuiteResult, by: Sequence[str] = (), *, worst: int = 10
 ) -> SuiteReport:
-    """One suite of one run, an `ArmReport` per arm (the baseline arm marked)."""
-    out = SuiteReport(run_id=run_id, suite=name, regime=suite.regime,
-                      dataset=suite.dataset.model_dump(mode="json"),
-                      calibration=calibration(suite.details))
-    arms = _arms(suite)
-    baseline = suite.baseline_arm or (arms[0] if len(arms) > 1 else None)
-    for arm in arms:
-        rs = [r for r in suite.cases if r.arm == arm]
-        out.arms.append(arm_report(arm, rs, suite.regime, by, baseline=arm == baseline, worst=worst,
-                                   target=suite.target))
-    if not suite.cases:
-        out.notes.append("no results in this suite")
-    from evalh.report.figures import suite_figures
-
-    out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep)
-    return out
-
-
-def arm_report(
-    arm: str, results: Sequence[CaseResult], regime: str, by: Sequence[str] = (),
-    *, baseline: bool = False, worst: int = 10, target: dict[str, Any] | None = None,
-) -> ArmReport:
-    agg = aggregate(results)
-    return ArmReport(
-        arm=arm, baseline=baseline, cases=len({r.case_id for r in results}),
-        counts=counts(results, agg), interval=interval(results, regime, target),
-        economics=economics(results, agg), verdicts=verdicts(results),
-        worst=worst_cases(results, worst), breakdowns=[breakdown(results, f) for f in by],
-        tools=tool_usage(results), repeats=(rep := repeats(results)),
-        runs=raw_runs(results) if rep is not None else None,
-    )
+    """One suite of one run in memory, an `ArmReport` per arm (the baseline arm marked)."""
+    parts = SuiteParts(suite.regime, suite.target, by)
+    for i, r in enumerate(suite.cases):
+        parts.add(r, i)
+    if any(p.repeated for p in parts.arms.values()):
+        for r in suite.cases:
+            if parts.arms[r.arm].repeated:
+                parts.arms[r.arm].add_attempt(r)
+    return parts.result(run_id, name, suite, suite.cases.__getitem__, worst)
 
 
 def _num(v: Any) -> float | None:

@@ -1,14 +1,17 @@
 """Pieces of a report computed from one set of results: counts, economics, verdicts, worst
-cases, `--by` breakdowns and tool usage. Pure functions over `CaseResult`s."""
+cases, `--by` breakdowns and tool usage. Each piece is gathered a result at a time (`add`)
+and keeps counts, sets and arrays of numbers, never the results, so a report of a million
+results streams them from the document (`evalh.run_results`)."""
 
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from evalh.core.aggregate import aggregate, percentile, rate
+from evalh.core.aggregate import Aggregator, percentile, rate
 from evalh.models import Aggregate, CaseResult, Score
 from evalh.report.models import (
     Breakdown,
@@ -36,32 +39,55 @@ a `pass_verdicts` list."""
 MISSING = "(none)"
 
 
-def counts(results: Sequence[CaseResult], agg: Aggregate | None = None) -> Counts:
-    """Outcome counts with denominators, from the one `aggregate` the runner uses
-    (`agg`: that aggregate of `results`, when the caller already has it)."""
-    return Counts.of(agg or aggregate(results))
+class CaseIndex:
+    """Case id → a small integer, in first-seen order: per-case figures live in arrays
+    indexed by it."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def of(self, case_id: str) -> int:
+        i = self.ids.get(case_id)
+        if i is None:
+            i = self.ids[case_id] = len(self.ids)
+        return i
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
-def economics(results: Sequence[CaseResult], agg: Aggregate | None = None) -> Economics:
+def counts(agg: Aggregate) -> Counts:
+    """Outcome counts with denominators, from the one aggregate the runner uses."""
+    return Counts.of(agg)
+
+
+class EconomicsParts:
     """Token and cost sums over the results that reported them; null when none did."""
-    agg = agg or aggregate(results)
-    with_tokens = [r for r in results if r.tokens_in is not None or r.tokens_out is not None]
-    tin = [r.tokens_in for r in results if r.tokens_in is not None]
-    tout = [r.tokens_out for r in results if r.tokens_out is not None]
-    latencies = [r.latency_ms for r in results
-                 if not r.cached and r.latency_ms is not None and r.status != "skipped"]
-    return Economics(
-        tokens_in=sum(tin) if tin else None,
-        tokens_out=sum(tout) if tout else None,
-        tokens_reported=len(with_tokens),
-        cost_usd=agg.cost_usd,
-        cost_reported=sum(1 for r in results if r.cost_usd is not None),
-        cost_unknown=agg.cost_unknown,
-        cached=agg.cached,
-        latency_ms_p50=agg.latency_ms_p50,
-        latency_ms_p95=agg.latency_ms_p95,
-        latency_denominator=len(latencies),
-    )
+
+    def __init__(self) -> None:
+        self.tokens_in: int | None = None
+        self.tokens_out: int | None = None
+        self.tokens_reported = 0
+        self.cost_reported = 0
+
+    def add(self, r: CaseResult) -> None:
+        if r.tokens_in is not None:
+            self.tokens_in = (self.tokens_in or 0) + r.tokens_in
+        if r.tokens_out is not None:
+            self.tokens_out = (self.tokens_out or 0) + r.tokens_out
+        if r.tokens_in is not None or r.tokens_out is not None:
+            self.tokens_reported += 1
+        if r.cost_usd is not None:
+            self.cost_reported += 1
+
+    def result(self, agg: Aggregate, latencies: int) -> Economics:
+        """`latencies`: how many latencies `agg`'s percentiles are over."""
+        return Economics(
+            tokens_in=self.tokens_in, tokens_out=self.tokens_out, tokens_reported=self.tokens_reported,
+            cost_usd=agg.cost_usd, cost_reported=self.cost_reported, cost_unknown=agg.cost_unknown,
+            cached=agg.cached, latency_ms_p50=agg.latency_ms_p50, latency_ms_p95=agg.latency_ms_p95,
+            latency_denominator=latencies,
+        )
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -94,25 +120,30 @@ def paragraphs(score: Score) -> list[tuple[str, bool]]:
     return out
 
 
-def verdicts(results: Sequence[CaseResult]) -> list[VerdictDistribution]:
+class VerdictParts:
     """Per scorer, the distribution of its verdicts; and of its paragraph verdicts."""
-    by_result: dict[str, Counter[str]] = defaultdict(Counter)
-    by_para: dict[str, Counter[str]] = defaultdict(Counter)
-    for r in results:
+
+    def __init__(self) -> None:
+        self.by_result: dict[str, Counter[str]] = defaultdict(Counter)
+        self.by_para: dict[str, Counter[str]] = defaultdict(Counter)
+
+    def add(self, r: CaseResult) -> None:
         for s in r.scores:
             if s.verdict is not None:
-                by_result[s.scorer][s.verdict] += 1
+                self.by_result[s.scorer][s.verdict] += 1
             for verdict, _ in paragraphs(s):
-                by_para[s.scorer][verdict] += 1
-    out = []
-    for level, table in (("result", by_result), ("paragraph", by_para)):
-        for scorer in sorted(table):
-            c = table[scorer]
-            total = sum(c.values())
-            rows = [VerdictCount(verdict=v, count=n, share=rate(n, total), denominator=total)
-                    for v, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
-            out.append(VerdictDistribution(scorer=scorer, level=level, total=total, verdicts=rows))  # type: ignore[arg-type]
-    return out
+                self.by_para[s.scorer][verdict] += 1
+
+    def result(self) -> list[VerdictDistribution]:
+        out = []
+        for level, table in (("result", self.by_result), ("paragraph", self.by_para)):
+            for scorer in sorted(table):
+                c = table[scorer]
+                total = sum(c.values())
+                rows = [VerdictCount(verdict=v, count=n, share=rate(n, total), denominator=total)
+                        for v, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
+                out.append(VerdictDistribution(scorer=scorer, level=level, total=total, verdicts=rows))  # type: ignore[arg-type]
+        return out
 
 
 # --------------------------------------------------------------------------- worst cases
@@ -127,29 +158,61 @@ def _why(r: CaseResult) -> str | None:
     return None
 
 
-def worst_cases(results: Sequence[CaseResult], limit: int = 10) -> list[WorstCase]:
-    """Cases with the most failed or errored attempts, then the most bad paragraphs."""
-    by_case: dict[str, list[CaseResult]] = defaultdict(list)
-    for r in results:
-        by_case[r.case_id].append(r)
-    ranked = []
-    for cid, rs in by_case.items():
-        failed = sum(r.status == "failed" for r in rs)
-        errored = sum(r.status == "errored" for r in rs)
-        paras = [p for r in rs for s in r.scores if s.details for p in paragraphs(s)]
-        bad = sum(b for _, b in paras)
-        if failed or errored or bad:
-            ranked.append((-(failed + errored), -bad, cid, failed, errored, len(paras)))
-    out = []
-    for _, neg_bad, cid, failed, errored, n_paras in heapq.nsmallest(limit, ranked):
-        rs = sorted(by_case[cid], key=lambda r: r.attempt)
-        out.append(WorstCase(
-            case_id=cid, attempts=len(rs), failed=failed, errored=errored,
-            judge_error=sum(r.status == "judge_error" for r in rs),
-            bad_paragraphs=-neg_bad, paragraphs=n_paras,
-            why=next((w for w in map(_why, rs) if w), None),
-        ))
-    return out
+_NO_WHY = 1 << 62  # an attempt number no result has
+
+
+class WorstParts:
+    """Cases with the most failed or errored attempts, then the most bad paragraphs. Per
+    case a few integers (indexed by `CaseIndex`) and the token of the result that says why:
+    the reasons are read again for the cases shown only."""
+
+    def __init__(self, cases: CaseIndex) -> None:
+        self.cases = cases
+        self.failed = array("q")
+        self.errored = array("q")
+        self.judge_error = array("q")
+        self.attempts = array("q")
+        self.bad = array("q")
+        self.paragraphs = array("q")
+        self.why_attempt = array("q")
+        self.why_token = array("q")
+
+    def add(self, r: CaseResult, i: int, token: int) -> None:
+        """`i`: the case's index; `token`: what fetches `r` again."""
+        if i == len(self.attempts):
+            for column in (self.failed, self.errored, self.judge_error, self.attempts, self.bad,
+                           self.paragraphs, self.why_token):
+                column.append(0)
+            self.why_attempt.append(_NO_WHY)
+        self.attempts[i] += 1
+        status = r.status
+        if status == "failed":
+            self.failed[i] += 1
+        elif status == "errored":
+            self.errored[i] += 1
+        elif status == "judge_error":
+            self.judge_error[i] += 1
+        for s in r.scores:
+            if s.details:
+                for _, bad in paragraphs(s):
+                    self.paragraphs[i] += 1
+                    self.bad[i] += bad
+        if r.attempt < self.why_attempt[i] and _why(r):  # the earliest attempt that says why
+            self.why_attempt[i], self.why_token[i] = r.attempt, token
+
+    def result(self, fetch: Callable[[int], CaseResult], limit: int = 10) -> list[WorstCase]:
+        """`fetch`: a result from its token."""
+        failed, errored, bad = self.failed, self.errored, self.bad
+        ranked = ((-(failed[i] + errored[i]), -bad[i], cid, i) for cid, i in self.cases.ids.items()
+                  if failed[i] or errored[i] or bad[i])
+        out = []
+        for _, _, cid, i in heapq.nsmallest(limit, ranked):
+            out.append(WorstCase(
+                case_id=cid, attempts=self.attempts[i], failed=failed[i], errored=errored[i],
+                judge_error=self.judge_error[i], bad_paragraphs=bad[i], paragraphs=self.paragraphs[i],
+                why=_why(fetch(self.why_token[i])) if self.why_attempt[i] != _NO_WHY else None,
+            ))
+        return out
 
 
 # --------------------------------------------------------------------------- breakdowns
@@ -165,25 +228,47 @@ def metadata_values(r: CaseResult, field: str) -> list[str]:
     return [str(value)]
 
 
-def breakdown(results: Sequence[CaseResult], field: str) -> Breakdown:
+class _Group:
+    __slots__ = ("agg", "cases", "latencies")
+
+    def __init__(self) -> None:
+        self.agg = Aggregator()
+        self.cases: set[int] = set()
+        self.latencies = array("d")
+
+
+class BreakdownParts:
     """Counts per value of one metadata field (`split`, `stratum`, `complexity`, …)."""
-    groups: dict[str, list[CaseResult]] = defaultdict(list)
-    listy = False
-    for r in results:
-        listy = listy or isinstance(r.metadata.get(field), list)
-        for v in metadata_values(r, field):
-            groups[v].append(r)
-    rows = []
-    for value in sorted(groups, key=lambda v: (v == MISSING, v)):
-        rs = groups[value]
-        lat = [r.latency_ms for r in rs if r.latency_ms is not None and not r.cached]
-        rows.append(GroupRow(value=value, cases=len({r.case_id for r in rs}), counts=counts(rs),
-                             latency_ms_p50=percentile(lat, 50)))
-    note = (f"`{field}` holds lists: a case is counted once under each of its values, "
-            "so the rows do not add up to the total") if listy else None
-    if groups and set(groups) == {MISSING}:
-        note = f"no case carries metadata `{field}`"
-    return Breakdown(field=field, rows=rows, note=note)
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        self.groups: dict[str, _Group] = {}
+        self.listy = False
+
+    def add(self, r: CaseResult, i: int) -> None:
+        """`i`: the case's index."""
+        self.listy = self.listy or isinstance(r.metadata.get(self.field), list)
+        for v in metadata_values(r, self.field):
+            g = self.groups.get(v)
+            if g is None:
+                g = self.groups[v] = _Group()
+            g.agg.add(r.status, r.score, r.tokens_in, r.tokens_out, r.cached, r.latency_ms, r.cost_usd)
+            g.cases.add(i)
+            if r.latency_ms is not None and not r.cached:
+                g.latencies.append(r.latency_ms)
+
+    def result(self) -> Breakdown:
+        field, groups = self.field, self.groups
+        rows = []
+        for value in sorted(groups, key=lambda v: (v == MISSING, v)):
+            g = groups[value]
+            rows.append(GroupRow(value=value, cases=len(g.cases), counts=counts(g.agg.result()),
+                                 latency_ms_p50=percentile(g.latencies, 50)))
+        note = (f"`{field}` holds lists: a case is counted once under each of its values, "
+                "so the rows do not add up to the total") if self.listy else None
+        if groups and set(groups) == {MISSING}:
+            note = f"no case carries metadata `{field}`"
+        return Breakdown(field=field, rows=rows, note=note)
 
 
 def tool_names(trace: Iterable[Any] | None) -> list[str]:
@@ -197,32 +282,51 @@ def tool_names(trace: Iterable[Any] | None) -> list[str]:
     return names
 
 
-def tool_usage(results: Sequence[CaseResult]) -> ToolUsage | None:
+class _Tool:
+    __slots__ = ("cases", "results", "decisive")
+
+    def __init__(self) -> None:
+        self.cases: set[int] = set()
+        self.results = 0
+        self.decisive: dict[int, bool] = {}
+        """Case → went bad, over its attempts with an outcome."""
+
+
+class ToolParts:
     """For each tool: the cases that used it (and their attempts), calls, and the share of
     those cases that went bad. None when no result carries a trace."""
-    used: dict[str, list[CaseResult]] = defaultdict(list)
-    calls: Counter[str] = Counter()
-    with_trace = 0
-    for r in results:
+
+    def __init__(self) -> None:
+        self.tools: dict[str, _Tool] = {}
+        self.calls: Counter[str] = Counter()
+        self.with_trace = 0
+        self.results = 0
+
+    def add(self, r: CaseResult, i: int) -> None:
+        """`i`: the case's index."""
+        self.results += 1
         if r.trace is None:
-            continue
-        with_trace += 1
+            return
+        self.with_trace += 1
         names = tool_names(r.trace)
-        calls.update(names)
+        self.calls.update(names)
         for name in set(names):
-            used[name].append(r)
-    if not with_trace:
-        return None
-    rows = []
-    for tool, rs in used.items():
-        decisive: dict[str, bool] = {}  # case id -> went bad, over its attempts with an outcome
-        for r in rs:
+            t = self.tools.get(name)
+            if t is None:
+                t = self.tools[name] = _Tool()
+            t.cases.add(i)
+            t.results += 1
             if r.status in DECISIVE:
-                decisive[r.case_id] = decisive.get(r.case_id, False) or r.status in BAD
-        bad = sum(decisive.values())
-        rows.append(ToolRow(tool=tool, cases=len({r.case_id for r in rs}), results=len(rs),
-                            calls=calls[tool], bad=bad, bad_share=rate(bad, len(decisive)),
-                            denominator=len(decisive)))
-    rows.sort(key=lambda t: (-(t.bad_share or 0.0), -t.cases, t.tool))
-    return ToolUsage(rows=rows, results_with_trace=with_trace,
-                     results_without_trace=len(results) - with_trace)
+                t.decisive[i] = t.decisive.get(i, False) or r.status in BAD
+
+    def result(self) -> ToolUsage | None:
+        if not self.with_trace:
+            return None
+        rows = []
+        for tool, t in self.tools.items():
+            bad = sum(t.decisive.values())
+            rows.append(ToolRow(tool=tool, cases=len(t.cases), results=t.results, calls=self.calls[tool],
+                                bad=bad, bad_share=rate(bad, len(t.decisive)), denominator=len(t.decisive)))
+        rows.sort(key=lambda t: (-(t.bad_share or 0.0), -t.cases, t.tool))
+        return ToolUsage(rows=rows, results_with_trace=self.with_trace,
+                         results_without_trace=self.results - self.with_trace)

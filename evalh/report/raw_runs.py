@@ -6,7 +6,6 @@ be re-verified by hand from the table above it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from evalh.core.sizes import tokens_of
@@ -30,28 +29,37 @@ def _g(v: float) -> str:
     return f"{v:.4g}"
 
 
-def raw_runs(results: Sequence[CaseResult]) -> RawRuns:
+def raw_run_row(r: CaseResult) -> RawRunRow:
+    """One result's row of the table."""
+    values: dict[str, float | None] = {"score": r.score}
+    for s in r.scores:
+        if s.value is not None or s.error is None and not s.abstained:
+            values[s.scorer] = s.value if s.error is None else None
+        for name, v in _criteria(s.details).items():
+            values[f"{s.scorer}.{name}"] = v
+    m = r.measured or {}
+    tokens, derived = tokens_of(r.measured, r.tokens_out)
+    order = "; ".join(f"{f.removeprefix('input.')}: {','.join(map(str, o))}" for f, o in (r.shuffle or {}).items()) or None
+    return RawRunRow(case_id=r.case_id, attempt=r.attempt, status=r.status, order=order, values=values,
+                     chars=m.get("chars"), words=m.get("words"), tokens=tokens, tokens_derived=derived)
+
+
+def raw_runs(rows: list[RawRunRow]) -> RawRuns:
+    """The table of these rows (one per result, `raw_run_row`), ordered by case and attempt."""
+    rows = sorted(rows, key=lambda row: (row.case_id, row.attempt))
     columns: list[str] = ["score"]
-    rows = []
-    for r in sorted(results, key=lambda r: (r.case_id, r.attempt)):
-        values: dict[str, float | None] = {"score": r.score}
-        for s in r.scores:
-            if s.value is not None or s.error is None and not s.abstained:
-                values[s.scorer] = s.value if s.error is None else None
-            for name, v in _criteria(s.details).items():
-                values[f"{s.scorer}.{name}"] = v
-        for k in values:
+    for row in rows:
+        for k in row.values:
             if k not in columns:
                 columns.append(k)
-        m = r.measured or {}
-        tokens, derived = tokens_of(r.measured, r.tokens_out)
-        order = "; ".join(f"{f.removeprefix('input.')}: {','.join(map(str, o))}" for f, o in (r.shuffle or {}).items()) or None
-        rows.append(RawRunRow(case_id=r.case_id, attempt=r.attempt, status=r.status, order=order, values=values,
-                              chars=m.get("chars"), words=m.get("words"), tokens=tokens, tokens_derived=derived))
     arithmetic = []
     cases = list(dict.fromkeys(row.case_id for row in rows))
+    mine_of: dict[str, list[RawRunRow]] = {}
+    for row in rows:
+        if row.status in ("passed", "failed"):
+            mine_of.setdefault(row.case_id, []).append(row)
     for cid in cases:
-        mine = [row for row in rows if row.case_id == cid and row.status in ("passed", "failed")]
+        mine = mine_of.get(cid, [])
         for col in columns:
             xs = [x for row in mine if (x := row.values.get(col)) is not None]
             if len(xs) < 2:

@@ -1,0 +1,97 @@
+"""`evalh report` and `evalh show` read a run's results one at a time (`run_results`): the
+report of a streamed document must be the report of the same run in memory, whatever the
+run holds, and a damaged document must stop it with the loader's own error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stream_factory import KINDS, report_run
+
+from evalh.errors import RunDocumentError
+from evalh.models import CaseResult
+from evalh.report import build_report, to_json
+from evalh.report.build import suite_report
+from evalh.run_results import RunResults, open_results
+from evalh.store import RunStore
+
+
+@pytest.mark.parametrize("kind", range(len(KINDS)))
+def test_the_streamed_report_is_the_report_of_the_run_in_memory(tmp_path: Path, kind: int) -> None:
+    store = RunStore(tmp_path)
+    run = report_run("20260101T000000000Z-00000a", kind, **KINDS[kind])
+    store.write(run)
+    fields = ["complexity", "tags", "split", "missing"]
+    streamed = open_results(store, run.run_id)
+    assert streamed.path is not None and not isinstance(streamed.header, type(None))
+    assert all(not s.cases for s in streamed.header.suites.values())  # the header alone is held
+    in_memory = to_json(build_report([store.load(run.run_id)], fields))
+    assert to_json(build_report([streamed], fields)) == in_memory
+    assert to_json(build_report([run], fields)) == in_memory
+    # one suite on its own, as the classification tests build it, is the same report's suite
+    report = build_report([run], fields)
+    assert suite_report(run.run_id, "s", run.suites["s"], fields).model_dump() == report.suites[0].model_dump()
+
+
+def test_the_worst_cases_reasons_are_read_again_from_their_lines(tmp_path: Path) -> None:
+    """A worst case's reason is the earliest attempt's that says why, read back by its offset."""
+    store = RunStore(tmp_path)
+    run = report_run("20260101T000000000Z-00000a", 3, repeats=3)
+    store.write(run)
+    worst = build_report([open_results(store, run.run_id)]).suites[0].arms[0].worst
+    assert worst and any(w.why for w in worst)
+    for w in worst:
+        rs = sorted((r for r in run.suites["s"].cases if r.case_id == w.case_id), key=lambda r: r.attempt)
+        whys = [r.error.type + ": " + r.error.message if r.error else
+                next((s.error or s.rationale for s in r.scores if s.passed is False or s.error), None) for r in rs]
+        assert w.why == next((x for x in whys if x), None)
+        assert (w.failed, w.errored, w.attempts) == (sum(r.status == "failed" for r in rs),
+                                                      sum(r.status == "errored" for r in rs), len(rs))
+
+
+def test_visit_sees_every_result_once_in_document_order(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    run = report_run("20260101T000000000Z-00000a", 1, repeats=2)  # repeated: read twice, visited once
+    store.write(run)
+    seen: list[tuple[str, str, int]] = []
+
+    def visit(run_id: str, suite: str, r: CaseResult) -> None:
+        seen.append((suite, r.case_id, r.attempt))
+
+    build_report([open_results(store, run.run_id)], visit=visit)
+    assert seen == [(n, r.case_id, r.attempt) for n, s in run.suites.items() for r in s.cases]
+
+
+def _damage(path: Path, edit: Any) -> None:
+    lines = path.read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"case_id"'))
+    lines[at + 5] = edit(lines[at + 5])
+    path.write_bytes(b"\n".join(lines))
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda line: line.replace(b'"attempt":', b'"attempt":"x","was":', 1), "attempt"),
+    (lambda line: line[:40], "not valid JSON"),
+])
+def test_a_damaged_result_stops_the_streamed_report_as_the_loader_stops(tmp_path: Path, edit: Any, says: str) -> None:
+    store = RunStore(tmp_path)
+    run = report_run("20260101T000000000Z-00000a", 2)
+    store.write(run)
+    _damage(store.path_for(run.run_id), edit)
+    with pytest.raises(RunDocumentError) as loaded:
+        store.load(run.run_id)
+    streamed = open_results(store, run.run_id)  # the header is sound
+    with pytest.raises(RunDocumentError) as read:
+        build_report([streamed])
+    assert says in str(read.value)
+    assert str(read.value) == str(loaded.value)
+
+
+def test_a_run_in_memory_is_read_from_its_models() -> None:
+    run = report_run("20260101T000000000Z-00000a", 4)
+    results = RunResults(run)
+    assert [r for _, _, r in results] == [r for s in run.suites.values() for r in s.cases]
+    assert run.suites["s"].cases  # the run itself keeps its results
+    assert results.fetch("s", 3) is run.suites["s"].cases[3]
