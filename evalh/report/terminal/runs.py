@@ -84,39 +84,12 @@ def _set_cell_size(text: str, size: int) -> str:
     return set_cell_size(text, size)
 
 
-def _measure(text: str) -> tuple[int, int]:
-    """(shortest, longest) width a cell's text can take: its longest word, its length
-    (`Text.__rich_measure__`; the text holds no line break)."""
-    longest = _cell_len(text)
-    words = text.split()
-    return (max(_cell_len(w) for w in words) if words else longest), longest
-
-
-def _padded_measure(text: str, max_width: int) -> tuple[int, int]:
-    """`Measurement.get` of a cell (its text in a `Padding` of one space a side)."""
-    if max_width < 1:
-        return 0, 0
-    if max_width - 2 * _PAD < 1:
-        low, high = max_width, max_width
-    else:
-        low, high = _measure(text)
-        low, high = min(max(0, low), high), max(0, high)  # normalize
-        low, high = min(low, max_width), min(high, max_width)  # with_maximum (in Text's get)
-        if high < 1:
-            low, high = 0, 0
-        low, high = min(low + 2 * _PAD, max_width), min(high + 2 * _PAD, max_width)
-    low, high = min(max(0, low), high), max(0, high)
-    low, high = min(low, max_width), min(high, max_width)
-    if high < 1:
-        return 0, 0
-    return min(max(0, low), high), max(0, high)
-
-
-def _column_max(column: list[str], max_width: int) -> int:
-    """The widest a column needs (`Table._measure_column`'s maximum)."""
-    if max_width < 1:
-        return 0
-    return min(max(_padded_measure(cell, max_width)[1] for cell in column), max_width)
+def _column_max(longest: int, max_width: int) -> int:
+    """The widest a column may be (`Table._measure_column`'s maximum, of cells in a
+    `Padding` of a space a side): its longest cell and the padding, within `max_width`.
+    (rich measures each cell's shortest width too, its longest word: a table that does not
+    expand never uses it.)"""
+    return max(0, min(longest + 2 * _PAD, max_width))
 
 
 def _ratio_reduce(total: int, ratios: list[int], maximums: list[int], values: list[int]) -> list[int]:
@@ -155,14 +128,15 @@ def _collapse(widths: list[int], max_width: int) -> list[int]:
     return widths
 
 
-def column_widths(columns: list[list[str]], max_width: int) -> list[int]:
-    """Each column's width, padding included, in a table of `max_width` (borders excluded)."""
-    widths = [_column_max(col, max_width) or 1 for col in columns]
+def column_widths(longest: list[int], max_width: int) -> list[int]:
+    """Each column's width, padding included, in a table of `max_width` (borders excluded),
+    from the width of each column's longest cell."""
+    widths = [_column_max(n, max_width) or 1 for n in longest]
     if sum(widths) > max_width:
         widths = _collapse(widths, max_width)
         if sum(widths) > max_width:  # rich's last resort: every column evenly
             widths = _ratio_reduce(sum(widths) - max_width, [1] * len(widths), widths, widths)
-        widths = [_column_max(col, w) for col, w in zip(columns, widths, strict=True)]
+        widths = [_column_max(n, w) for n, w in zip(longest, widths, strict=True)]
     return widths
 
 
@@ -200,11 +174,13 @@ def _divide(text: str, width: int, fold: bool) -> list[int]:
     return breaks
 
 
-def wrap(text: str, width: int, *, fold: bool) -> list[str]:
-    """`text` in lines of exactly `width` cells, left-justified (`Text.wrap`): words wrapped,
-    a word longer than a line folded (`fold`, the title) or cut with `…` (a cell)."""
-    if _cell_len(text) <= width:  # nothing to wrap: the common case
-        return [_set_cell_size(text, width)]
+def wrap(text: str, width: int, *, fold: bool, length: int | None = None) -> list[str]:
+    """`text` (`length` cells wide) in lines of exactly `width` cells, left-justified
+    (`Text.wrap`): words wrapped, a word longer than a line folded (`fold`, the title) or
+    cut with `…` (a cell)."""
+    length = _cell_len(text) if length is None else length
+    if length <= width:  # nothing to wrap: the common case
+        return [text + " " * (width - length)]
     breaks = _divide(text, width, fold)
     lines = []
     for start, end in zip([0, *breaks], [*breaks, len(text)], strict=True):
@@ -240,11 +216,11 @@ class Layout(NamedTuple):
         return out
 
 
-def _row_lines(cells: tuple[str, ...], inner: list[int], bottom: bool) -> list[list[str]]:
-    wrapped = [wrap(text, n, fold=False) for text, n in zip(cells, inner, strict=True)]
+def _row_lines(cells: tuple[str, ...], lengths: list[int], inner: list[int], bottom: bool) -> list[list[str]]:
+    if all(n <= w for n, w in zip(lengths, inner, strict=True)):  # one line: the common case
+        return [[text + " " * (w - n) for text, n, w in zip(cells, lengths, inner, strict=True)]]
+    wrapped = [wrap(text, w, fold=False, length=n) for text, n, w in zip(cells, lengths, inner, strict=True)]
     height = max(len(c) for c in wrapped)
-    if height == 1:
-        return [[c[0] for c in wrapped]]
     for k, c in enumerate(wrapped):  # short cells padded with blank lines, as rich aligns them
         blank = [" " * inner[k]] * (height - len(c))
         wrapped[k] = blank + c if bottom else c + blank
@@ -257,8 +233,9 @@ def layout(title: str, rows: list[tuple[str, ...]], width: int) -> Layout | None
     texts = [title, *HEADERS, *(c for row in rows for c in row)]
     if any(_RICH_ONLY.search(t) for t in texts):
         return None
-    columns = [[h, *(row[k] for row in rows)] for k, h in enumerate(HEADERS)]
-    widths = column_widths(columns, width - _EDGES)
+    lengths = [[_cell_len(c) for c in row] for row in rows]
+    head = [_cell_len(h) for h in HEADERS]
+    widths = column_widths([max(col) for col in zip(head, *lengths, strict=True)], width - _EDGES)
     if any(w < 2 * _PAD + 1 for w in widths) or sum(widths) + _EDGES > width:
         return None  # rich crops what does not fit; not worth copying
     inner = [w - 2 * _PAD for w in widths]
@@ -266,8 +243,8 @@ def layout(title: str, rows: list[tuple[str, ...]], width: int) -> Layout | None
     return Layout(
         title=wrap(title, table_width, fold=True) if title else [],
         widths=widths,
-        header=_row_lines(HEADERS, inner, bottom=True),
-        body=[line for row in rows for line in _row_lines(row, inner, bottom=False)],
+        header=_row_lines(HEADERS, head, inner, bottom=True),
+        body=[line for row, n in zip(rows, lengths, strict=True) for line in _row_lines(row, n, inner, bottom=False)],
     )
 
 
