@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import io
 import random
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 from rich.table import Table
 
 from evalh.console import safe_text
+from evalh.models import Aggregate, DatasetInfo, EnvironmentInfo, GitInfo, Run, SuiteResult
 from evalh.numbers import num
 from evalh.report.terminal.runs import layout, render_runs, write_runs
 from evalh.run_header import RunListing
+from evalh.store import RunStore
 
 WIDTHS = [20, 31, 40, 52, 60, 70, 79, 80, 81, 95, 100, 120, 133, 160, 200, 240]
 
@@ -69,13 +73,13 @@ TITLES = ["runs in eval_runs", "runs in /tmp/pytest-of-someone/pytest-12/test_a_
           "runs in [bold]/x[/bold]\x1b[2J"]
 
 
-def piped(render, width: int) -> str:  # noqa: ANN001
+def piped(render: Callable[[Console], None], width: int) -> str:
     buf = io.StringIO()
     render(Console(file=buf, width=width, highlight=False, soft_wrap=False))  # as evalh.console.out()
     return buf.getvalue()
 
 
-def terminal(render, width: int) -> str:  # noqa: ANN001
+def terminal(render: Callable[[Console], None], width: int) -> str:
     buf = io.StringIO()
     render(Console(file=buf, width=width, highlight=False, soft_wrap=False, force_terminal=True,
                    color_system="truecolor"))
@@ -100,7 +104,7 @@ def test_the_listing_is_the_text_rich_printed(width: int, title: str) -> None:
 
 def test_the_cases_laid_out_here_are_not_left_to_rich() -> None:
     """The comparison above must test this module's layout, not rich against itself."""
-    cells = [("20261201T193052749Z-ebb0c3", "nightly", "complete", "ac438d88", "gate 100%")]
+    cells: list[tuple[str, ...]] = [("20261201T193052749Z-ebb0c3", "nightly", "complete", "ac438d88", "gate 100%")]
     assert all(layout("runs in eval_runs", cells, w) is not None for w in (60, 80, 160))
     hostile = [r for r in VARIED if "\x1b" in (r.label or "")]
     text = plain(hostile, "runs", 160)
@@ -110,8 +114,10 @@ def test_the_cases_laid_out_here_are_not_left_to_rich() -> None:
 @pytest.mark.parametrize("width", [40, 80, 160])
 def test_an_empty_listing_and_one_row(width: int) -> None:
     for rows in ([], VARIED[:1], [VARIED[7]]):
-        assert plain(rows, "runs in eval_runs", width) == piped(lambda c, r=rows: rich_listing(r, "runs in eval_runs", c),
-                                                                width)
+        def reference(console: Console, rows: list[RunListing] = rows) -> None:
+            rich_listing(rows, "runs in eval_runs", console)
+
+        assert plain(rows, "runs in eval_runs", width) == piped(reference, width)
 
 
 @pytest.mark.parametrize("label", ["tab\there", "two\nlines", "line\u2028separator"])
@@ -153,19 +159,17 @@ def test_random_rows_at_random_widths() -> None:
 # ----------------------------------------------------------------------------- through `evalh runs`
 
 
-def _runs_dir(tmp_path, ascii_only: bool = False):  # noqa: ANN001, ANN202
+def _runs_dir(tmp_path: Path, ascii_only: bool = False) -> RunStore:
     """Documents with the labels above (several suites, n/a rates, a BASELINE) and a run with
     only a journal (interrupted)."""
-    from evalh.models import Aggregate, DatasetInfo, EnvironmentInfo, GitInfo, Run, SuiteResult
-    from evalh.store import RunStore
-
     store = RunStore(tmp_path / "runs")
     for k, r in enumerate(r for r in VARIED if r.status in ("complete", "partial", "failed")
                           and ((r.label or "").isascii() or not ascii_only)):
         suites = {name: SuiteResult(dataset=DatasetInfo(path="d", sha256="x", cases=1),
                                     aggregate=Aggregate(pass_rate=rate)) for name, rate in r.suites.items()}
         store.write(Run(run_id=f"20261201T1930527{k:02d}Z-{k:06x}", started_at="2026-12-01T19:30:52Z",
-                        status=r.status, label=r.label, git=GitInfo(sha=r.git_sha, dirty=r.dirty),
+                        status=r.status, label=r.label,  # type: ignore[arg-type]
+                        git=GitInfo(sha=r.git_sha, dirty=r.dirty),
                         environment=EnvironmentInfo(evalh="0", python="3", platform="test"), suites=suites))
     journal = store.journal("20261201T193100000Z-abcdef")
     journal.open({"run_id": "20261201T193100000Z-abcdef", "label": "killed [bold]x[/]", "seed": 1,
@@ -178,7 +182,7 @@ def _runs_dir(tmp_path, ascii_only: bool = False):  # noqa: ANN001, ANN202
 
 @pytest.mark.parametrize("width", [80, 200])
 @pytest.mark.parametrize("force_color", [None, "1"])
-def test_evalh_runs_prints_what_rich_printed(tmp_path, monkeypatch: pytest.MonkeyPatch, width: int,  # noqa: ANN001
+def test_evalh_runs_prints_what_rich_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int,
                                              force_color: str | None) -> None:
     """Piped: plain lines, rich not needed; FORCE_COLOR: through rich's console, bold header."""
     from typer.testing import CliRunner
@@ -207,7 +211,7 @@ def test_evalh_runs_prints_what_rich_printed(tmp_path, monkeypatch: pytest.Monke
     assert ("\x1b[1m" in result.stdout) == bool(force_color)  # bold header on a "terminal" only
 
 
-def test_a_piped_listing_does_not_import_rich(tmp_path) -> None:  # noqa: ANN001
+def test_a_piped_listing_does_not_import_rich(tmp_path: Path) -> None:
     import subprocess
     import sys
 

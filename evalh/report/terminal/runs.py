@@ -46,7 +46,7 @@ _WORD = re.compile(r"\s*\S+\s*")  # rich._wrap's word: leading blanks, the word,
 _TRAILING = re.compile(r"\s+$")
 
 
-def cells_of(row: RunListing) -> tuple[str, str, str, str, str]:
+def cells_of(row: RunListing) -> tuple[str, ...]:
     """The five cells of a listing row, as text made inert."""
     sha = (row.git_sha or "–")[:8] + ("*" if row.dirty else "")
     rates = "  ".join(f"{n} {num(v, '.0%', none='n/a')}" for n, v in row.suites.items())
