@@ -243,6 +243,26 @@ def chunk_lines(view: memoryview, count: int) -> list[bytes]:
     return lines
 
 
+def _linked_lines(buf: bytearray, i: int, stop: int) -> int:
+    """How many lines buf[i:stop] holds when it is whole lines, each but the last ending
+    with `,` and followed by one beginning with `{` (0 when it is not): what
+    `buf.count(b"\n") == buf.count(b",\n{") + 1` checks, with the newlines found by
+    memchr (`find` of one byte) and only their neighbours looked at. Two counts look at
+    every byte, each slower than memchr: 1.5 s of CPU over a 930 MB document."""
+    find = buf.find
+    n = 0
+    nl = find(0x0A, i, stop)
+    while nl >= 0:
+        n += 1
+        nxt = nl + 1
+        if nxt == stop:
+            return n
+        if nl == i or buf[nl - 1] != 0x2C or buf[nxt] != 0x7B:  # `,` before, `{` after
+            return 0
+        nl = find(0x0A, nxt, stop)
+    return 0
+
+
 def iter_case_chunks(
     fh: IO[bytes], head: dict[str, Any], shown: str, *, size: int = 1 << 20
 ) -> Iterator[tuple[str, int, memoryview, int]]:
@@ -318,15 +338,14 @@ def iter_case_chunks(
                 # on all that is read, then up to the suite's end when it is in there.
                 stop = end
                 for _ in range(2):
-                    lines = buf.count(b"\n", i, stop)
-                    linked = buf.count(b",\n{", i, stop)
-                    if buf.endswith(b"\n", i, stop) and linked == lines - 1:
+                    lines = _linked_lines(buf, i, stop)
+                    if lines:
                         break
                     at = buf.find(b"\n]", i, stop)
                     if at < 0:
                         break
                     stop = at + 1
-                if buf.endswith(b"\n", i, stop) and linked == lines - 1:
+                if lines:
                     more = buf.endswith(b",\n", i, stop)
                     yield name, pos, memoryview(buf)[i:stop], lines
                     i, pos, number, n = stop, pos + (stop - i), number + lines, n + lines
