@@ -13,7 +13,7 @@ from evalh.cli.help_format import EvalhCommand
 from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 
 if TYPE_CHECKING:
-    from evalh.models import Run
+    from evalh.models import CaseResult, Run
 
 
 class ReportFormat(StrEnum):
@@ -142,19 +142,40 @@ def report(
             from evalh.scaffold import first_run_hint
             raise RunNotFound(f"no runs in {store.runs_dir}: {first_run_hint()}")
         refs = [ids[-1]]
-    runs = [store.load(ref) for ref in refs]
-    if plugin:
-        _emit(render_plugin(fmt, runs), output, quiet)
-        return
-    _check_fields(runs, fields)
+    from evalh.run_results import RunResults, open_results
+
+    whole: list[Run] | None = None
+    if plugin or (fmt == ReportFormat.html and len(refs) == 2):
+        # a plugin renders the runs' models; the html of two runs pairs their cases: whole runs
+        whole = [store.load(ref) for ref in refs]
+        if plugin:
+            _emit(render_plugin(fmt, whole), output, quiet)
+            return
+    # else read a result at a time: memory holds the report's numbers, not the runs
+    runs: list[Run | RunResults] = list(whole) if whole else [open_results(store, ref) for ref in refs]
     from evalh.report.build import versus_baseline
 
-    rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store))
-    stats = None
+    present: set[str] = set()
+    stats_parts = None
     if stat:
-        from evalh.core.field_stats import field_stats
+        from evalh.core.field_stats import FieldStatsParts
 
-        stats = field_stats(runs, stat, stat_by)
+        stats_parts = FieldStatsParts(stat, stat_by)
+        for source in runs:
+            header = source.header if isinstance(source, RunResults) else source
+            for name in header.suites:
+                stats_parts.declare(header.run_id, name)
+
+    def visit(run_id: str, suite: str, r: CaseResult) -> None:
+        if fields:
+            present.update(k for k, v in r.metadata.items() if v not in (None, [], ""))
+        if stats_parts is not None:
+            stats_parts.add(run_id, suite, r)
+
+    rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store),
+                       visit=visit if fields or stats_parts is not None else None)
+    _check_fields(present, fields)
+    stats = stats_parts.result() if stats_parts is not None else None
 
     if fmt == ReportFormat.table and output is None:
         from evalh.console import out
@@ -193,7 +214,7 @@ def report(
     else:
         from evalh.report.pairs import case_pairs
 
-        text = to_html(rep, pairs=case_pairs(runs[0], runs[1]) if len(runs) == 2 else None)
+        text = to_html(rep, pairs=case_pairs(whole[0], whole[1]) if whole and len(whole) == 2 else None)
     _emit(text, output, quiet)
 
 
@@ -208,17 +229,11 @@ def _emit(text: str, output: Path | None, quiet: bool) -> None:
         typer.echo(f"wrote {output}", err=True)
 
 
-def _check_fields(runs: list[Run], fields: list[str]) -> None:
-    """A --by field that no case of these runs carries is a typo, not an empty breakdown."""
+def _check_fields(present: set[str], fields: list[str]) -> None:
+    """A --by field that no case of these runs carries (`present`: the metadata fields some
+    result holds a value in) is a typo, not an empty breakdown."""
     from evalh.errors import EvalhError
 
-    if not fields:
-        return
-    present: set[str] = set()
-    for run in runs:
-        for suite in run.suites.values():
-            for r in suite.cases:
-                present.update(k for k, v in r.metadata.items() if v not in (None, [], ""))
     for field in fields:
         if field not in present:
             known = ", ".join(sorted(present)) or "none"

@@ -14,7 +14,7 @@ list value puts the result in each of its groups, as the report's breakdowns do.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from array import array
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -104,38 +104,98 @@ class FieldStats:
         return asdict(self)
 
 
-def _row(group: str | None, value: str | None, results: Sequence[CaseResult], path: str) -> StatRow:
-    xs = [x for r in results if (x := number(value_at(r, path))) is not None]
-    return StatRow(
-        group=group, value=value, results=len(results), count=len(xs), missing=len(results) - len(xs),
-        mean=sum(xs) / len(xs) if xs else None, min=min(xs) if xs else None, max=max(xs) if xs else None,
-        p50=percentile(xs, 50), p95=percentile(xs, 95),
-    )
+class _Values:
+    """The numbers at a path over some results, and how many results there were."""
+
+    __slots__ = ("results", "xs")
+
+    def __init__(self) -> None:
+        self.results = 0
+        self.xs = array("d")
+
+    def add(self, x: float | None) -> None:
+        self.results += 1
+        if x is not None:
+            self.xs.append(x)
+
+    def row(self, group: str | None, value: str | None) -> StatRow:
+        xs = self.xs
+        return StatRow(
+            group=group, value=value, results=self.results, count=len(xs), missing=self.results - len(xs),
+            mean=sum(xs) / len(xs) if xs else None, min=min(xs) if xs else None, max=max(xs) if xs else None,
+            p50=percentile(xs, 50), p95=percentile(xs, 95),
+        )
+
+
+class _Cell:
+    """One (run, suite, arm): per path, the overall values and the values per group of each `--by`."""
+
+    def __init__(self, paths: Sequence[str], by: Sequence[str]) -> None:
+        self.overall = {p: _Values() for p in paths}
+        self.groups: dict[str, dict[str, dict[str, _Values]]] = {p: {b: {} for b in by} for p in paths}
+
+
+class FieldStatsParts:
+    """`field_stats` a result at a time: per (run, suite, arm) and path, arrays of numbers."""
+
+    def __init__(self, paths: Sequence[str], by: Sequence[str]) -> None:
+        self.paths, self.by = [check_path(p) for p in paths], list(by)
+        self.suites: dict[tuple[str, str], dict[str, _Cell | None]] = {}
+        """(run id, suite) → arm → its cell (None: the arm's results were all skipped)."""
+
+    def declare(self, run_id: str, suite: str) -> None:
+        """A suite of a run, in report order (reported when it holds results)."""
+        self.suites.setdefault((run_id, suite), {})
+
+    def add(self, run_id: str, suite: str, r: CaseResult) -> None:
+        arms = self.suites.setdefault((run_id, suite), {})
+        cell = arms.get(r.arm)
+        if r.status == "skipped":
+            arms.setdefault(r.arm, None)
+            return
+        if cell is None:
+            cell = arms[r.arm] = _Cell(self.paths, self.by)
+        groups = {b: groups_of(r, b) for b in self.by}
+        for path in self.paths:
+            x = number(value_at(r, path))
+            cell.overall[path].add(x)
+            for b, gs in groups.items():
+                table = cell.groups[path][b]
+                for g in gs:
+                    values = table.get(g)
+                    if values is None:
+                        values = table[g] = _Values()
+                    values.add(x)
+
+    def result(self) -> list[FieldStats]:
+        """One FieldStats per (run, suite, arm, path); a path that no result of the runs holds
+        a number at is refused (a typo, not an empty table)."""
+        out: list[FieldStats] = []
+        for path in self.paths:
+            seen = False
+            for (run_id, name), arms in self.suites.items():
+                for arm in sorted(arms):
+                    cell = arms[arm]
+                    overall = cell.overall[path] if cell is not None else _Values()
+                    stats = FieldStats(run_id, name, arm if len(arms) > 1 else None, path,
+                                       [overall.row(None, None)])
+                    seen = seen or stats.rows[0].count > 0
+                    for b in self.by:
+                        table = cell.groups[path][b] if cell is not None else {}
+                        for g in sorted(table, key=lambda v: (v == NONE, v)):
+                            stats.rows.append(table[g].row(b, g))
+                    out.append(stats)
+            if not seen:
+                raise EvalhError(f"--stat {path}: no result of the reported runs has a number there")
+        return out
 
 
 def field_stats(runs: Sequence[Run], paths: Sequence[str], by: Sequence[str]) -> list[FieldStats]:
-    """One FieldStats per (run, suite, arm, path); a path that no result of the runs holds
-    a number at is refused (a typo, not an empty table)."""
-    out: list[FieldStats] = []
-    for path in paths:
-        check_path(path)
-        seen = False
-        for run in runs:
-            for name, suite in run.suites.items():
-                arms = sorted({r.arm for r in suite.cases})
-                for arm in arms:
-                    results = [r for r in suite.cases if r.arm == arm and r.status != "skipped"]
-                    stats = FieldStats(run.run_id, name, arm if len(arms) > 1 else None, path,
-                                       [_row(None, None, results, path)])
-                    seen = seen or stats.rows[0].count > 0
-                    for b in by:
-                        grouped: dict[str, list[CaseResult]] = defaultdict(list)
-                        for r in results:
-                            for g in groups_of(r, b):
-                                grouped[g].append(r)
-                        for g in sorted(grouped, key=lambda v: (v == NONE, v)):
-                            stats.rows.append(_row(b, g, grouped[g], path))
-                    out.append(stats)
-        if not seen:
-            raise EvalhError(f"--stat {path}: no result of the reported runs has a number there")
-    return out
+    """`FieldStatsParts` over runs in memory."""
+    parts = FieldStatsParts(paths, by)
+    for run in runs:
+        for name, suite in run.suites.items():
+            parts.declare(run.run_id, name)
+            for r in suite.cases:
+                parts.add(run.run_id, name, r)
+    return parts.result()

@@ -278,31 +278,37 @@ def calibration(details: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def versus_baseline(runs: Sequence[Run], root: Any, store: Any) -> list[BaselineVerdict]:
+def versus_baseline(runs: Sequence[Run | RunResults], root: Any, store: Any) -> list[BaselineVerdict]:
     """Each run compared with the BASELINE run(s) (pooled, as `evalh compare` does with
     the default policy), for the summary. No marker: no verdicts. A baseline that cannot
     be read, or a run that is one of the baseline runs, gets a note instead of a verdict:
-    a report never fails because of the baseline."""
+    a report never fails because of the baseline. A run read from its document is compared
+    from its facts, as `evalh compare` reads them (`compare_stored`)."""
     from evalh.baseline import load_baseline, read_baseline_ids
     from evalh.errors import EvalhError
 
+    headers = [r.header if isinstance(r, RunResults) else r for r in runs]
     try:
         ids = read_baseline_ids(root)
     except EvalhError as exc:
         return [BaselineVerdict(run_id=r.run_id, base="BASELINE", verdict="none", note=f"cannot read BASELINE: {exc.message}")
-                for r in runs]
+                for r in headers]
     if not ids:
         return []
     base = ", ".join(ids)
+    stored = all(isinstance(r, RunResults) and r.path is not None for r in runs)
     try:
-        loaded = load_baseline(root, store)
+        loaded = load_baseline(root, store, header_only=stored)
     except EvalhError as exc:
-        return [BaselineVerdict(run_id=r.run_id, base=base, verdict="none", note=f"cannot load: {exc.message}") for r in runs]
+        return [BaselineVerdict(run_id=r.run_id, base=base, verdict="none", note=f"cannot load: {exc.message}") for r in headers]
     out = []
-    for run in runs:
+    for source, run in zip(runs, headers, strict=True):
         if run.run_id in ids:
             out.append(BaselineVerdict(run_id=run.run_id, base=base, verdict="none", note="this run is the baseline"))
             continue
-        cmp, _ = loaded.compare(run)
+        if isinstance(source, RunResults) and source.path is not None:
+            cmp, _ = loaded.compare_stored(store, str(source.path))
+        else:
+            cmp, _ = loaded.compare(source if isinstance(source, Run) else run)
         out.append(baseline_verdict(run.run_id, base, cmp.to_dict()))
     return out
