@@ -359,3 +359,55 @@ def test_a_worker_that_dies_leaves_the_base_read_here(tmp_path: Path, monkeypatc
     monkeypatch.setattr(compare_load, "_second_core", lambda: True)
     got = compare_load.load_compared(store, base.run_id, cand.run_id, parallel=True).compare()
     assert got.to_dict() == compare_runs(store.load(base.run_id), store.load(cand.run_id)).to_dict()
+
+
+def _columns(facts: Any) -> dict[str, Any]:
+    """Everything a `SuiteFacts` holds, cut to its rows (the columns have room past them)."""
+    n = len(facts)
+
+    def values(v: Any) -> list[list[float]]:
+        return [v.values(row) for row in range(n)]
+
+    return {
+        "rows": facts.rows, "case_ids": facts.case_ids, "arm_names": facts.arm_names,
+        "arm_of": facts.arm_of[:n].tolist(), "digest": facts.digest[:n].tolist(),
+        "cluster": [facts.cluster_of(row) for row in range(n)],
+        "counts": [c[:n].tolist() for c in facts.counts], "graded": bytes(facts.graded[:n]),
+        "scores": values(facts.scores), "latencies": values(facts.latencies), "costs": values(facts.costs),
+        "first": [(v.n[:n].tolist(), v.first[:n].tolist()) for v in (facts.scores, facts.latencies, facts.costs)],
+        "scorer_values": {name: values(v) for name, v in facts.scorer_values.items()},
+        "results": facts.results, "status_counts": facts.status_counts, "max_attempt": facts.max_attempt,
+        "judge_models": facts.judge_models, "outcomes": facts.outcomes(),
+    }
+
+
+@pytest.mark.parametrize("chunk", [1, 2000, 1 << 20])
+@pytest.mark.parametrize("kind", range(len(CASES)))
+def test_the_facts_of_a_documents_lines_are_those_of_its_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: int, chunk: int
+) -> None:
+    """A chunk of lines goes into the columns a field at a time (`SuiteFacts.add_lines`), a
+    result model a line at a time (`extend`): column for column the same facts, whether a
+    chunk holds one line, a few (a case's attempts and arms split between two chunks) or
+    the whole suite."""
+    from evalh.core import compare_facts
+    from evalh.core.compare import suite_options
+
+    monkeypatch.setattr(compare_facts, "CHUNK_BYTES", chunk)
+    store = RunStore(tmp_path)
+    spec: dict[str, Any] = dict(CASES[kind])
+    spec.pop("changed", None)
+    run = _run("20260101T000000000Z-00000a", kind, shift=0.2, **spec)
+    for i, r in enumerate(run.suites["s"].cases):
+        if r.status not in ("passed", "failed") and i % 2:
+            r.score = 0.5  # no figure of the product: an errored or skipped result's score is not one
+        if i % 7 == 3:  # a cluster field that is not a string: its str is the cluster
+            r.metadata = {"group": [i % 2]} if i % 3 else {"group": i % 4}
+    store.write(run)
+    loaded = store.load(run.run_id)
+    options = suite_options(loaded, loaded)
+    read = compare_facts.read_facts(store.path_for(run.run_id), "doc", options)
+    assert read is not None
+    for name, s in loaded.suites.items():
+        assert _columns(read[name]) == _columns(compare_facts.suite_facts(s.cases, options[name]))
+    assert read["s"].results == len(loaded.suites["s"].cases) >= 50  # every result

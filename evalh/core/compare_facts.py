@@ -21,6 +21,7 @@ import functools
 import math
 from array import array
 from collections.abc import Iterable
+from itertools import compress
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
@@ -246,6 +247,155 @@ class SuiteFacts:
         self.max_attempt = max_attempt
         self._outcomes = None
 
+    def add_lines(self, results: list[Any]) -> None:
+        """A chunk of result lines as `_line_type` decodes them: the facts `extend` takes
+        from them, a column at a time (a comprehension or an array constructor a field)
+        rather than a loop a line. In the usual chunk every line is a (case, arm) not seen
+        before, of one arm: each column of its rows is then written in one slice."""
+        m = len(results)
+        if not m:
+            return
+        case_ids, arm_names = self.case_ids, self.arm_names
+        rows = self.rows
+        n0 = len(case_ids)
+        ids = [r.case_id for r in results]  # (a comprehension reads a field faster than map(attrgetter))
+        arms = [r.arm for r in results]
+        arm = arms[0]
+        line_rows: list[int] | None = None  # each line's row; None: line j is row n0 + j
+        new_arms: list[int] | None = None  # each new row's arm; None: all `arm`
+        if arms.count(arm) == m:  # one arm: rows found with dict operations, in C
+            by_case = rows.get(arm)
+            if by_case is None:
+                by_case = rows[arm] = {}
+                arm_names.append(arm)
+            fresh = dict.fromkeys(ids)
+            if len(fresh) == m and by_case.keys().isdisjoint(fresh):
+                new_ids = ids
+                firsts = results
+            else:  # a case of several attempts, or one the previous chunk began
+                new_ids = [c for c in fresh if c not in by_case]
+                first_line = dict(zip(reversed(ids), range(m - 1, -1, -1), strict=True))
+                firsts = [results[first_line[c]] for c in new_ids]
+            by_case.update(zip(new_ids, range(n0, n0 + len(new_ids)), strict=True))
+            if new_ids is not ids:
+                line_rows = list(map(by_case.__getitem__, ids))
+            index = arm_names.index(arm)
+        else:  # several arms: a row a line, in first-seen order
+            line_rows, new_ids, new_arms, first_lines = [], [], [], []
+            last_arm, by_case, index = None, {}, 0
+            for j, (a, case_id) in enumerate(zip(arms, ids, strict=True)):
+                if a != last_arm:
+                    found = rows.get(a)
+                    if found is None:
+                        found = rows[a] = {}
+                        arm_names.append(a)
+                    by_case, index, last_arm = found, arm_names.index(a), a
+                row = by_case.get(case_id)
+                if row is None:
+                    row = by_case[case_id] = n0 + len(new_ids)
+                    new_ids.append(case_id)
+                    new_arms.append(index)
+                    first_lines.append(j)
+                line_rows.append(row)
+            firsts = [results[j] for j in first_lines]
+            index = 0
+        # the new rows n0 … n0 + k - 1: their case, arm, digest and cluster, from their first result
+        k = len(new_ids)
+        if n0 + k > self._capacity:
+            self._grow(max(16, n0 // 2, n0 + k - self._capacity))
+        end = n0 + k
+        case_ids.extend(new_ids)
+        if new_arms is not None:
+            self.arm_of[n0:end] = array("H", new_arms)
+        elif index:
+            self.arm_of[n0:end] = array("H", [index]) * k
+        digests = [r.case_digest for r in firsts]
+        self.digest[n0:end] = array("q", map(hash, digests) if digests.count(None) == 0 else
+                                    [NO_DIGEST if d is None else hash(d) for d in digests])
+        if self.cluster_by:
+            self.cluster[n0:end] = array("i", self._clusters([r.metadata.value for r in firsts]))
+        # every line: its attempt, judges and status
+        self.results += m
+        self.max_attempt = max(self.max_attempt, max([r.attempt for r in results]))
+        models = {s.judge_model for r in results for s in r.scores}
+        models.discard(None)
+        models.discard("")
+        self.judge_models.update(models)
+        self._outcomes = None
+        idx = list(map(_INDEX.__getitem__, [r.status for r in results]))
+        tally = [idx.count(s) for s in range(len(STATUSES))]
+        for status, t in enumerate(tally):
+            self.status_counts[status] += t
+        counts = self.counts
+        if line_rows is None:  # new rows: their counts are 0
+            for status, t in enumerate(tally):
+                if t == m:
+                    counts[status][n0:end] = array("I", [1]) * m
+                elif t:
+                    counts[status][n0:end] = array("I", [s == status for s in idx])
+        else:
+            for row, status in zip(line_rows, idx, strict=True):
+                counts[status][row] += 1
+        # answered (passed, failed): its scores are figures of the product; a scorer's NaN is none
+        answered = tally[_PASSED] + tally[_FAILED]
+        if answered:
+            scores = [r.score for r in results]
+            full = answered == m and scores.count(None) == 0 and math.isfinite(sum(scores))
+            values = scores if full else [
+                x if s <= _FAILED and x is not None and math.isfinite(x) else None
+                for x, s in zip(scores, idx, strict=True)]
+            _put(self.scores, values, full, line_rows, n0)
+            if not full or not (tally[_FAILED] == m and scores.count(0.0) == m
+                                or tally[_PASSED] == m and scores.count(1.0) == m):
+                # graded: a score other than the pass indicator (1 on a pass, 0 on a fail)
+                graded = [x is not None and x != (s == _PASSED) for x, s in zip(values, idx, strict=True)]
+                if line_rows is None:
+                    self.graded[n0:end] = bytes(graded)
+                else:
+                    for row in compress(line_rows, graded):
+                        self.graded[row] = 1
+            if self.scorers:
+                kept = self.scorer_values
+                for j, (r, s) in enumerate(zip(results, idx, strict=True)):
+                    if s > _FAILED:
+                        continue
+                    row = n0 + j if line_rows is None else line_rows[j]
+                    for score in r.scores:
+                        values_of, value = kept.get(score.scorer), score.value
+                        if values_of is not None and value is not None and math.isfinite(value):
+                            values_of.add(row, value)
+        # A cached reply has neither the target's latency nor its cost (it is recorded as
+        # 0): counted, it would make a warm cache look like a cheaper product. Nor has a
+        # skipped one.
+        if tally[_SKIPPED] == m:
+            return
+        cached = [r.cached for r in results]
+        every = tally[_SKIPPED] == 0 and cached.count(True) == 0
+        for column, xs in ((self.latencies, [r.latency_ms for r in results]), (self.costs, [r.cost_usd for r in results])):
+            if xs.count(None) == m:
+                continue
+            full = every and xs.count(None) == 0 and math.isfinite(sum(xs))
+            if not full:
+                xs = [x if x is not None and not c and s != _SKIPPED and math.isfinite(x) else None
+                      for x, c, s in zip(xs, cached, idx, strict=True)]
+            _put(column, xs, full, line_rows, n0)
+
+    def _clusters(self, values: list[Any]) -> list[int]:
+        """The cluster index of each value (-1 for None), names added as first seen."""
+        index = self._cluster_index
+        try:
+            found = list(map(index.get, values))  # names seen before (the usual case)
+        except TypeError:  # an unhashable value (a list): named by its str
+            found = [None]
+        if None not in found:
+            return found  # type: ignore[return-value]
+        # a new name (added in first-seen order), no value, or one that is not a str
+        names = [v if type(v) is str else None if v is None else str(v) for v in values]
+        for name in dict.fromkeys(names):
+            if name is not None and name not in index:
+                self._cluster(name)
+        return [-1 if name is None else index[name] for name in names]
+
     def _cluster(self, name: str) -> int:
         index = self._cluster_index.get(name)
         if index is None:
@@ -386,6 +536,28 @@ class SuiteFacts:
         return self.status_counts[_INDEX[status]]
 
 
+
+def _put(column: Values, values: list[Any], full: bool, line_rows: list[int] | None, n0: int) -> None:
+    """A value a line into `column` (None: none; `full`: no None), for the rows
+    `line_rows` or, when None, the new rows n0, n0 + 1, … (which hold no value yet)."""
+    if line_rows is None:
+        end = n0 + len(values)
+        if full:
+            column.first[n0:end] = array("d", values)
+            column.n[n0:end] = array("I", [1]) * len(values)
+        else:
+            column.first[n0:end] = array("d", [0.0 if x is None else x for x in values])
+            column.n[n0:end] = array("I", [x is not None for x in values])
+        return
+    n, first = column.n, column.first
+    for row, x in zip(line_rows, values, strict=True):
+        if x is not None:
+            if n[row]:
+                column.add(row, x)
+            else:
+                first[row], n[row] = x, 1
+
+
 def suite_facts(results: Iterable[CaseResult], options: Options = DEFAULT_OPTIONS) -> SuiteFacts:
     """The facts of a suite's results in memory."""
     facts = SuiteFacts(options)
@@ -396,7 +568,7 @@ def suite_facts(results: Iterable[CaseResult], options: Options = DEFAULT_OPTION
 # --------------------------------------------------------------------------- documents
 
 
-class _LineScore(msgspec.Struct):
+class _LineScore(msgspec.Struct, gc=False):  # (no cycle: the collector need not track it)
     scorer: str
     value: float | None = None
     judge_model: str | None = None
@@ -421,9 +593,9 @@ def _line_type(cluster_by: str | None) -> tuple[type, msgspec.json.Decoder[Any]]
         ("cached", bool, False),
     ]
     if cluster_by:
-        metadata = msgspec.defstruct("_Metadata", [("value", Any, None)], rename={"value": cluster_by})
+        metadata = msgspec.defstruct("_Metadata", [("value", Any, None)], rename={"value": cluster_by}, gc=False)
         fields.append(("metadata", metadata, msgspec.field(default_factory=metadata)))
-    line = msgspec.defstruct("_Line", fields)
+    line = msgspec.defstruct("_Line", fields, gc=False)
     return line, msgspec.json.Decoder(list[line])  # type: ignore[valid-type]
 
 
@@ -460,7 +632,7 @@ def add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown:
         # line, reads up to its depth limit and names the document beyond it)
         results = None
     if results is not None and len(results) == count:  # else a line holds two (or none)
-        facts.extend(results)
+        facts.add_lines(results)
         return
     for data in chunk_lines(view, count):
         try:
@@ -468,6 +640,10 @@ def add_chunk(facts: SuiteFacts, name: str, view: memoryview, count: int, shown:
         except orjson.JSONDecodeError as exc:
             raise RunDocumentError(f"{shown}: not valid JSON: {exc}") from None
         add_line(facts, obj, f"suites.{name}.cases.{facts.results}", shown)
+
+
+CHUNK_BYTES = 1 << 20
+"""About how much of a document is decoded at a time (`document.iter_case_chunks`)."""
 
 
 def read_facts(path: Path, shown: str, options: dict[str, Options]) -> dict[str, SuiteFacts] | None:
@@ -491,7 +667,7 @@ def facts_from(fh: IO[bytes], head: dict[str, Any], shown: str, options: dict[st
     counts = result_counts(head)
     scratch = bytearray()
     with gc_paused():  # arrays and strings only: nothing for the collector to find
-        for name, _, block, count in iter_case_chunks(fh, head, shown):
+        for name, _, block, count in iter_case_chunks(fh, head, shown, size=CHUNK_BYTES):
             facts = out.get(name)
             if facts is None:
                 facts = out[name] = SuiteFacts(options.get(name, DEFAULT_OPTIONS), counts.get(name, 0))
