@@ -95,3 +95,44 @@ def test_a_run_in_memory_is_read_from_its_models() -> None:
     assert [r for _, _, r in results] == [r for s in run.suites.values() for r in s.cases]
     assert run.suites["s"].cases  # the run itself keeps its results
     assert results.fetch("s", 3) is run.suites["s"].cases[3]
+
+
+def _cli(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def test_show_lists_the_first_failures_and_counts_the_rest_from_its_one_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalh.cli.runs_cmd as runs_cmd
+
+    monkeypatch.setattr(runs_cmd, "SHOWN_FAILURES", 3)
+    store = RunStore(tmp_path)
+    run = report_run("20260101T000000000Z-00000a", 5, cases=30)
+    run.suites["s"].aggregate.failed = 0  # a header that undercounts: the reading counts them
+    run.suites["s"].aggregate.errored = run.suites["s"].aggregate.judge_error = 0
+    store.write(run)
+    bad = [r for r in run.suites["s"].cases if r.status in ("failed", "errored", "judge_error")]
+    got = _cli("show", run.run_id, "--runs-dir", str(tmp_path))
+    assert got.exit_code == 0, got.output
+    assert f"s: {len(bad)} not passed" in got.output
+    for r in bad[:3]:
+        assert f"{r.status:<11} {r.case_id}" in got.output
+    assert f"{bad[3].status:<11} {bad[3].case_id}  " not in got.output
+    assert f"… and {len(bad) - 3} more" in got.output
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_show_of_a_damaged_result_prints_nothing_but_the_error(tmp_path: Path, json_out: bool) -> None:
+    store = RunStore(tmp_path)
+    run = report_run("20260101T000000000Z-00000a", 6)
+    store.write(run)
+    _damage(store.path_for(run.run_id), lambda line: line.replace(b'"attempt":', b'"attempt":[],"was":', 1))
+    got = _cli("show", run.run_id, "--runs-dir", str(tmp_path), *(["--json"] if json_out else []))
+    assert got.exit_code == 2
+    lines = got.output.strip().splitlines()
+    assert len(lines) == 1 and "attempt" in lines[0] and "invalid run document" in lines[0], got.output

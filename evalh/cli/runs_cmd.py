@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, JsonOpt, RunsDirOpt
 from evalh.cli.project import open_project, open_store
+
+if TYPE_CHECKING:
+    from evalh.models import CaseResult
+
+SHOWN_FAILURES = 1000
+"""The results that did not pass `evalh show` lists per suite (the rest are counted)."""
 
 
 @translate_errors
@@ -79,13 +85,15 @@ def show(
         evalh show eval_runs/20261129T201530123Z-3fa9c1.json --json
     """
     from evalh.console import out
-    from evalh.report.terminal.run import render_run
+    from evalh.run_results import open_results
 
     store = open_store(runs_dir, config)
-    run = store.load(run_id)  # validated: a damaged document is one line, exit 2
+    results = open_results(store, run_id)  # the header validated; the results as they are read
     if json_out:  # the document as it is stored, copied a block at a time
         import codecs
 
+        for _ in results:  # every result validated first: a damaged document is one line, exit 2
+            pass
         text = codecs.getincrementaldecoder("utf-8")()  # a character cut between two blocks
         with store.resolve(run_id).open("rb") as fh:
             while block := fh.read(1 << 20):
@@ -93,12 +101,26 @@ def show(
         out().file.write(text.decode(b"", final=True))
         return
     from evalh.console import safe_text
+    from evalh.report import build_report
+    from evalh.report.render import render_figures
+    from evalh.report.terminal.run import render_run
 
+    # one reading of the results: the report's figures, and the first failures of each suite
+    run = results.header
+    failures: dict[str, list[CaseResult]] = {name: [] for name in run.suites}
+    not_passed = dict.fromkeys(run.suites, 0)
+
+    def visit(_: str, suite: str, r: CaseResult) -> None:
+        if r.status in ("failed", "errored", "judge_error"):
+            not_passed[suite] += 1
+            if len(failures[suite]) < SHOWN_FAILURES:
+                failures[suite].append(r)
+
+    report = build_report([results], visit=visit)  # per-lens, judging, pairwise, verdicts: as evalh report
+    for name, suite in run.suites.items():
+        suite.cases = failures[name]
     git = run.git.sha[:10] + ("-dirty" if run.git.dirty else "") if run.git.sha else "not a git repo"
     # the run id is the table's title: this line stays within 80 columns
     out().print(safe_text(f"{run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
-    render_run(run, out(), max_failures=1000)
-    from evalh.report import build_report
-    from evalh.report.render import render_figures
-
-    render_figures(build_report([run]), out())  # per-lens, judging, pairwise, verdicts: as evalh report
+    render_run(run, out(), max_failures=SHOWN_FAILURES, not_passed=not_passed)
+    render_figures(report, out())

@@ -89,7 +89,11 @@ def results_table(run: Run, console: Console) -> Table:
     return table
 
 
-def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
+def render_run(run: Run, console: Console, *, max_failures: int = 20,
+               not_passed: dict[str, int] | None = None) -> None:
+    """The results table, then per suite the results in `run` that did not pass (at most
+    `max_failures`) and how many there are: from the suite's aggregate, or `not_passed`
+    (suite → count) when the caller counted them as it read the results."""
     from rich.text import Text as RichText
 
     from evalh.console import inert
@@ -107,7 +111,7 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20) -> None:
         # `max_failures` results that did not pass (evalh.core.retained.not_passed)
         a = suite.aggregate
         bad = [r for r in suite.cases if r.status in ("failed", "errored", "judge_error")]
-        count = max(a.failed + a.errored + a.judge_error, len(bad))
+        count = max(a.failed + a.errored + a.judge_error, len(bad), (not_passed or {}).get(name, 0))
         if not count:
             continue
         console.print(Text(f"{name}: {count} not passed", style="bold red"))
