@@ -295,6 +295,7 @@ def _stored_pair(tmp_path: Path, kind: int, seed: int) -> tuple[RunStore, Run, R
     """A base and a worse candidate of `CASES[kind]`, written to a store in `tmp_path`."""
     store = RunStore(tmp_path)
     spec: dict[str, Any] = dict(CASES[kind])
+    spec.pop("changed", None)
     base = _run("20260101T000000000Z-00000a", seed, shift=0.0, **spec)
     cand = _run("20260101T000001000Z-00000b", seed + 100, shift=0.3, **spec)
     for run in (base, cand):
@@ -411,3 +412,37 @@ def test_the_facts_of_a_documents_lines_are_those_of_its_results(
     for name, s in loaded.suites.items():
         assert _columns(read[name]) == _columns(compare_facts.suite_facts(s.cases, options[name]))
     assert read["s"].results == len(loaded.suites["s"].cases) >= 50  # every result
+
+
+@pytest.mark.parametrize("kind", range(len(CASES)))
+def test_facts_handed_back_as_bytes_are_the_facts_read(tmp_path: Path, kind: int) -> None:
+    """A worker hands its facts back as one buffer (`SuiteFacts.pack`, what pickling one
+    sends): unpacked, every column is the one read, the rows' lookup included (rebuilt
+    when asked for), whatever arms, attempts and order the runs hold."""
+    import pickle
+
+    from evalh.core.compare import suite_options
+    from evalh.core.compare_facts import SuiteFacts, read_facts
+
+    store, base, cand = _stored_pair(tmp_path, kind, 11)
+    options = suite_options(store.load(base.run_id), store.load(cand.run_id))
+    read = read_facts(store.path_for(base.run_id), "doc", options)
+    assert read is not None
+    for facts in read.values():
+        packed = facts.pack()
+        assert isinstance(packed, bytes)
+        back = SuiteFacts.unpack(packed)
+        assert back._rows is None  # not sent: built when first asked for
+        assert _columns(back) == _columns(facts)
+        assert _columns(pickle.loads(pickle.dumps(facts))) == _columns(facts)
+    assert any(len(v) > 1 for f in read.values() for v in f.scores.more.values()) == (CASES[kind].get("repeats", 1) > 1)
+
+
+def test_facts_of_ids_holding_a_nul_and_of_no_row_come_back_the_same() -> None:
+    from compare_factory import result
+
+    from evalh.core.compare_facts import SuiteFacts, suite_facts
+
+    for facts in (suite_facts([result("a\0b", "passed"), result("c", "failed", score=0.5)]),
+                  suite_facts([]), SuiteFacts(("group", frozenset({"judge"})))):
+        assert _columns(SuiteFacts.unpack(facts.pack())) == _columns(facts)

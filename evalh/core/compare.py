@@ -287,7 +287,7 @@ def _compare_suite(
         _pair_aligned(fb, fc, pairs_by_arm, named)
     else:
         _pair_by_key(fb, fc, pairs_by_arm, named, base_done, cand_done)
-    arms_b, arms_c = set(fb.rows), set(fc.rows)
+    arms_b, arms_c = set(fb.arm_names), set(fc.arm_names)
     arms = sorted(arms_b | arms_c)
     arm_verdicts: dict[str, Verdict] = {}
     for arm in arms:
@@ -358,8 +358,15 @@ def _nothing_measured(fb: SuiteFacts, fc: SuiteFacts, arms_b: set[str]) -> list[
     """Fail closed: per arm of the base, a candidate with no pass/fail result at all (every
     case errored, unjudged, skipped, or absent) measured nothing, whatever the base did."""
     out = []
+    n = len(fc)
     for arm in sorted(arms_b):
-        rows = list((fc.rows.get(arm) or {}).values())
+        if arm not in fc.arm_names:
+            rows: list[int] | range = []
+        elif len(fc.arm_names) == 1:
+            rows = range(n)
+        else:
+            a = fc.arm_names.index(arm)
+            rows = [row for row in range(n) if fc.arm_of[row] == a]
         if any(fc.valid(r) for r in rows):
             continue
         where = f" [{arm}]" if arm != "default" else ""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import pickle
 from array import array
 from collections.abc import Iterable
 from itertools import compress
@@ -72,13 +73,6 @@ class Values:
         self.first = array("d")
         self.more: dict[int, list[float]] = {}
 
-    def cut(self, n: int) -> Values:
-        """A copy of the first `n` rows."""
-        out = Values()
-        out.n, out.first = self.n[:n], self.first[:n]
-        out.more = {row: values for row, values in self.more.items() if row < n}
-        return out
-
     def _grow(self, extra: int) -> None:
         self.n.frombytes(bytes(4 * extra))
         self.first.frombytes(bytes(8 * extra))
@@ -114,15 +108,15 @@ class SuiteFacts:
 
     __slots__ = ("_capacity", "_cluster_index", "_outcomes", "arm_names", "arm_of", "case_ids", "cluster", "cluster_by",
                  "cluster_names", "costs", "counts", "digest", "graded", "latencies", "results",
-                 "judge_models", "max_attempt", "rows", "scorer_values", "scorers", "scores",
+                 "judge_models", "max_attempt", "_rows", "scorer_values", "scorers", "scores",
                  "status_counts")
 
     def __init__(self, options: Options = DEFAULT_OPTIONS, expected: int = 0) -> None:
         """`expected`: how many results are coming, when known (the columns are sized
         for them at once; they grow by half otherwise)."""
         self.cluster_by, self.scorers = options
-        self.rows: dict[str, dict[str, int]] = {}
-        """arm → case id → row."""
+        self._rows: dict[str, dict[str, int]] | None = {}
+        """arm → case id → row (`rows`)."""
         self.case_ids: list[str] = []
         self.arm_of = array("H")
         self.arm_names: list[str] = []
@@ -263,22 +257,25 @@ class SuiteFacts:
         arm = arms[0]
         line_rows: list[int] | None = None  # each line's row; None: line j is row n0 + j
         new_arms: list[int] | None = None  # each new row's arm; None: all `arm`
-        if arms.count(arm) == m:  # one arm: rows found with dict operations, in C
+        if arms.count(arm) == m:  # one arm: rows found with one dict operation a line, in C
             by_case = rows.get(arm)
             if by_case is None:
                 by_case = rows[arm] = {}
                 arm_names.append(arm)
-            fresh = dict.fromkeys(ids)
-            if len(fresh) == m and by_case.keys().isdisjoint(fresh):
+            # A case seen first on line j gets row n0 + j, one seen before keeps its row
+            # (< n0, or that of its first line here): each is at most n0 + j, so the rows
+            # sum to that of n0 … n0 + m - 1 only when every line is a new row.
+            found = list(map(by_case.setdefault, ids, range(n0, n0 + m)))
+            if sum(found) == (2 * n0 + m - 1) * m // 2:
                 new_ids = ids
                 firsts = results
-            else:  # a case of several attempts, or one the previous chunk began
-                new_ids = [c for c in fresh if c not in by_case]
-                first_line = dict(zip(reversed(ids), range(m - 1, -1, -1), strict=True))
-                firsts = [results[first_line[c]] for c in new_ids]
-            by_case.update(zip(new_ids, range(n0, n0 + len(new_ids)), strict=True))
-            if new_ids is not ids:
-                line_rows = list(map(by_case.__getitem__, ids))
+            else:  # a case of several attempts, or one the previous chunk began: the new rows renumbered n0, n0 + 1, …
+                first_lines = sorted({row - n0 for row in found if row >= n0})
+                new_ids = [ids[j] for j in first_lines]
+                firsts = [results[j] for j in first_lines]
+                renumbered = {n0 + j: n0 + k for k, j in enumerate(first_lines)}
+                by_case.update(zip(new_ids, range(n0, n0 + len(new_ids)), strict=True))
+                line_rows = [renumbered.get(row, row) for row in found]
             index = arm_names.index(arm)
         else:  # several arms: a row a line, in first-seen order
             line_rows, new_ids, new_arms, first_lines = [], [], [], []
@@ -403,37 +400,98 @@ class SuiteFacts:
             self.cluster_names.append(name)
         return index
 
-    def __getstate__(self) -> dict[str, Any]:
-        """For a worker process to hand the facts back: the columns cut to the rows, the
-        case ids, not the lookup (`rows` is rebuilt from them)."""
-        n = len(self.case_ids)
-        state = {name: getattr(self, name) for name in self.__slots__ if name not in ("rows", "_outcomes")}
-        for name in ("arm_of", "digest", "cluster"):
-            state[name] = state[name][:n]
-        state["counts"] = tuple(column[:n] for column in self.counts)
-        state["graded"] = self.graded[:n]
-        state["_capacity"] = n
-        joined = "\0".join(self.case_ids)  # one string pickles at memory speed, a million do not
-        if n and joined.count("\0") == n - 1:  # (no id holds a NUL itself)
-            state["case_ids"] = joined
-        for name in ("scores", "latencies", "costs"):
-            state[name] = state[name].cut(n)
-        state["scorer_values"] = {name: v.cut(n) for name, v in self.scorer_values.items()}
-        return state
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        """Pickled as one buffer (`pack`): how a worker process hands its facts back."""
+        return (SuiteFacts.unpack, (self.pack(),))
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
-        if isinstance(self.case_ids, str):
-            self.case_ids = self.case_ids.split("\0")
-        self._outcomes = None
-        names, arm_of = self.arm_names, self.arm_of
-        self.rows = {arm: {} for arm in names}
-        if len(names) == 1:
-            self.rows[names[0]] = dict(zip(self.case_ids, range(len(self.case_ids)), strict=True))
-        else:
-            for row, case_id in enumerate(self.case_ids):
-                self.rows[names[arm_of[row]]][case_id] = row
+    def pack(self) -> bytes:
+        """The facts as one buffer, for a process forked from this one (the same machine:
+        the columns' bytes as they are in memory): a small pickled head (names, counts,
+        sizes), then each column cut to the rows, the rows' further values and the case
+        ids joined by NUL, each as raw bytes. A million rows pack and unpack at memory
+        speed; their lookup (`rows`) is not sent, and is rebuilt only if it is asked for."""
+        n = len(self.case_ids)
+        buffers: list[Any] = [memoryview(column)[:n] for column in (self.arm_of, self.digest, self.cluster, *self.counts)]
+        buffers.append(memoryview(self.graded)[:n])
+        for values in (self.scores, self.latencies, self.costs, *self.scorer_values.values()):
+            rows = sorted(values.more)
+            flat = array("d", [x for row in rows for x in values.more[row]])
+            buffers += [memoryview(values.n)[:n], memoryview(values.first)[:n], array("q", rows), flat]
+        joined = "\0".join(self.case_ids)
+        ids = None if joined.count("\0") != max(n - 1, 0) else joined.encode()  # (an id holding a NUL: a list)
+        if ids is not None:
+            buffers.append(ids)
+        head = pickle.dumps({
+            "n": n, "sizes": [memoryview(b).nbytes for b in buffers],
+            "case_ids": self.case_ids if ids is None else None,
+            **{name: getattr(self, name) for name in _PACKED_SCALARS},
+        })
+        return b"".join([len(head).to_bytes(8, "little"), head, *buffers])
+
+    @classmethod
+    def unpack(cls, data: bytes) -> SuiteFacts:
+        """The facts `pack` made."""
+        view = memoryview(data)
+        k = int.from_bytes(view[:8], "little")
+        head = pickle.loads(view[8:8 + k])
+        sizes = iter(head.pop("sizes"))
+        pos = 8 + k
+
+        def take() -> memoryview:
+            nonlocal pos
+            size = next(sizes)
+            pos += size
+            return view[pos - size:pos]
+
+        def column(typecode: str) -> array[Any]:
+            out = array(typecode)
+            out.frombytes(take())
+            return out
+
+        facts = cls.__new__(cls)
+        n, case_ids = head.pop("n"), head.pop("case_ids")
+        for name, value in head.items():
+            setattr(facts, name, value)
+        facts.arm_of, facts.digest, facts.cluster = column("H"), column("q"), column("i")
+        facts.counts = tuple(column("I") for _ in STATUSES)
+        facts.graded = bytearray(take())
+        columns = []
+        for _ in range(3 + len(facts.scorers)):
+            values = Values()
+            values.n, values.first = column("I"), column("d")
+            rows, flat = column("q"), column("d")
+            at = 0
+            for row in rows:
+                count = values.n[row]
+                values.more[row] = flat[at:at + count].tolist()
+                at += count
+            columns.append(values)
+        facts.scores, facts.latencies, facts.costs = columns[:3]
+        facts.scorer_values = dict(zip(sorted(facts.scorers), columns[3:], strict=True))
+        if case_ids is None:
+            case_ids = str(take(), "utf-8").split("\0") if n else []
+        facts.case_ids = case_ids
+        facts._cluster_index = {name: i for i, name in enumerate(facts.cluster_names)}
+        facts._capacity = n
+        facts._rows = None
+        facts._outcomes = None
+        return facts
+
+    @property
+    def rows(self) -> dict[str, dict[str, int]]:
+        """arm → case id → row. Facts a worker handed back (`unpack`) build it when first
+        asked: the comparison of two runs holding the same cases in the same order never
+        does."""
+        rows = self._rows
+        if rows is None:
+            names, arm_of = self.arm_names, self.arm_of
+            rows = self._rows = {arm: {} for arm in names}
+            if len(names) == 1:
+                rows[names[0]] = dict(zip(self.case_ids, range(len(self.case_ids)), strict=True))
+            else:
+                for row, case_id in enumerate(self.case_ids):
+                    rows[names[arm_of[row]]][case_id] = row
+        return rows
 
     # ---------------------------------------------------------------- reading
 
@@ -535,6 +593,11 @@ class SuiteFacts:
         """Results (attempts) of the suite with `status`."""
         return self.status_counts[_INDEX[status]]
 
+
+
+_PACKED_SCALARS = ("arm_names", "cluster_by", "cluster_names", "judge_models", "max_attempt", "results",
+                   "scorers", "status_counts")
+"""What `SuiteFacts.pack` sends pickled, beside the columns."""
 
 
 def _put(column: Values, values: list[Any], full: bool, line_rows: list[int] | None, n0: int) -> None:
