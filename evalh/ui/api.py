@@ -124,12 +124,11 @@ class DashboardApi:
         which the case list pages through."""
         loaded = self.index.load(run_id)
         if "report" not in loaded.extra:
-            from evalh.gcpause import gc_paused
             from evalh.report import build_report
+            from evalh.run_results import open_results
 
-            run = loaded.run()
-            with gc_paused():
-                report = build_report([run]).to_dict()
+            # read a result at a time, as `evalh report` reads it: not the run as models
+            report = build_report([open_results(self.index.store, run_id)]).to_dict()
             for suite in report["suites"]:
                 for arm in suite["arms"]:
                     if arm.get("repeats"):
