@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -446,3 +447,16 @@ def test_facts_of_ids_holding_a_nul_and_of_no_row_come_back_the_same() -> None:
     for facts in (suite_facts([result("a\0b", "passed"), result("c", "failed", score=0.5)]),
                   suite_facts([]), SuiteFacts(("group", frozenset({"judge"})))):
         assert _columns(SuiteFacts.unpack(facts.pack())) == _columns(facts)
+
+
+def test_a_row_of_256_attempts_has_its_outcome() -> None:
+    """`outcomes` reads each byte of a row's counts (256 attempts: a low byte of 0)."""
+    from compare_factory import result
+
+    from evalh.core.compare_facts import FAILED, PASSED, row_range, suite_facts
+
+    facts = suite_facts([result("a", "failed", attempt=k) for k in range(256)] + [result("b", "passed")])
+    assert facts.failed(0) == 256
+    assert facts.outcomes() == bytes([FAILED, PASSED])
+    assert facts.outcomes_of(row_range(2)) == bytes([FAILED, PASSED])
+    assert facts.outcomes_of(array("q", [1, 0])) == bytes([PASSED, FAILED])

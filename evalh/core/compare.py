@@ -37,6 +37,7 @@ from evalh.core.compare_facts import (
     SKIPPED,
     Options,
     SuiteFacts,
+    row_range,
     suite_facts,
 )
 from evalh.core.compare_metrics import (
@@ -312,7 +313,7 @@ def _pair_aligned(fb: SuiteFacts, fc: SuiteFacts, pairs_by_arm: dict[str, Pairs]
     n = len(fc)
     changed = fb.digest_differs(fc)
     if len(fc.arm_names) == 1 and not changed:
-        pairs_by_arm[fc.arm_names[0]] = Pairs(fb, fc, array("q", range(n)), array("q", range(n)))
+        pairs_by_arm[fc.arm_names[0]] = Pairs(fb, fc, row_range(n), row_range(n))
         return
     for row, (case_id, a) in enumerate(zip(fc.case_ids, fc.arm_of, strict=False)):
         if row in changed:
