@@ -72,14 +72,26 @@ def work_item_key(r: CaseResult) -> str:
     return f"group:{group}" if group is not None else f"case:{r.case_id}"
 
 
-def producer(r: CaseResult, target: dict[str, Any] | None) -> tuple[str, str] | None:
-    """(producer model, prompt digest) of a result, or None when either is unknown."""
+def target_producer(target: dict[str, Any] | None) -> tuple[Any, str | None]:
+    """(model, prompt digest) a model target gives the results that do not name their own;
+    (None, None) for any other target."""
+    if target and target.get("kind") in ("anthropic", "openai") and target.get("model"):
+        prompted = target.get("prompt") is not None or target.get("system") is not None
+        return target.get("model"), sha256_of({"system": target.get("system"), "prompt": target.get("prompt")}) \
+            if prompted else None
+    return None, None
+
+
+def producer(r: CaseResult, target: dict[str, Any] | None,
+             of_target: tuple[Any, str | None] | None = None) -> tuple[str, str] | None:
+    """(producer model, prompt digest) of a result, or None when either is unknown.
+    `of_target`: `target_producer(target)`, when the caller has it (one digest a suite)."""
     model = r.metadata.get("producer_model")
     prompt = r.metadata.get("prompt_sha256")
-    if target and target.get("kind") in ("anthropic", "openai") and target.get("model"):
-        model = model or target.get("model")
-        if prompt is None and (target.get("prompt") is not None or target.get("system") is not None):
-            prompt = sha256_of({"system": target.get("system"), "prompt": target.get("prompt")})
+    target_model, target_prompt = of_target or target_producer(target)
+    model = model or target_model
+    if prompt is None:
+        prompt = target_prompt
     if not model or not prompt:
         return None
     return str(model), str(prompt)
@@ -100,6 +112,7 @@ class ResultTraits:
 
     def __init__(self, target: dict[str, Any] | None = None) -> None:
         self.target = target
+        self._of_target = target_producer(target)
         self.outside: set[str] = set()
         self.sampling_other: set[str] = set()
         self.sampling_other_n = 0
@@ -123,7 +136,7 @@ class ResultTraits:
         coverage = meta.get("claim_coverage")
         if coverage != "exhaustive":
             self.coverage.add(str(coverage) if coverage is not None else "(unattested)")
-        p = producer(r, self.target)
+        p = producer(r, self.target, self._of_target)
         if p is None:
             self.producer_unknown += 1
         else:
