@@ -136,3 +136,38 @@ def test_show_of_a_damaged_result_prints_nothing_but_the_error(tmp_path: Path, j
     assert got.exit_code == 2
     lines = got.output.strip().splitlines()
     assert len(lines) == 1 and "attempt" in lines[0] and "invalid run document" in lines[0], got.output
+
+
+def test_a_streamed_report_holds_numbers_per_case_not_the_results(tmp_path: Path) -> None:
+    """What a report keeps while it reads (`read_suites`: every piece's state once the
+    results are read) grows by a few numbers a case: per case added, a fraction of what the
+    results take as models. Fixed costs (imports, the read buffer) cancel out between the
+    two sizes."""
+    import gc
+    import tracemalloc
+
+    from evalh.report.build import read_suites
+
+    store = RunStore(tmp_path)
+    ids = {n: f"20260101T00000000{k}Z-00000a" for k, n in enumerate((100, 800, 1600))}
+    for n, run_id in ids.items():
+        store.write(report_run(run_id, 8, cases=n, mess=0.0))
+    gc.collect()
+
+    def held(fn: Any) -> int:
+        tracemalloc.start()
+        try:
+            kept = fn()
+            return tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+            del kept
+
+    def streamed(run_id: str) -> Any:
+        return read_suites(open_results(store, run_id), ["complexity"])
+
+    streamed(ids[100])  # imports done before anything is measured
+    small, large = ids[800], ids[1600]
+    per_case_loaded = (held(lambda: store.load(large)) - held(lambda: store.load(small))) / 800
+    per_case_streamed = (held(lambda: streamed(large)) - held(lambda: streamed(small))) / 800
+    assert per_case_streamed < 500 and per_case_streamed < per_case_loaded / 6, (per_case_streamed, per_case_loaded)

@@ -168,7 +168,7 @@ class ArmParts:
         for b in self.breakdowns:
             b.add(r, i)
         self.tools.add(r, i)
-        self.interval.add(r)
+        self.interval.add(r, i)
         self.repeated = self.repeated or r.attempt > 0
 
     def add_attempt(self, r: CaseResult) -> None:

@@ -3,6 +3,7 @@ pass^k, and the Wilson interval with the assumptions it needs checked first."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,23 +92,36 @@ class IntervalParts:
         self.cases = cases
         self.regime, self.target = regime, target
         self.repeated = False
-        self.items: dict[str, list[int]] = {}
-        """Work item → [results, 1 when every one passed]."""
+        self.case_results = array("q")
+        """Per case (its index): its results that are no group's, a work item of their own."""
+        self.case_passed = bytearray()
+        """Per case: 1 while every one of those passed."""
+        self.groups: dict[str, list[int]] = {}
+        """Group (`metadata.group`) → [results, 1 when every one passed]."""
         self.incomplete = 0
         self.deciding = False
         self.judges_only = True
         self.arms: set[str] = set()
         self.traits = ResultTraits(target)
 
-    def add(self, r: CaseResult) -> None:
+    def add(self, r: CaseResult, i: int) -> None:
+        """`i`: the case's index."""
         self.repeated = self.repeated or r.attempt > 0
-        key = work_item_key(r)
-        item = self.items.get(key)
-        if item is None:
-            item = self.items[key] = [0, 1]
-        item[0] += 1
-        if r.status != "passed":
-            item[1] = 0
+        group = r.metadata.get("group")  # the work item (`work_item_key`): the group, else the case
+        if group is None:
+            while len(self.case_results) <= i:
+                self.case_results.append(0)
+                self.case_passed.append(1)
+            self.case_results[i] += 1
+            if r.status != "passed":
+                self.case_passed[i] = 0
+        else:
+            item = self.groups.get(key := work_item_key(r))
+            if item is None:
+                item = self.groups[key] = [0, 1]
+            item[0] += 1
+            if r.status != "passed":
+                item[1] = 0
         if r.status not in ("passed", "failed"):
             self.incomplete += 1
         for s in r.scores:  # `pass_fail_source`: judge when every deciding score is a judge's
@@ -118,14 +132,16 @@ class IntervalParts:
         self.traits.add(r)
 
     def result(self) -> Interval:
-        items, incomplete = self.items, self.incomplete
+        incomplete = self.incomplete
+        items = [(n, ok) for n, ok in zip(self.case_results, self.case_passed, strict=True) if n]
+        items += [(n, ok) for n, ok in self.groups.values()]
         unit = "cases" if len(items) == len(self.cases) else "work items"
         of = f"{unit} passing every attempt" if self.repeated or unit != "cases" else "pass rate over cases"
         if not len(self.cases):
             return Interval(of=of, reason="no results")
         verdict = interval_verdict(
-            successes=sum(passed for _, passed in items.values()), settled=len(items), items=len(items),
-            sizes={n for n, _ in items.values()}, traits=self.traits,
+            successes=sum(passed for _, passed in items), settled=len(items), items=len(items),
+            sizes={n for n, _ in items}, traits=self.traits,
             source="judge" if self.deciding and self.judges_only else "outcome",
             arms=self.arms, regime=self.regime,
             incomplete=[f"{incomplete} result(s) errored, unjudged or skipped: outcomes are incomplete"] if incomplete else (),
