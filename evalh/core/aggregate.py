@@ -59,46 +59,47 @@ class Aggregator:
     sums and two arrays of numbers (scores, latencies), not the results."""
 
     def __init__(self) -> None:
-        self.agg = Aggregate()
+        self.n = self.passed = self.failed = self.errored = self.judge_error = self.skipped = 0
+        self.tokens_in = self.tokens_out = self.cached = self.cost_unknown = 0
         self.scores = array("d")
         self.latencies = array("d")
         self.cost: float | None = None
 
     def add(self, status: str, score: float | None, tokens_in: int | None, tokens_out: int | None,
             cached: bool, latency_ms: float | None, cost_usd: float | None) -> None:
-        agg = self.agg
-        agg.n += 1
+        self.n += 1
         if status == "passed":
-            agg.passed += 1
+            self.passed += 1
         elif status == "failed":
-            agg.failed += 1
+            self.failed += 1
         elif status == "errored":
-            agg.errored += 1
+            self.errored += 1
         elif status == "judge_error":
-            agg.judge_error += 1
+            self.judge_error += 1
         else:
-            agg.skipped += 1
+            self.skipped += 1
         if status in ("passed", "failed") and score is not None:
             self.scores.append(score)
-        agg.tokens_in += tokens_in or 0
-        agg.tokens_out += tokens_out or 0
+        self.tokens_in += tokens_in or 0
+        self.tokens_out += tokens_out or 0
         if cached:
-            agg.cached += 1
+            self.cached += 1
         elif latency_ms is not None and status != "skipped":
             self.latencies.append(latency_ms)
         if cost_usd is not None:
             self.cost = (self.cost or 0.0) + cost_usd
         elif not cached and (tokens_in is not None or tokens_out is not None):
-            agg.cost_unknown += 1
+            self.cost_unknown += 1
 
     def result(self) -> Aggregate:
-        agg, scores = self.agg.model_copy(), self.scores
-        agg.pass_rate_denominator = agg.passed + agg.failed
-        agg.pass_rate = rate(agg.passed, agg.pass_rate_denominator)
-        agg.error_rate = rate(agg.errored, agg.n - agg.skipped)
-        agg.mean_score_denominator = len(scores)
-        agg.mean_score = sum(scores) / len(scores) if scores else None
-        agg.cost_usd = self.cost
-        agg.latency_ms_p50 = percentile(self.latencies, 50)
-        agg.latency_ms_p95 = percentile(self.latencies, 95)
-        return agg
+        scores, decided = self.scores, self.passed + self.failed
+        return Aggregate(
+            n=self.n, passed=self.passed, failed=self.failed, errored=self.errored,
+            judge_error=self.judge_error, skipped=self.skipped, tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out, cached=self.cached, cost_unknown=self.cost_unknown,
+            pass_rate_denominator=decided, pass_rate=rate(self.passed, decided),
+            error_rate=rate(self.errored, self.n - self.skipped),
+            mean_score_denominator=len(scores), mean_score=sum(scores) / len(scores) if scores else None,
+            cost_usd=self.cost, latency_ms_p50=percentile(self.latencies, 50),
+            latency_ms_p95=percentile(self.latencies, 95),
+        )
