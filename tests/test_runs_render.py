@@ -9,13 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
 from evalh.console import safe_text
 from evalh.models import Aggregate, DatasetInfo, EnvironmentInfo, GitInfo, Run, SuiteResult
 from evalh.numbers import num
-from evalh.report.terminal.runs import layout, render_runs, write_runs
+from evalh.report.terminal.runs import cells_of, layout, render_runs, write_runs
 from evalh.run_header import RunListing
 from evalh.store import RunStore
 
@@ -23,7 +24,11 @@ WIDTHS = [20, 31, 40, 52, 60, 70, 79, 80, 81, 95, 100, 120, 133, 160, 200, 240]
 
 
 def rich_listing(rows: list[RunListing], title: str, console: Console) -> None:
-    """The listing as evalh printed it through rich's Table up to adf6a48 (the reference)."""
+    """The listing as evalh printed it through rich's Table up to adf6a48 (the reference), but
+    for the run id, which is never cut: when the table is wider than the console, its column
+    is rich's `no_wrap` column exactly as wide as the longest id (or its header), the
+    BASELINE marker wrapping below the id; and a table that cannot fit runs past the console
+    (not cropped)."""
     table = Table(title=safe_text(title), title_justify="left")
     for col in ("run id", "label", "status", "git", "suites (pass rate)"):
         table.add_column(col)
@@ -35,9 +40,13 @@ def rich_listing(rows: list[RunListing], title: str, console: Console) -> None:
         elif row.status == "running" and not row.suites:
             rates = "(in flight)"
         rid = row.run_id + (" (BASELINE)" if row.baseline else "")
-        table.add_row(safe_text(rid), safe_text(row.label or ""), safe_text(row.status), safe_text(sha),
-                      safe_text(rates))
-    console.print(table)
+        table.add_row(safe_text(rid, no_wrap=False), safe_text(row.label or ""), safe_text(row.status),
+                      safe_text(sha), safe_text(rates))
+    if console.measure(table, options=console.options.update_width(10_000)).maximum > console.width:
+        longest = max([cell_len("run id"), *(cell_len(safe_text(r.run_id).plain) for r in rows)])
+        table.columns[0].no_wrap = True
+        table.columns[0].min_width = table.columns[0].max_width = longest
+    console.print(table, crop=False)
 
 
 def row(run_id: str = "20261201T193052749Z-ebb0c3", label: str | None = None, status: str = "complete",
@@ -106,6 +115,8 @@ def test_the_cases_laid_out_here_are_not_left_to_rich() -> None:
     """The comparison above must test this module's layout, not rich against itself."""
     cells: list[tuple[str, ...]] = [("20261201T193052749Z-ebb0c3", "nightly", "complete", "ac438d88", "gate 100%")]
     assert all(layout("runs in eval_runs", cells, w) is not None for w in (60, 80, 160))
+    varied = [cells_of(r) for r in VARIED]  # the id column kept whole, the others given way
+    assert all(layout(title, varied, w) is not None for title in TITLES for w in WIDTHS if w >= 52)
     hostile = [r for r in VARIED if "\x1b" in (r.label or "")]
     text = plain(hostile, "runs", 160)
     assert "\x1b" not in text and "[b]suite[/b]" in text and "\ufffd[31mred" in text
@@ -140,6 +151,7 @@ def _text(rng: random.Random, most: int) -> str:
 
 def test_random_rows_at_random_widths() -> None:
     rng = random.Random(18)
+    laid_here = 0
     for _ in range(250):
         rows = [row(run_id=_text(rng, 3) or "r", label=rng.choice([None, _text(rng, 8)]),
                     status=rng.choice(["complete", "partial", "running", "interrupted", "failed"]),
@@ -150,10 +162,12 @@ def test_random_rows_at_random_widths() -> None:
                 for _ in range(rng.randint(0, 6))]
         title = "runs in " + _text(rng, 6)
         width = rng.randint(10, 220)
+        laid_here += layout(title, [cells_of(r) for r in rows], width) is not None
         expected = piped(lambda c: rich_listing(rows, title, c), width)  # noqa: B023
         assert plain(rows, title, width) == expected, (width, title, rows)
         assert terminal(lambda c: render_runs(rows, title, c), width) == \
             terminal(lambda c: rich_listing(rows, title, c), width), (width, title, rows)  # noqa: B023
+    assert laid_here >= 200  # this module's layout against rich's, not rich against itself
 
 
 # ----------------------------------------------------------------------------- through `evalh runs`
@@ -221,7 +235,8 @@ def test_a_piped_listing_does_not_import_rich(tmp_path: Path) -> None:
              "sys.stderr.write(' '.join(m for m in sys.modules if m.split('.')[0] == 'rich'))\n")
     done = subprocess.run([sys.executable, "-c", probe, str(store.runs_dir)], capture_output=True, text=True,
                           cwd=tmp_path, check=False, env={**__import__("os").environ, "COLUMNS": "200"})
-    assert "20261201T193052701Z-000001 (BASELINE)" in done.stdout, done.stderr
+    # wider than 200 columns: the marker below the id, the label and the suites wrapped
+    assert "│ 20261201T193052701Z-000001 │" in done.stdout and "│ (BASELINE)    " in done.stdout, done.stderr
     assert done.stderr == ""
 
 
@@ -254,3 +269,48 @@ def test_plain_width_is_none_where_rich_would_style() -> None:
         assert plain_width(Stream(tty=False)) == 99
         m.setenv("TTY_COMPATIBLE", "1")
         assert plain_width(Stream(tty=False)) is None
+
+
+# ----------------------------------------------------------------------------- the run id, whole
+
+
+REALISTIC = [
+    row("20261201T193052749Z-ebb0c3", label="nightly main", baseline=True,
+        suites={"gate": 1.0, "smoke": 0.98, "live": 0.87, "judge_quality": 0.91}),
+    row("20261201T201530112Z-4f9a21", label="try prompt v2 with a longer system message", sha="b91c07e2aa",
+        dirty=True, suites={"gate": 0.96, "smoke": 1.0, "live": 0.83, "judge_quality": 0.88}),
+    row("20261201T211004870Z-0c77d3", status="interrupted", sha=None, dirty=None, suites={},
+        resume="evalh run --resume 20261201T211004870Z-0c77d3"),
+    row("20261201T220000001Z-9e8d7c", label="ci", status="partial", suites={"gate": 0.5, "live": None}),
+]
+
+
+def _whole_ids(text: str, rows: list[RunListing], width: int) -> None:
+    """Each run id whole on one line of the id column, where a user copies it from; the
+    table within `width`."""
+    import re
+
+    lines = re.sub("\x1b\\[[0-9;]*m", "", text).splitlines()
+    assert all(len(line) <= width for line in lines), text
+    ids = [line.split("│")[1].strip() for line in lines if line.startswith("│")]
+    assert [i for i in ids if i] == [w for r in rows for w in ([r.run_id, "(BASELINE)"] if r.baseline else
+                                                               [r.run_id])], text
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_every_run_id_is_whole_when_the_table_must_give_way(width: int) -> None:
+    """The id is what `evalh show` and `evalh compare` take: label and suites wrap instead."""
+    title = "runs in /work/a/project/with/a/long/path/eval_runs"
+    _whole_ids(plain(REALISTIC, title, width), REALISTIC, width)
+    _whole_ids(piped(lambda c: render_runs(REALISTIC, title, c), width), REALISTIC, width)
+    _whole_ids(terminal(lambda c: render_runs(REALISTIC, title, c), width), REALISTIC, width)
+    assert layout(title, [cells_of(r) for r in REALISTIC], width) is not None  # this module's layout, not rich's
+
+
+@pytest.mark.parametrize("width", [20, 31, 40])
+def test_a_console_too_narrow_for_the_table_still_shows_every_id_whole(width: int) -> None:
+    """Where the table cannot fit even with the other columns at nothing, its lines run past
+    the console (rich's overflow, not cropped): the ids stay whole."""
+    title = "runs in eval_runs"
+    for text in (plain(REALISTIC, title, width), terminal(lambda c: render_runs(REALISTIC, title, c), width)):
+        _whole_ids(text, REALISTIC, max(width, 34))  # the id's column, the box, four columns of nothing

@@ -7,8 +7,12 @@ these few columns of short text need a width each and a `str.ljust`. The same al
 step by step (rich 13.7–15, `Table._calculate_column_widths`, `Text.wrap`):
 
 - a column's width is its longest cell (+ 2 for the padding);
-- when the columns are wider than the console, the widest is shrunk to the next widest
-  until they fit (`_collapse_widths`), then all of them evenly (`ratio_reduce`) if need be;
+- when the columns are wider than the console, the run id's column is as wide as its longest
+  id (or its header) and stays so: rich's `no_wrap` column of that `min_width` and
+  `max_width`, so an id is never cut nor wrapped (what a user copies into `evalh show` and
+  `evalh compare`) and a BASELINE marker wraps below its id; of the other columns the widest
+  is shrunk to the next widest until they fit (`_collapse_widths`), then all of them evenly
+  (`ratio_reduce`) if need be;
 - a cell wider than its column is word-wrapped; a word longer than the column is cut with
   `…`; the header row is aligned to the bottom, the other rows to the top;
 - the title wraps at the table's width (a word too long for it folds) and is padded to it.
@@ -17,7 +21,9 @@ tests/test_runs_render.py holds this to rich's own rendering of the same rows (l
 unicode, markup and escape sequences in labels, 20 to 200 columns, with and without a
 terminal). Text that rich reads in ways this does not (a tab, a line break inside a cell),
 a console that is not plain UTF-8 (ASCII-only, legacy Windows, Jupyter) and a table that
-cannot fit the console go through rich's `Table` itself.
+cannot fit the console go through rich's `Table` itself (`_rich_table`); a table that cannot
+fit even with the other columns at their narrowest runs past the console, its lines not
+cropped, rather than cut an id.
 
 Piped (`write_runs`), the lines are written without rich; on a terminal (`render_runs`) the
 same lines go through the console as segments, the header row bold as rich styles it.
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
     from evalh.run_header import RunListing
 
 HEADERS = ("run id", "label", "status", "git", "suites (pass rate)")
+BASELINE_MARK = " (BASELINE)"  # after the run id of a BASELINE run
 _PAD = 1  # a space each side of a cell
 _EDGES = 2 + len(HEADERS) - 1  # the box's edges and the dividers between columns
 _RICH_ONLY = re.compile("[\t\n\u2028\u2029]")
@@ -54,7 +61,7 @@ def cells_of(row: RunListing) -> tuple[str, ...]:
         rates = f"resume with: {row.resume}"
     elif row.status == "running" and not row.suites:
         rates = "(in flight)"
-    rid = row.run_id + (" (BASELINE)" if row.baseline else "")
+    rid = row.run_id + (BASELINE_MARK if row.baseline else "")
     return inert(rid), inert(row.label or ""), inert(row.status), inert(sha), inert(rates)
 
 
@@ -111,32 +118,41 @@ def _ratio_reduce(total: int, ratios: list[int], maximums: list[int], values: li
     return result
 
 
-def _collapse(widths: list[int], max_width: int) -> list[int]:
-    """`Table._collapse_widths` with every column wrappable: shrink the widest columns to
-    the next widest until the table fits."""
+def _collapse(widths: list[int], wrapable: list[bool], max_width: int) -> list[int]:
+    """`Table._collapse_widths`: shrink the widest wrappable columns to the next widest
+    until the table fits (a column that is not wrappable keeps its width)."""
     total = sum(widths)
     excess = total - max_width
+    if not any(wrapable):
+        return widths
     while total and excess > 0:
-        widest = max(widths)
-        second = max((w for w in widths if w != widest), default=0)
-        if not widest - second:
+        widest = max(w for w, ok in zip(widths, wrapable, strict=True) if ok)
+        second = max(w if ok and w != widest else 0 for w, ok in zip(widths, wrapable, strict=True))
+        ratios = [1 if w == widest and ok else 0 for w, ok in zip(widths, wrapable, strict=True)]
+        if not any(ratios) or not widest - second:
             break
-        ratios = [1 if w == widest else 0 for w in widths]
         widths = _ratio_reduce(excess, ratios, [min(excess, widest - second)] * len(widths), widths)
         total = sum(widths)
         excess = total - max_width
     return widths
 
 
-def column_widths(longest: list[int], max_width: int) -> list[int]:
+def column_widths(longest: list[int], max_width: int, keep: int) -> list[int]:
     """Each column's width, padding included, in a table of `max_width` (borders excluded),
-    from the width of each column's longest cell."""
+    from the width of each column's longest cell. When they do not fit, the first column
+    (the run id) is `keep` cells wide, neither shrunk nor wrapped: rich's column with
+    `no_wrap=True` and `min_width = max_width = keep` (`_rich_table`); the others give way."""
     widths = [_column_max(n, max_width) or 1 for n in longest]
     if sum(widths) > max_width:
-        widths = _collapse(widths, max_width)
-        if sum(widths) > max_width:  # rich's last resort: every column evenly
+        # `_measure_column`: clamped to keep (+ padding), unless there is no width at all
+        fixed = keep + 2 * _PAD
+        widths[0] = fixed if max_width >= 1 else 1
+        widths = _collapse(widths, [False] + [True] * (len(widths) - 1), max_width)
+        if sum(widths) > max_width:  # rich's last resort: every column evenly (the id too)
             widths = _ratio_reduce(sum(widths) - max_width, [1] * len(widths), widths, widths)
-        widths = [_column_max(n, w) for n, w in zip(longest, widths, strict=True)]
+        # measured again in their widths: the id clamped back to `keep`, past the console
+        widths = [fixed if widths[0] >= 1 else 0,
+                  *(_column_max(n, w) for n, w in zip(longest[1:], widths[1:], strict=True))]
     return widths
 
 
@@ -229,15 +245,17 @@ def _row_lines(cells: tuple[str, ...], lengths: list[int], inner: list[int], bot
 
 def layout(title: str, rows: list[tuple[str, ...]], width: int) -> Layout | None:
     """The listing in a console `width` columns wide; None when only rich's `Table` lays it
-    out as rich does (a tab or a line break in a cell, a console too narrow for the box)."""
+    out as rich does (a tab or a line break in a cell, a table that cannot fit the console)."""
     texts = [title, *HEADERS, *(c for row in rows for c in row)]
     if any(_RICH_ONLY.search(t) for t in texts):
         return None
     lengths = [[_cell_len(c) for c in row] for row in rows]
     head = [_cell_len(h) for h in HEADERS]
-    widths = column_widths([max(col) for col in zip(head, *lengths, strict=True)], width - _EDGES)
+    bare = (n[0] - len(BASELINE_MARK) * r[0].endswith(BASELINE_MARK) for r, n in zip(rows, lengths, strict=True))
+    keep = max([head[0], *bare])  # the id column's width when the table must give way
+    widths = column_widths([max(col) for col in zip(head, *lengths, strict=True)], width - _EDGES, keep)
     if any(w < 2 * _PAD + 1 for w in widths) or sum(widths) + _EDGES > width:
-        return None  # rich crops what does not fit; not worth copying
+        return None  # wider than the console (or a column of nothing): left to rich
     inner = [w - 2 * _PAD for w in widths]
     table_width = sum(widths) + _EDGES
     return Layout(
@@ -295,7 +313,12 @@ def render_runs(rows: list[RunListing], title: str, console: Console) -> None:
 
 
 def _rich_table(cells: list[tuple[str, ...]], title: str, console: Console) -> None:
-    """The listing through rich's `Table`: what `layout` leaves to rich."""
+    """The listing through rich's `Table`: what `layout` leaves to rich. A table wider than
+    the console gives it a run id column of exactly its longest id (or header): never cut
+    nor wrapped, the BASELINE marker wrapping below the id, the other columns giving way;
+    where even that is too wide, the lines run past the console rather than crop the id."""
+    from rich.cells import cell_len
+    from rich.measure import Measurement
     from rich.table import Table
 
     from evalh.console import safe_text
@@ -303,6 +326,10 @@ def _rich_table(cells: list[tuple[str, ...]], title: str, console: Console) -> N
     table = Table(title=safe_text(title), title_justify="left")
     for col in HEADERS:
         table.add_column(col)
-    for row in cells:
-        table.add_row(*(safe_text(c) for c in row))
-    console.print(table)
+    for row in cells:  # the id's own no_wrap=False: the column's no_wrap would cut the marker
+        table.add_row(safe_text(row[0], no_wrap=False), *(safe_text(c) for c in row[1:]))
+    if Measurement.get(console, console.options.update_width(1 << 20), table).maximum > console.options.max_width:
+        keep = max([cell_len(HEADERS[0]), *(cell_len(r[0].removesuffix(BASELINE_MARK)) for r in cells)])
+        column = table.columns[0]
+        column.no_wrap, column.min_width, column.max_width = True, keep, keep
+    console.print(table, crop=False)
