@@ -394,6 +394,7 @@ def test_the_facts_of_a_documents_lines_are_those_of_its_results(
     the whole suite."""
     from evalh.core import compare_facts
     from evalh.core.compare import suite_options
+    from evalh.document import read_head
 
     monkeypatch.setattr(compare_facts, "CHUNK_BYTES", chunk)
     store = RunStore(tmp_path)
@@ -408,11 +409,49 @@ def test_the_facts_of_a_documents_lines_are_those_of_its_results(
     store.write(run)
     loaded = store.load(run.run_id)
     options = suite_options(loaded, loaded)
-    read = compare_facts.read_facts(store.path_for(run.run_id), "doc", options)
+    path = store.path_for(run.run_id)
+    read = compare_facts.read_facts(path, "doc", options)
     assert read is not None
     for name, s in loaded.suites.items():
         assert _columns(read[name]) == _columns(compare_facts.suite_facts(s.cases, options[name]))
     assert read["s"].results == len(loaded.suites["s"].cases) >= 50  # every result
+    # Both ways of finding a line's row: by the line before it (a case's lines together, as
+    # evalh writes them) and by the case-id lookup (read again when they are apart).
+    with path.open("rb") as fh:
+        head = read_head(fh)
+        runs = compare_facts._facts_from(fh, head, "doc", options, lookup=False)
+    together = spec.get("aligned", False) or spec["repeats"] == 1 and spec["arms"] == ["default"]
+    assert runs["s"].folded() == together
+    if together:
+        assert _columns(runs["s"]) == _columns(read["s"])
+    with path.open("rb") as fh:
+        head = read_head(fh)
+        assert _columns(compare_facts._facts_from(fh, head, "doc", options, lookup=True)["s"]) == _columns(read["s"])
+
+
+@pytest.mark.parametrize("chunk", [1, 2000, 1 << 20])
+def test_a_line_read_alone_amid_chunks_gives_the_same_facts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """A line of another shape is read alone (`add_line`, through the lookup), its chunk's
+    other lines with it: the facts are those of the models all the same."""
+    from evalh.core import compare_facts
+    from evalh.core.compare import suite_options
+
+    monkeypatch.setattr(compare_facts, "CHUNK_BYTES", chunk)
+    store = RunStore(tmp_path)
+    run = _run("20260101T000000000Z-00000a", 4, regime="deterministic", arms=["a", "b"], repeats=2,
+               shift=0.2, aligned=True)
+    store.write(run)
+    path = store.path_for(run.run_id)
+    for line in (9, 40, 100):
+        _damage(path, line, lambda o: o.update(latency_ms=str(o["latency_ms"] or 3)))  # lax: "3" is 3.0
+    loaded = store.load(run.run_id)
+    options = suite_options(loaded, loaded)
+    read = compare_facts.read_facts(path, "doc", options)
+    assert read is not None
+    for name, s in loaded.suites.items():
+        assert _columns(read[name]) == _columns(compare_facts.suite_facts(s.cases, options[name]))
 
 
 @pytest.mark.parametrize("kind", range(len(CASES)))
