@@ -499,3 +499,41 @@ def test_a_row_of_256_attempts_has_its_outcome() -> None:
     assert facts.outcomes() == bytes([FAILED, PASSED])
     assert facts.outcomes_of(row_range(2)) == bytes([FAILED, PASSED])
     assert facts.outcomes_of(array("q", [1, 0])) == bytes([PASSED, FAILED])
+
+
+@pytest.mark.parametrize("kind", range(len(CASES)))
+def test_the_base_read_in_a_worker_gives_the_verdict_of_the_whole_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: int
+) -> None:
+    """Read side by side, the candidate's rows are checked against the base's (the same
+    cases in the same order need no check of their own), else on their own, and read
+    again by case id where a case's lines are apart."""
+    from evalh.core import compare_load
+
+    store, base, cand = _stored_pair(tmp_path, kind, 12)
+    monkeypatch.setattr(compare_load, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(compare_load, "_second_core", lambda: True)
+    forked = compare_load.load_compared(store, base.run_id, cand.run_id, parallel=True).compare()
+    assert forked.to_dict() == compare_runs(store.load(base.run_id), store.load(cand.run_id)).to_dict()
+
+
+def test_two_runs_whose_cases_have_lines_apart_alike_are_read_by_case_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base and candidate hold the same lines in the same order, a case's attempts
+    apart: the same rows unchecked on both sides would prove nothing."""
+    from evalh.core import compare_load
+
+    store = RunStore(tmp_path)
+    runs = [_run(run_id, 3, regime="stochastic", arms=["default"], repeats=3, shift=0.0, aligned=True)
+            for run_id in ("20260101T000000000Z-00000a", "20260101T000001000Z-00000b")]
+    for run in runs:
+        cases = run.suites["s"].cases
+        run.suites["s"].cases = cases[0::3] + cases[1::3] + cases[2::3]  # attempt 0 of every case, then 1, then 2
+        store.write(run)
+    monkeypatch.setattr(compare_load, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(compare_load, "_second_core", lambda: True)
+    loaded = compare_load.load_compared(store, runs[0].run_id, runs[1].run_id, parallel=True)
+    assert [len(side["s"]) for side in loaded.facts] == [60, 60]  # a row a case, not an attempt
+    whole = compare_runs(store.load(runs[0].run_id), store.load(runs[1].run_id))
+    assert loaded.compare().to_dict() == whole.to_dict()

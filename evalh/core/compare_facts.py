@@ -788,29 +788,41 @@ chunk's lines, its decoded structs and the columns they go to stay in the proces
 caches (a 930 MB document read ~15 % faster than in 1 MB chunks)."""
 
 
-def read_facts(path: Path, shown: str, options: dict[str, Options]) -> dict[str, SuiteFacts] | None:
+def read_facts(path: Path, shown: str, options: dict[str, Options], *, rows: str = "checked") -> dict[str, SuiteFacts] | None:
     """The facts of every suite of the run document at `path` (`facts_from`). None when the
     document is not in the streamed layout (the caller loads it whole)."""
     try:
         with path.open("rb") as fh:
             head = read_head(fh)
-            return None if head is None else facts_from(fh, head, shown, options)
+            return None if head is None else facts_from(fh, head, shown, options, rows=rows)
     except OSError as exc:
         raise RunDocumentError(f"{path}: cannot read: {exc}") from None
 
 
-def facts_from(fh: IO[bytes], head: dict[str, Any], shown: str, options: dict[str, Options]) -> dict[str, SuiteFacts]:
+def facts_from(fh: IO[bytes], head: dict[str, Any], shown: str, options: dict[str, Options], *,
+               rows: str = "checked") -> dict[str, SuiteFacts]:
     """The facts of every suite of a streamed document whose header `head` was just read
     from `fh`, a chunk of result lines at a time (`options`: per suite, what to keep; a
-    suite it does not name keeps the default). A row is the lines of one (case, arm) that
-    follow one another, as evalh writes them; in a document where a case's lines are
-    apart (`SuiteFacts.folded`), the results are read again, rows found by case id."""
+    suite it does not name keeps the default).
+
+    `rows`: how a line's row is found. "checked": a row is the lines of one (case, arm)
+    that follow one another, as evalh writes them; in a document where a case's lines are
+    apart (`SuiteFacts.folded`), the results are read again, rows found by case id
+    ("lookup"). "unchecked": the first way, not checked: for a caller that checks it
+    (`unfolded`)."""
     start = fh.tell()
-    out = _facts_from(fh, head, shown, options, lookup=False)
-    if all(facts.folded() for facts in out.values()):
+    out = _facts_from(fh, head, shown, options, lookup=rows == "lookup")
+    if rows != "checked" or all(facts.folded() for facts in out.values()):
         return out
     fh.seek(start)
     return _facts_from(fh, head, shown, options, lookup=True)
+
+
+def unfolded(facts: dict[str, SuiteFacts], like: dict[str, SuiteFacts]) -> bool:
+    """Some suite of `facts` (read "unchecked") holds a case in two rows. A suite holding
+    the same rows as its suite in `like` (facts read "checked") is folded as that one is:
+    two runs of the same cases are checked for the price of one."""
+    return not all((name in like and f.same_rows(like[name])) or f.folded() for name, f in facts.items())
 
 
 def _facts_from(fh: IO[bytes], head: dict[str, Any], shown: str, options: dict[str, Options], *,
