@@ -505,9 +505,9 @@ def test_a_row_of_256_attempts_has_its_outcome() -> None:
 def test_the_base_read_in_a_worker_gives_the_verdict_of_the_whole_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: int
 ) -> None:
-    """Read side by side, the candidate's rows are checked against the base's (the same
-    cases in the same order need no check of their own), else on their own, and read
-    again by case id where a case's lines are apart."""
+    """Read side by side, the base's rows (from the worker) are checked against the
+    candidate's (the same cases in the same order need no check of their own), else on
+    their own, and read again by case id where a case's lines are apart."""
     from evalh.core import compare_load
 
     store, base, cand = _stored_pair(tmp_path, kind, 12)

@@ -41,9 +41,9 @@ def load_compared(store: RunStore, base_ref: str, candidate_ref: str, *, paralle
 
     `parallel`: when the machine has a second core and the documents are large, the base is
     read in a forked worker process while this one reads the candidate (its facts come back
-    as one buffer of raw columns, `SuiteFacts.pack`; the candidate's rows are checked
-    against the base's, `compare_facts.unfolded`). For a single-threaded caller (the CLI):
-    a process with threads must not fork.
+    as one buffer of raw columns, `SuiteFacts.pack`; its rows are checked against the
+    candidate's, `compare_facts.unfolded`). For a single-threaded caller (the CLI): a
+    process with threads must not fork.
 
     Raises `RunNotFound`, `InvalidRunId` or `RunDocumentError` (exit code 2), naming the
     file and, for a damaged result, its line or field."""
@@ -68,15 +68,16 @@ def load_compared(store: RunStore, base_ref: str, candidate_ref: str, *, paralle
         from concurrent.futures.process import BrokenProcessPool
 
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-            other = pool.submit(read_facts, paths[0], str(paths[0]), options)
-            # its rows checked against the base's (`unfolded`): the same cases need one check
-            sides[1] = read_facts(paths[1], str(paths[1]), options, rows="unchecked")
+            # The base's rows are checked here against the candidate's (`unfolded`): two runs
+            # of the same cases need one check, made while the worker packs its facts.
+            other = pool.submit(read_facts, paths[0], str(paths[0]), options, rows="unchecked")
+            sides[1] = read_facts(paths[1], str(paths[1]), options)
             try:
                 sides[0] = other.result()
             except BrokenProcessPool:  # the worker died (killed, out of memory): read it here
                 sides[0] = read_facts(paths[0], str(paths[0]), options)
-        if sides[1] is not None and (sides[0] is None or unfolded(sides[1], sides[0])):
-            sides[1] = read_facts(paths[1], str(paths[1]), options, rows="lookup")
+        if sides[0] is not None and (sides[1] is None or unfolded(sides[0], sides[1])):
+            sides[0] = read_facts(paths[0], str(paths[0]), options, rows="lookup")
     for k, path in enumerate(paths):
         if sides[k] is None:
             sides[k] = read_facts(path, str(path), options)
