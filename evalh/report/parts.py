@@ -158,9 +158,6 @@ def _why(r: CaseResult) -> str | None:
     return None
 
 
-_NO_WHY = 1 << 62  # an attempt number no result has
-
-
 class WorstParts:
     """Cases with the most failed or errored attempts, then the most bad paragraphs. Per
     case a few integers (indexed by `CaseIndex`) and the token of the result that says why:
@@ -174,7 +171,9 @@ class WorstParts:
         self.attempts = array("q")
         self.bad = array("q")
         self.paragraphs = array("q")
-        self.why_attempt = array("q")
+        self.why_attempt: list[int | None] = []
+        """Per case: the attempt of the result that says why (None: none does yet). A list,
+        not an array: an attempt is any integer a document holds."""
         self.why_token = array("q")
 
     def add(self, r: CaseResult, i: int, token: int) -> None:
@@ -183,7 +182,7 @@ class WorstParts:
             for column in (self.failed, self.errored, self.judge_error, self.attempts, self.bad,
                            self.paragraphs, self.why_token):
                 column.append(0)
-            self.why_attempt.append(_NO_WHY)
+            self.why_attempt.append(None)
         self.attempts[i] += 1
         status = r.status
         if status == "failed":
@@ -197,7 +196,8 @@ class WorstParts:
                 for _, bad in paragraphs(s):
                     self.paragraphs[i] += 1
                     self.bad[i] += bad
-        if r.attempt < self.why_attempt[i] and _why(r):  # the earliest attempt that says why
+        earliest = self.why_attempt[i]
+        if (earliest is None or r.attempt < earliest) and _why(r):  # the earliest attempt that says why
             self.why_attempt[i], self.why_token[i] = r.attempt, token
 
     def result(self, fetch: Callable[[int], CaseResult], limit: int = 10) -> list[WorstCase]:
@@ -210,7 +210,7 @@ class WorstParts:
             out.append(WorstCase(
                 case_id=cid, attempts=self.attempts[i], failed=failed[i], errored=errored[i],
                 judge_error=self.judge_error[i], bad_paragraphs=bad[i], paragraphs=self.paragraphs[i],
-                why=_why(fetch(self.why_token[i])) if self.why_attempt[i] != _NO_WHY else None,
+                why=_why(fetch(self.why_token[i])) if self.why_attempt[i] is not None else None,
             ))
         return out
 
