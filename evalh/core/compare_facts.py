@@ -349,8 +349,8 @@ class SuiteFacts:
         order): a line of the (case, arm) of the line before it is an attempt of its row,
         any other line a new row. A document lists a case's attempts and arms together, so
         that is every row; `folded` checks it once the suite is read (a case whose lines are
-        apart would be two rows), and `facts_from` reads a document where it does not hold
-        again with the lookup. A million-entry dict filled a line at a time cost more than
+        apart would be two rows; apart within one chunk, `_Apart` is raised at once), and
+        `facts_from` reads a document where it does not hold again with the lookup. A million-entry dict filled a line at a time cost more than
         anything else the lines are read into."""
         m, n0, names = len(ids), len(self.case_ids), self.arm_names
         last_arm, last_id = self._last
@@ -370,10 +370,13 @@ class SuiteFacts:
             new_arms = list(map(names.index, compress(arms, starts)))
             index = 0
         self._last = (arms[-1], ids[-1])
-        if starts.count(False) == 0:  # each line a new row
+        new_ids = ids if starts.count(False) == 0 else list(compress(ids, starts))
+        if len(set(new_ids if new_arms is None else zip(new_ids, new_arms, strict=True))) != len(new_ids):
+            raise _Apart  # a case's lines apart within the chunk (a shuffled document): no use going on
+        if new_ids is ids:  # each line a new row
             return None, ids, new_arms, results, index
         line_rows = list(accumulate(starts, initial=n0 - 1))[1:]
-        return line_rows, list(compress(ids, starts)), new_arms, list(compress(results, starts)), index
+        return line_rows, new_ids, new_arms, list(compress(results, starts)), index
 
     def _looked_up(self, ids: list[str], arms: list[str], results: list[Any]) -> _Placed:
         """The rows of a chunk's lines through the lookup (`rows`): a (case, arm) keeps
@@ -811,11 +814,18 @@ def facts_from(fh: IO[bytes], head: dict[str, Any], shown: str, options: dict[st
     ("lookup"). "unchecked": the first way, not checked: for a caller that checks it
     (`unfolded`)."""
     start = fh.tell()
-    out = _facts_from(fh, head, shown, options, lookup=rows == "lookup")
-    if rows != "checked" or all(facts.folded() for facts in out.values()):
-        return out
+    try:
+        out = _facts_from(fh, head, shown, options, lookup=rows == "lookup")
+        if rows != "checked" or all(facts.folded() for facts in out.values()):
+            return out
+    except _Apart:
+        pass
     fh.seek(start)
     return _facts_from(fh, head, shown, options, lookup=True)
+
+
+class _Apart(Exception):
+    """A case's lines are apart in a chunk read without the lookup (`SuiteFacts._runs`)."""
 
 
 def unfolded(facts: dict[str, SuiteFacts], like: dict[str, SuiteFacts]) -> bool:
