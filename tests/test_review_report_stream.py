@@ -58,3 +58,19 @@ def test_a_worst_cases_reason_is_found_whatever_its_attempt_number(tmp_path: Pat
     assert got.exit_code == 0, got.output
     rows = json.loads(got.stdout)["suites"][0]["arms"][0]["worst"]
     assert [r["why"] for r in rows] == ["late why", "only why"]
+
+
+def test_a_run_named_twice_gets_its_stat_tables_twice_not_merged(tmp_path: Path) -> None:
+    """`evalh report A A --stat score` (an id and its path, say) reports each run given, as
+    the report itself does: two tables of A's numbers, not one table of both counted together."""
+    store = RunStore(tmp_path / "eval_runs")
+    store.write(_run([_failed("c1", 0, "x"), _failed("c2", 0, "y")]))
+    path = str(store.path_for(RUN_ID))
+    got = _cli(tmp_path, "report", RUN_ID, path, "--stat", "score", "--json")
+    assert got.exit_code == 0, got.output
+    stats = json.loads(got.stdout)["field_stats"]
+    assert [(s["run_id"], s["suite"], s["rows"][0]["results"]) for s in stats] == [(RUN_ID, "s", 2), (RUN_ID, "s", 2)]
+    from evalh.core.field_stats import field_stats
+
+    run = store.load(RUN_ID)
+    assert [s.rows[0].results for s in field_stats([run, run], ["score"], [])] == [2, 2]

@@ -140,15 +140,17 @@ class FieldStatsParts:
 
     def __init__(self, paths: Sequence[str], by: Sequence[str]) -> None:
         self.paths, self.by = [check_path(p) for p in paths], list(by)
-        self.suites: dict[tuple[str, str], dict[str, _Cell | None]] = {}
-        """(run id, suite) → arm → its cell (None: the arm's results were all skipped)."""
+        self.suites: dict[tuple[int, str, str], dict[str, _Cell | None]] = {}
+        """(run's position, run id, suite) → arm → its cell (None: the arm's results were all
+        skipped). The position: a run given twice is reported twice, not merged."""
 
-    def declare(self, run_id: str, suite: str) -> None:
-        """A suite of a run, in report order (reported when it holds results)."""
-        self.suites.setdefault((run_id, suite), {})
+    def declare(self, run_id: str, suite: str, run: int = 0) -> None:
+        """A suite of a run (`run`: its position among the reported runs), in report order
+        (reported when it holds results)."""
+        self.suites.setdefault((run, run_id, suite), {})
 
-    def add(self, run_id: str, suite: str, r: CaseResult) -> None:
-        arms = self.suites.setdefault((run_id, suite), {})
+    def add(self, run_id: str, suite: str, r: CaseResult, run: int = 0) -> None:
+        arms = self.suites.setdefault((run, run_id, suite), {})
         cell = arms.get(r.arm)
         if r.status == "skipped":
             arms.setdefault(r.arm, None)
@@ -173,7 +175,7 @@ class FieldStatsParts:
         out: list[FieldStats] = []
         for path in self.paths:
             seen = False
-            for (run_id, name), arms in self.suites.items():
+            for (_, run_id, name), arms in self.suites.items():
                 for arm in sorted(arms):
                     cell = arms[arm]
                     overall = cell.overall[path] if cell is not None else _Values()
@@ -193,9 +195,9 @@ class FieldStatsParts:
 def field_stats(runs: Sequence[Run], paths: Sequence[str], by: Sequence[str]) -> list[FieldStats]:
     """`FieldStatsParts` over runs in memory."""
     parts = FieldStatsParts(paths, by)
-    for run in runs:
+    for at, run in enumerate(runs):
         for name, suite in run.suites.items():
-            parts.declare(run.run_id, name)
+            parts.declare(run.run_id, name, at)
             for r in suite.cases:
-                parts.add(run.run_id, name, r)
+                parts.add(run.run_id, name, r, at)
     return parts.result()

@@ -44,14 +44,18 @@ Visit = Callable[[str, str, CaseResult], None]
 def build_report(
     runs: Sequence[Run | RunResults], by: Sequence[str] = (), *, worst: int = 10,
     baseline: Sequence[BaselineVerdict] = (), visit: Visit | None = None,
+    on_run: Callable[[int], None] | None = None,
 ) -> Report:
     """The report of `runs` (in the order given), grouped by each metadata field in `by`.
     `baseline`: each run's verdict against the BASELINE (see `baseline_verdict`), shown in
     the summary. A run is read a result at a time (`RunResults`: a document is streamed,
     once, and once more for a suite with repeated attempts); `visit` sees each result of
-    the first reading."""
+    the first reading, `on_run` each run's position in `runs` before its results (a run
+    given twice has the same id twice)."""
     report = Report(by=list(by), baseline=list(baseline))
-    for source in runs:
+    for at, source in enumerate(runs):
+        if on_run is not None:
+            on_run(at)
         results = source if isinstance(source, RunResults) else RunResults(source)
         run = results.header
         report.runs.append(RunHeader(
