@@ -74,3 +74,30 @@ def test_a_run_named_twice_gets_its_stat_tables_twice_not_merged(tmp_path: Path)
 
     run = store.load(RUN_ID)
     assert [s.rows[0].results for s in field_stats([run, run], ["score"], [])] == [2, 2]
+
+
+def _damage_a_result(path: Path) -> None:
+    lines = path.read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"case_id"'))
+    lines[at + 1] = lines[at + 1].replace(b'"attempt":', b'"attempt":"x","was":', 1)
+    path.write_bytes(b"\n".join(lines))
+
+
+def test_a_damaged_baseline_is_a_note_in_the_report_not_its_failure(tmp_path: Path) -> None:
+    """"A report never fails because of the baseline": a BASELINE run whose results are
+    damaged gets the note it got when the report loaded it whole, and the report is printed."""
+    store = RunStore(tmp_path / "eval_runs")
+    base = _run([_failed("c1", 0, "x"), _failed("c2", 0, "y")], run_id="20260101T000000000Z-0000ab")
+    store.write(base)
+    store.write(_run([_failed("c1", 0, "x"), _failed("c2", 0, "y")]))
+    _damage_a_result(store.path_for(base.run_id))
+    (tmp_path / "BASELINE").write_text(base.run_id + "\n")
+    from evalh.errors import RunDocumentError
+
+    with pytest.raises(RunDocumentError) as loading:
+        store.load(base.run_id)
+    got = _cli(tmp_path, "report", RUN_ID, "--json")
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.stdout)["baseline"] == [{
+        "run_id": RUN_ID, "base": base.run_id, "verdict": "none", "fails_gate": False, "gate_reasons": [],
+        "suites": {}, "note": "cannot load: " + loading.value.message.removeprefix(f"{tmp_path}/")}]

@@ -311,7 +311,18 @@ def versus_baseline(runs: Sequence[Run | RunResults], root: Any, store: Any) -> 
             out.append(BaselineVerdict(run_id=run.run_id, base=base, verdict="none", note="this run is the baseline"))
             continue
         if isinstance(source, RunResults) and source.path is not None:
-            cmp, _ = loaded.compare_stored(store, str(source.path))
+            try:
+                cmp, _ = loaded.compare_stored(store, str(source.path))
+            except EvalhError:
+                # a damaged document: say what reading the whole runs said, as before — the
+                # baseline's damage a note, the run's own its loader's error
+                try:
+                    whole = load_baseline(root, store)
+                except EvalhError as exc:
+                    out.append(BaselineVerdict(run_id=run.run_id, base=base, verdict="none",
+                                               note=f"cannot load: {exc.message}"))
+                    continue
+                cmp, _ = whole.compare(store.load(str(source.path)))
         else:
             cmp, _ = loaded.compare(source if isinstance(source, Run) else run)
         out.append(baseline_verdict(run.run_id, base, cmp.to_dict()))
