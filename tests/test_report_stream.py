@@ -171,3 +171,54 @@ def test_a_streamed_report_holds_numbers_per_case_not_the_results(tmp_path: Path
     per_case_loaded = (held(lambda: store.load(large)) - held(lambda: store.load(small))) / 800
     per_case_streamed = (held(lambda: streamed(large)) - held(lambda: streamed(small))) / 800
     assert per_case_streamed < 500 and per_case_streamed < per_case_loaded / 6, (per_case_streamed, per_case_loaded)
+
+
+def test_a_secret_a_result_quotes_is_in_no_report_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product that echoes its key puts it in an error or a rationale; the document is
+    scrubbed, a run in memory is not, and a report of it is output all the same."""
+    from evalh.models import ErrorInfo, Score
+    from evalh.report import render_terminal, to_html, to_markdown
+    from evalh.report.render import terminal_text
+
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("DEMO_API_KEY", secret)
+    run = report_run("20260101T000000000Z-00000a", 9)
+    for i, r in enumerate(run.suites["s"].cases[:12]):
+        if i % 2:
+            r.status, r.error = "errored", ErrorInfo(type="AuthError", message=f"bad key {secret}")
+        else:
+            r.status = "failed"
+            r.scores = [Score(scorer="exact", value=0.0, passed=False, rationale=f"the answer quoted {secret}")]
+        r.metadata["complexity"] = f"k={secret}"
+    report = build_report([run], ["complexity"])
+    assert any(w.why and "[REDACTED]" in w.why for a in report.suites[0].arms for w in a.worst)
+    from io import StringIO
+
+    from rich.console import Console
+
+    console = Console(file=StringIO(), width=120)
+    render_terminal(report, console)
+    for text in (to_json(report), to_markdown(report), to_html(report), terminal_text(report),
+                 console.file.getvalue()):  # type: ignore[attr-defined]
+        assert secret not in text
+    monkeypatch.delenv("DEMO_API_KEY")
+    assert secret in to_json(build_report([run], ["complexity"]))  # what was scrubbed: only the secret
+
+
+def test_a_split_that_is_a_list_or_a_table_is_not_held_out(tmp_path: Path) -> None:
+    run = report_run("20260101T000000000Z-00000a", 10, mess=0.0)
+    for i, r in enumerate(run.suites["s"].cases):
+        r.metadata["split"] = ["test"] if i % 2 else {"name": "test"}
+    interval = build_report([run]).suites[0].arms[0].interval
+    assert interval.low is None and "not every case is from a held-out split" in (interval.reason or "")
+
+
+def test_scores_near_the_largest_float_are_figures_not_a_crash() -> None:
+    run = report_run("20260101T000000000Z-00000a", 11, repeats=2, mess=0.0)
+    for r in run.suites["s"].cases:
+        if r.status in ("passed", "failed"):
+            r.score = 1e308
+            r.scores[0].value = -1e308 if r.attempt else 1e308
+    arm = build_report([run]).suites[0].arms[0]
+    assert arm.repeats is not None and arm.runs is not None
+    assert any(row.score_variance == float("inf") for row in arm.repeats.raw)

@@ -32,9 +32,18 @@ def z_for(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
+def _sum(values: Sequence[float]) -> float:
+    """`math.fsum` (exact), or the float sum (±inf) where fsum's partial sums overflow:
+    scores near 1e308 are figures too, not a crash."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return sum(values)
+
+
 def mean(values: Sequence[float]) -> float | None:
     """Arithmetic mean, or None for an empty sequence."""
-    return math.fsum(values) / len(values) if values else None
+    return _sum(values) / len(values) if values else None
 
 
 def sample_variance(values: Sequence[float]) -> float | None:
@@ -42,8 +51,8 @@ def sample_variance(values: Sequence[float]) -> float | None:
     n = len(values)
     if n < 2:
         return None
-    m = math.fsum(values) / n
-    return math.fsum((v - m) ** 2 for v in values) / (n - 1)
+    m = _sum(values) / n
+    return _sum([(v - m) * (v - m) for v in values]) / (n - 1)  # ** raises where * gives inf
 
 
 # --------------------------------------------------------------------------- proportions

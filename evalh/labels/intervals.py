@@ -125,7 +125,7 @@ class ResultTraits:
     def add(self, r: CaseResult) -> None:
         meta = r.metadata
         split = meta.get("split")
-        if split not in HELD_OUT_SPLITS:
+        if not (isinstance(split, str) and split in HELD_OUT_SPLITS):  # a list or table is no split
             self.outside.add(str(split) if split is not None else "(none)")
         sampling = meta.get("sampling")
         if sampling is None:

@@ -77,6 +77,42 @@ def build_report(
     from evalh.report.figures import across_runs
 
     report.figures = across_runs(report)
+    return scrubbed(report)
+
+
+def scrubbed(report: Report) -> Report:
+    """`report` with every secret in its text (the value of a credential-named environment
+    variable, or one registered: `evalh.redact`) replaced by the marker, in place. A
+    result's error or rationale may quote a key the product echoed; the run in memory is
+    not scrubbed, only its document, and a report is output that CI keeps."""
+    from pydantic import BaseModel
+
+    from evalh.redact import scrub_text, secret_env_values
+
+    secrets = secret_env_values()
+    if not secrets:
+        return report
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, str):
+            return scrub_text(v, env=secrets)
+        if isinstance(v, BaseModel):
+            for name in type(v).model_fields:
+                old = getattr(v, name)
+                new = clean(old)
+                if new is not old:
+                    object.__setattr__(v, name, new)  # as validated: only text changes
+            return v
+        if isinstance(v, list):
+            items = [clean(x) for x in v]
+            return v if all(a is b for a, b in zip(items, v, strict=True)) else items
+        if isinstance(v, dict):
+            pairs = [(clean(k), clean(x)) for k, x in v.items()]
+            return v if all(k2 is k and x2 is x for (k2, x2), (k, x) in zip(pairs, v.items(), strict=True)) \
+                else dict(pairs)
+        return v
+
+    clean(report)
     return report
 
 
