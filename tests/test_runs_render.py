@@ -69,7 +69,7 @@ VARIED = [
     row("20261201T193052754Z-eeeeee", label="日本語のラベル 😀 café naïve e\u0301 Ωmega", suites={"ünïcode": 0.75}),
     row("20261201T193052755Z-ffffff", label="bidi \u202eevil\u202c \u2066iso\u2069", status="partial"),
     row("20261201T193052756Z-000001", label="killed", status="interrupted", sha=None, dirty=None, suites={},
-        resume="evalh run --resume 20261201T193052756Z-000001 --runs-dir '/tmp/some dir/eval_runs'"),
+        resume="evalh run --resume 20261201T193052756Z-000001 --runs-dir '/srv/ci/some dir/eval_runs'"),
     row("20261201T193052757Z-000002", label=None, status="running", sha=None, dirty=None, suites={}),
     row("20261201T193052758Z-000003", label="  spaced   out  ", status="failed",
         suites={f"s{k}": k / 7 for k in range(9)}),
@@ -77,7 +77,7 @@ VARIED = [
         suites={"gate": None}),
     row("20261201T193052760Z-000005", label="\u00a0nbsp\u3000ideographic space", baseline=True, dirty=True),
 ]
-TITLES = ["runs in eval_runs", "runs in /tmp/pytest-of-someone/pytest-12/test_a_long_name0/project/eval_runs",
+TITLES = ["runs in eval_runs", "runs in /var/ci/pytest-of-someone/pytest-12/test_a_long_name0/project/eval_runs",
           "runs in /srv/a-path-without-any-space-that-is-longer-than-a-narrow-table-is-wide/eval_runs/x/y/z",
           "runs in [bold]/x[/bold]\x1b[2J"]
 
@@ -142,7 +142,7 @@ def test_text_only_rich_lays_out_goes_through_rich(label: str) -> None:
 
 
 WORDS = ["a", "gate", "nightly", "x" * 30, "[bold]", "[/]", "日本", "😀", "e\u0301", "  ", "-", "résumé",
-         "\x1b[1m", "20261201T193052749Z-ebb0c3", "--runs-dir", "'/tmp/a b'", "\u00a0", "ｆｕｌｌ"]
+         "\x1b[1m", "20261201T193052749Z-ebb0c3", "--runs-dir", "'/srv/a b'", "\u00a0", "ｆｕｌｌ"]
 
 
 def _text(rng: random.Random, most: int) -> str:
@@ -300,7 +300,7 @@ def _whole_ids(text: str, rows: list[RunListing], width: int) -> None:
 @pytest.mark.parametrize("width", [60, 80])
 def test_every_run_id_is_whole_when_the_table_must_give_way(width: int) -> None:
     """The id is what `evalh show` and `evalh compare` take: label and suites wrap instead."""
-    title = "runs in /work/a/project/with/a/long/path/eval_runs"
+    title = "runs in /opt/a/project/with/a/long/path/eval_runs"
     _whole_ids(plain(REALISTIC, title, width), REALISTIC, width)
     _whole_ids(piped(lambda c: render_runs(REALISTIC, title, c), width), REALISTIC, width)
     _whole_ids(terminal(lambda c: render_runs(REALISTIC, title, c), width), REALISTIC, width)
