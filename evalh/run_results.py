@@ -30,10 +30,6 @@ class RunResults:
             name: suite.model_copy(update={"cases": []}) for name, suite in run.suites.items()}})
         self.path: Path | None = None
 
-    @property
-    def run_id(self) -> str:
-        return self.header.run_id
-
     def __iter__(self) -> Iterator[tuple[str, int, CaseResult]]:
         for name, suite in self._run.suites.items():
             for i, r in enumerate(suite.cases):

@@ -57,7 +57,8 @@ def test_visit_sees_every_result_once_in_document_order(tmp_path: Path) -> None:
     store.write(run)
     seen: list[tuple[str, str, int]] = []
 
-    def visit(run_id: str, suite: str, r: CaseResult) -> None:
+    def visit(at: int, run_id: str, suite: str, r: CaseResult) -> None:
+        assert (at, run_id) == (0, run.run_id)
         seen.append((suite, r.case_id, r.attempt))
 
     build_report([open_results(store, run.run_id)], visit=visit)

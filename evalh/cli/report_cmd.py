@@ -165,19 +165,14 @@ def report(
             header = source.header if isinstance(source, RunResults) else source
             for name in header.suites:
                 stats_parts.declare(header.run_id, name, at)
-    reading = [0]  # the position of the run being read: a run given twice is two runs
-
-    def on_run(at: int) -> None:
-        reading[0] = at
-
-    def visit(run_id: str, suite: str, r: CaseResult) -> None:
+    def visit(at: int, run_id: str, suite: str, r: CaseResult) -> None:
         if fields:
             present.update(k for k, v in r.metadata.items() if v not in (None, [], ""))
         if stats_parts is not None:
-            stats_parts.add(run_id, suite, r, reading[0])
+            stats_parts.add(run_id, suite, r, at)  # by position: a run given twice is two runs
 
     rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store),
-                       visit=visit if fields or stats_parts is not None else None, on_run=on_run)
+                       visit=visit if fields or stats_parts is not None else None)
     _check_fields(present, fields)
     stats = stats_parts.result() if stats_parts is not None else None
 

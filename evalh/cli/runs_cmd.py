@@ -110,7 +110,7 @@ def show(
     failures: dict[str, list[CaseResult]] = {name: [] for name in run.suites}
     not_passed = dict.fromkeys(run.suites, 0)
 
-    def visit(_: str, suite: str, r: CaseResult) -> None:
+    def visit(_at: int, _run: str, suite: str, r: CaseResult) -> None:
         if r.status in ("failed", "errored", "judge_error"):
             not_passed[suite] += 1
             if len(failures[suite]) < SHOWN_FAILURES:

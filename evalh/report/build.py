@@ -37,25 +37,22 @@ from evalh.report.raw_runs import raw_run_row, raw_runs
 from evalh.report.repeats import IntervalParts, RepeatsParts
 from evalh.run_results import RunResults
 
-Visit = Callable[[str, str, CaseResult], None]
-"""Called with (run id, suite, result) for every result a report reads, in document order."""
+Visit = Callable[[int, str, str, CaseResult], None]
+"""Called with (the run's position in the runs reported, its id, suite, result) for every
+result a report reads, in document order (a run given twice is two positions)."""
 
 
 def build_report(
     runs: Sequence[Run | RunResults], by: Sequence[str] = (), *, worst: int = 10,
     baseline: Sequence[BaselineVerdict] = (), visit: Visit | None = None,
-    on_run: Callable[[int], None] | None = None,
 ) -> Report:
     """The report of `runs` (in the order given), grouped by each metadata field in `by`.
     `baseline`: each run's verdict against the BASELINE (see `baseline_verdict`), shown in
     the summary. A run is read a result at a time (`RunResults`: a document is streamed,
     once, and once more for a suite with repeated attempts); `visit` sees each result of
-    the first reading, `on_run` each run's position in `runs` before its results (a run
-    given twice has the same id twice)."""
+    the first reading."""
     report = Report(by=list(by), baseline=list(baseline))
     for at, source in enumerate(runs):
-        if on_run is not None:
-            on_run(at)
         results = source if isinstance(source, RunResults) else RunResults(source)
         run = results.header
         report.runs.append(RunHeader(
@@ -67,7 +64,7 @@ def build_report(
         from evalh.core.outcome import advisory_suites
 
         advisory = advisory_suites(run)
-        suites = read_suites(results, by, visit)
+        suites = read_suites(results, by, visit, at)
         for name, suite in run.suites.items():
             report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst))
             if name in advisory:  # reported as it is, and said to be advisory
@@ -116,20 +113,20 @@ def scrubbed(report: Report) -> Report:
     return report
 
 
-def read_suites(results: RunResults, by: Sequence[str] = (), visit: Visit | None = None) -> dict[str, SuiteParts]:
+def read_suites(results: RunResults, by: Sequence[str] = (), visit: Visit | None = None,
+                at: int = 0) -> dict[str, SuiteParts]:
     """Every suite's parts, from one reading of `results` (and a second for the suites
-    with repeated attempts, whose raw tables need every attempt of a case together)."""
+    with repeated attempts, whose raw tables need every attempt of a case together);
+    `at`: the run's position, for `visit`."""
     run = results.header
     suites = {name: SuiteParts(suite.regime, suite.target, by) for name, suite in run.suites.items()}
     for name, token, r in results:
         suites[name].add(r, token)
         if visit is not None:
-            visit(run.run_id, name, r)
-    if any(p.repeated for s in suites.values() for p in s.arms.values()):
+            visit(at, run.run_id, name, r)
+    if any(s.repeated for s in suites.values()):
         for name, _, r in results:
-            arm = suites[name].arms[r.arm]
-            if arm.repeated:
-                arm.add_attempt(r)
+            suites[name].add_attempt(r)
     return suites
 
 
@@ -240,6 +237,17 @@ class SuiteParts:
             arm = self.arms[r.arm] = ArmParts(self.regime, self.target, self.by)
         arm.add(r, token)
 
+    @property
+    def repeated(self) -> bool:
+        """Some arm holds repeated attempts: the suite is read a second time (`add_attempt`)."""
+        return any(arm.repeated for arm in self.arms.values())
+
+    def add_attempt(self, r: CaseResult) -> None:
+        """A result of the second reading, for its arm's repeats section and raw table."""
+        arm = self.arms[r.arm]
+        if arm.repeated:
+            arm.add_attempt(r)
+
     def result(self, run_id: str, name: str, suite: SuiteResult, fetch: Callable[[int], CaseResult],
                worst: int = 10) -> SuiteReport:
         """The report of `suite` (its header: aggregates, details, metrics) from its results' parts."""
@@ -268,10 +276,9 @@ def suite_report(
     parts = SuiteParts(suite.regime, suite.target, by)
     for i, r in enumerate(suite.cases):
         parts.add(r, i)
-    if any(p.repeated for p in parts.arms.values()):
+    if parts.repeated:
         for r in suite.cases:
-            if parts.arms[r.arm].repeated:
-                parts.arms[r.arm].add_attempt(r)
+            parts.add_attempt(r)
     return parts.result(run_id, name, suite, suite.cases.__getitem__, worst)
 
 
