@@ -164,11 +164,19 @@ class SuiteFacts:
         self.graded.extend(bytes(extra))
         self._capacity += extra
 
+    def _arm_rows(self, arm: str) -> dict[str, int]:
+        """The case → row lookup of `arm`, made (and the arm named) when it is first seen."""
+        found = self.rows.get(arm)
+        if found is None:
+            found = self.rows[arm] = {}
+            self.arm_names.append(arm)
+        return found
+
     def extend(self, results: Iterable[Any]) -> None:
         """Results (attempts): `CaseResult` models, or a document's lines as `_line_type`
         reads them (the same attributes). A (case, arm) seen first here is a new row; its
         digest and cluster are those of its first result."""
-        rows, case_ids, arm_names = self.rows, self.case_ids, self.arm_names
+        case_ids, arm_names = self.case_ids, self.arm_names
         counts, status_counts, index_of = self.counts, self.status_counts, _INDEX
         scores, latencies, costs, graded = self.scores, self.latencies, self.costs, self.graded
         digests, clusters, arm_of, cluster_by = self.digest, self.cluster, self.arm_of, self.cluster_by
@@ -185,11 +193,7 @@ class SuiteFacts:
             n += 1
             arm = r.arm
             if arm != last_arm:
-                found = rows.get(arm)
-                if found is None:
-                    found = rows[arm] = {}
-                    arm_names.append(arm)
-                by_case, arm_index, last_arm = found, arm_names.index(arm), arm
+                by_case, arm_index, last_arm = self._arm_rows(arm), arm_names.index(arm), arm
             new = len(case_ids)
             row = by_case.setdefault(r.case_id, new)
             if row == new:  # a (case, arm) not seen before
@@ -381,16 +385,13 @@ class SuiteFacts:
     def _looked_up(self, ids: list[str], arms: list[str], results: list[Any]) -> _Placed:
         """The rows of a chunk's lines through the lookup (`rows`): a (case, arm) keeps
         the row it was first seen in, wherever its lines are."""
-        rows, arm_names = self.rows, self.arm_names
+        arm_names = self.arm_names
         m, n0 = len(ids), len(self.case_ids)
         arm = arms[0]
         line_rows: list[int] | None = None  # each line's row; None: line j is row n0 + j
         new_arms: list[int] | None = None  # each new row's arm; None: all `arm`
         if arms.count(arm) == m:  # one arm: rows found with one dict operation a line, in C
-            by_case = rows.get(arm)
-            if by_case is None:
-                by_case = rows[arm] = {}
-                arm_names.append(arm)
+            by_case = self._arm_rows(arm)
             # A case seen first on line j gets row n0 + j, one seen before keeps its row
             # (< n0, or that of its first line here): each is at most n0 + j, so the rows
             # sum to that of n0 … n0 + m - 1 only when every line is a new row.
@@ -409,11 +410,7 @@ class SuiteFacts:
         last_arm, by_case, index = None, {}, 0
         for j, (a, case_id) in enumerate(zip(arms, ids, strict=True)):
             if a != last_arm:
-                of_arm = rows.get(a)
-                if of_arm is None:
-                    of_arm = rows[a] = {}
-                    arm_names.append(a)
-                by_case, index, last_arm = of_arm, arm_names.index(a), a
+                by_case, index, last_arm = self._arm_rows(a), arm_names.index(a), a
             row = by_case.get(case_id)
             if row is None:
                 row = by_case[case_id] = n0 + len(new_ids)
