@@ -6,7 +6,7 @@ which baseline run you happened to get?
 
 Simulation (fixed seed): one stochastic suite of `n` cases, pass/fail, one attempt a case
 per run; each case has its own pass probability (uniform 0.3–1.0, so cases differ as real
-ones do). A baseline is `k` runs of that product pooled with `evalh.core.pool.pool_runs`;
+ones do). A baseline is `k` runs of that product pooled with `evalh.core.compare.pool.pool_runs`;
 each baseline is compared with the one `compare_runs` against `M` fresh runs of the *same*
 product (A/A: every verdict other than `flat` is noise). Per baseline we record the share
 of candidates that are `regressed`, `inconclusive` with the estimate on the worse side
@@ -29,8 +29,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from compare_factory import fast_result, make_run, suite  # noqa: E402
 
-from evalh.core.compare import compare_runs  # noqa: E402
-from evalh.core.pool import pool_runs  # noqa: E402
+from evalh.core.compare.decide import compare_runs  # noqa: E402
+from evalh.core.compare.pool import pool_runs  # noqa: E402
 
 
 def simulate(n: int, ks: list[int], baselines: int, candidates: int, seed: int) -> list[dict]:

@@ -142,8 +142,8 @@ def worker_library(runs: str, mode: str) -> dict[str, Any]:
     import gc
 
     import evalh.store
-    from evalh.core.compare import compare_runs
-    from evalh.core.compare_load import load_compared
+    from evalh.core.compare.decide import compare_runs
+    from evalh.core.compare.load import load_compared
     from evalh.store import RunStore
 
     store = RunStore(Path(runs))
@@ -258,7 +258,7 @@ def render(res: dict[str, Any], repeats: int, load: float) -> str:
         extra = lib[0]["peak_rss_mib"] - lib[0]["peak_rss_loaded_mib"]
         lines += [
             "Notes: `evalh compare` (the first row, and every end-to-end row but JUnit's) reads "
-            "only what a comparison pairs, into arrays (`evalh.core.compare_facts`); the API's "
+            "only what a comparison pairs, into arrays (`evalh.core.compare.facts`); the API's "
             "`compare_runs` on two runs loaded whole (the other two rows, and `--junit-xml`, "
             "which quotes outputs) holds every result as a pydantic model; "
             + (f"`compare_runs` adds {extra:.0f} MiB on top of them. " if extra >= 1

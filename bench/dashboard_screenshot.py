@@ -4,7 +4,7 @@
 
 Seeds 12 runs (bench/seed_runs.py) into bench/.work/shot/ and two newer runs that also hold
 an `answers` suite (three arms, text answers, three attempts in the newest) and a `triage`
-suite with a stored policy sweep (`evalh.core.sweep.suite_sweep`, as `evalh run` keeps it), marks one
+suite with a stored policy sweep (`evalh.core.analysis.sweep.suite_sweep`, as `evalh run` keeps it), marks one
 BASELINE, serves them with the dashboard, and saves with headless Chromium (Debian's
 /usr/bin/chromium, via Playwright) at 1280 px:
 
@@ -84,7 +84,7 @@ def answers_suite(k: int, repeats: int):  # type: ignore[no-untyped-def]
                     tokens_in=tin, tokens_out=tout, cost_usd=round(tin * 1e-6 + tout * 5e-6, 6),
                 ))
     suite = _suite(out, "stochastic", "datasets/answers.jsonl")
-    from evalh.core.aggregate import aggregate
+    from evalh.core.results.aggregate import aggregate
 
     suite.arms = {a: aggregate([r for r in out if r.arm == a]) for a in ARMS}
     suite.baseline_arm = "haiku"
@@ -95,7 +95,7 @@ def answers_suite(k: int, repeats: int):  # type: ignore[no-untyped-def]
 def figures_details(rng: random.Random) -> dict:  # type: ignore[type-arg]
     """What the classification scorer, a double judge and a pairwise judge leave in a
     suite's details (a refuter panel whose provenance lens errored on every call)."""
-    from evalh.core.classify import confusion_report
+    from evalh.core.analysis.classify import confusion_report
     from evalh.models import Score
     from evalh.scorers.judge_base import judge_counts
 
@@ -121,7 +121,7 @@ def triage_suite(k: int):  # type: ignore[no-untyped-def]
     from seed_runs import _suite
 
     from evalh.config import SuiteConfig
-    from evalh.core.sweep import SweepConfig, suite_sweep
+    from evalh.core.analysis.sweep import SweepConfig, suite_sweep
     from evalh.models import CaseResult, Score
 
     rng = random.Random(40 + k)

@@ -233,7 +233,7 @@ def render_markdown(r: dict[str, Any]) -> str:
             "### Over worker processes (`processes = N`, `evalh run --procs N`)",
             "",
             "The same workload (1,000 cases, 50 ms replies, the mock in its own process on the same "
-            "2 cores), one suite's cases spread over N worker processes (`evalh.core.procs`), each "
+            "2 cores), one suite's cases spread over N worker processes (`evalh.core.run.procs`), each "
             "row beside N = 1 of the same pass. *CPU per request* is split into the run's own process "
             "(the coordinator: loading the plan, handing out items, reading, journaling and keeping "
             "results, writing the document) and its workers (each with its own loop and client).",

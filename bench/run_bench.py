@@ -68,7 +68,7 @@ def write_dataset(n: int) -> Path:
 def write_config(name: str, n: int, target: str, concurrency: int, base_url: str | None = None,
                  processes: int = 1) -> Path:
     """One suite `b` of `n` cases; `target` is `python`, `sleep50`, `anthropic` or `openai`;
-    `processes`: its cases over that many worker processes (evalh.core.procs)."""
+    `processes`: its cases over that many worker processes (evalh.core.run.procs)."""
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "bench_target.py").write_text(TARGET_SOURCE, encoding="utf-8")
     write_dataset(n)
@@ -113,8 +113,8 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
         import anthropic  # noqa: F401
 
     from evalh.config import load_config
-    from evalh.core.prepare import RunOptions, prepare_run
-    from evalh.core.runner import run_plan
+    from evalh.core.run.prepare import RunOptions, prepare_run
+    from evalh.core.run.runner import run_plan
     from evalh.store import RunStore
 
     observer = None

@@ -39,8 +39,8 @@ WORK = HERE / ".work" / "runs"
 
 def _document(rng: random.Random, cases: int) -> dict:
     sys.path.insert(0, str(REPO))
-    from evalh.core.aggregate import aggregate
-    from evalh.core.outcome import summarize
+    from evalh.core.results.aggregate import aggregate
+    from evalh.core.results.outcome import summarize
     from evalh.models import (
         CaseResult,
         DatasetInfo,

@@ -17,7 +17,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from evalh.core.aggregate import aggregate
+from evalh.core.results.aggregate import aggregate
 from evalh.models import (
     CaseResult,
     DatasetInfo,

@@ -54,7 +54,7 @@ Cell = dict[str, Any]
 def cells(sim: Any, compare: Callable[..., Any], scale: float, only: str | None = None) -> list[Cell]:
     S = sim.Scenario
     out: list[Cell] = []
-    from evalh.core import compare_models
+    from evalh.core.compare import models as compare_models
 
     new = "latency_ms" in str(compare_models.MetricName)  # the row's name before and after
 
@@ -171,7 +171,7 @@ def measure(args: argparse.Namespace) -> None:
     if args.evalh:
         sys.path.insert(0, str(Path(args.evalh).resolve()))
     import evalh
-    from evalh.core.compare import ComparePolicy, compare_runs
+    from evalh.core.compare.decide import ComparePolicy, compare_runs
 
     kwargs = json.loads(args.policy) if args.policy else {}
     policy = ComparePolicy(**kwargs)

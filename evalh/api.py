@@ -6,7 +6,7 @@
     outcome = project.run(suites=["smoke"])      # a RunOutcome: .run (evalh.models.Run), .code, .reasons
     api.assert_passed(outcome.run)               # AssertionError naming every case that did not pass
     base = project.load_run(project.run_ids()[0])
-    comparison = project.compare(base, outcome.run)   # evalh.core.compare_models.Comparison
+    comparison = project.compare(base, outcome.run)   # evalh.api.Comparison
     print(project.report([outcome.run], fmt="md"))
 
 Everything here is what `evalh run`, `runs`, `show`, `compare` and `report` call: the same
@@ -26,12 +26,24 @@ if TYPE_CHECKING:
 
     from evalh.baseline import LoadedBaseline
     from evalh.config import Config
-    from evalh.core.compare_models import Comparison
-    from evalh.core.run_request import RunOutcome
+    from evalh.core.compare.models import Comparison
+    from evalh.core.request.run_request import RunOutcome
     from evalh.models import CaseResult, Run
     from evalh.store import RunStore
 
 REPORT_FORMATS = ("md", "json", "html", "table")
+
+_TYPES = {"Comparison": "evalh.core.compare.models", "RunOutcome": "evalh.core.request.run_request"}
+"""The core's result types, importable from here (`from evalh.api import Comparison`) whatever
+room of the core they live in; imported on first use."""
+
+
+def __getattr__(name: str) -> object:
+    if name in _TYPES:
+        import importlib
+
+        return getattr(importlib.import_module(_TYPES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -53,7 +65,7 @@ class Project:
         """`evalh run`: run suites (all that can run when None), write the run document,
         and return the outcome (`.run`, `.path`, `.code` as the command would exit,
         `.reasons`; `.comparison` with `compare_baseline`)."""
-        from evalh.core.run_request import RunRequest, prepare_request, run_request
+        from evalh.core.request.run_request import RunRequest, prepare_request, run_request
 
         request = RunRequest(
             suites=suites, label=label, repeats=repeats, seed=seed, concurrency=concurrency,
@@ -97,7 +109,7 @@ class Project:
                 latency_increase_pct: float | None = None) -> Comparison:
         """`evalh compare`: `base` defaults to the BASELINE run(s) (pooled per case),
         `candidate` to the newest run. `comparison.regressed` / `gate_exit_code` decide."""
-        from evalh.core.compare import ComparePolicy, compare_runs
+        from evalh.core.compare.decide import ComparePolicy, compare_runs
 
         policy = ComparePolicy(pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
                                cost_increase_pct=cost_increase_pct,

@@ -7,7 +7,7 @@ meant to be committed, so a pull request that moves the baseline shows it in the
 Format: one run id a line (blank lines and surrounding whitespace ignored). A marker of one
 line is the original format and means what it always meant. A marker of several lines
 names several runs of one configuration: comparisons pool them per case (their attempts
-together, `evalh.core.pool.pool_runs`), and `evalh baseline noise` measures how far they
+together, `evalh.core.compare.pool.pool_runs`), and `evalh baseline noise` measures how far they
 move against each other, stored beside the marker as `BASELINE.noise.json`. Where one run
 is needed (the `(BASELINE)` mark of `evalh runs`, the dashboard) it is the first.
 """
@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalh.atomic import atomic_write_bytes
 from evalh.errors import EvalhError, InvalidRunId
-from evalh.store import atomic_write_bytes, validate_run_id
+from evalh.store import validate_run_id
 
 if TYPE_CHECKING:
-    from evalh.core.compare_models import ComparePolicy, Comparison
-    from evalh.core.compare_notes import CompareNotes
+    from evalh.core.compare.models import ComparePolicy, Comparison
+    from evalh.core.compare.notes import CompareNotes
     from evalh.models import Run
     from evalh.store import RunStore
 
@@ -134,7 +135,7 @@ def read_noise(root: Path, ids: Sequence[str]) -> tuple[dict[str, Any] | None, s
     `ids`; (None, why) when it is unreadable or stale; (None, None) when there is none."""
     import orjson
 
-    from evalh.core.noise import NOISE_SCHEMA
+    from evalh.core.compare.noise import NOISE_SCHEMA
 
     path = noise_path(root)
     try:
@@ -156,7 +157,7 @@ def read_noise(root: Path, ids: Sequence[str]) -> tuple[dict[str, Any] | None, s
 
 def check_poolable(runs: Sequence[Run]) -> None:
     """Refuse runs that did not run the same thing (`EvalhError`, exit 2, one line)."""
-    from evalh.core.pool import what_ran_differences
+    from evalh.core.compare.pool import what_ran_differences
 
     diffs = what_ran_differences(runs)
     if diffs:
@@ -170,7 +171,7 @@ def check_baseline_runs(store: RunStore, refs: Sequence[str]) -> tuple[list[str]
     """The ids of the runs `refs` name, refused (`EvalhError`, exit 2) unless they make one
     baseline (each named once, runs of one configuration), and what to warn about: a run
     outside the runs directory, an unfinished run, a suite missing from some of the runs."""
-    from evalh.core.pool import suite_coverage
+    from evalh.core.compare.pool import suite_coverage
 
     loaded = [store.load(ref) for ref in refs]
     ids = [r.run_id for r in loaded]
@@ -210,8 +211,8 @@ class LoadedBaseline:
 
     def notes(self, candidate: Run) -> CompareNotes:
         """What a comparison against this baseline adds to its output."""
-        from evalh.core.compare_notes import CompareNotes
-        from evalh.core.noise import noise_line
+        from evalh.core.compare.noise import noise_line
+        from evalh.core.compare.notes import CompareNotes
 
         n = len(self.ids)
         notes = CompareNotes(extra={"baseline_runs": list(self.ids), "baseline_noise": None})
@@ -248,7 +249,7 @@ class LoadedBaseline:
     def compare(
         self, candidate: Run, policy: ComparePolicy | None = None
     ) -> tuple[Comparison, CompareNotes]:
-        from evalh.core.compare import compare_runs
+        from evalh.core.compare.decide import compare_runs
 
         if self.header_only:
             raise TypeError("a baseline loaded header_only compares with stored runs: compare_stored")
@@ -261,7 +262,7 @@ class LoadedBaseline:
         and the candidate a chunk of result lines at a time (`compare_load`); a pool of
         baseline runs is compared from its results."""
         if len(self.ids) == 1:
-            from evalh.core.compare_load import load_compared
+            from evalh.core.compare.load import load_compared
 
             loaded = load_compared(store, self.ids[0], run_id)
             return loaded.compare(policy), self.notes(loaded.candidate)
@@ -277,7 +278,7 @@ def load_baseline(root: Path, store: RunStore, *, header_only: bool = False) -> 
     Raises `BaselineNotSet`, `InvalidRunId`, `RunNotFound`, `RunDocumentError` or (runs of
     different configurations) `EvalhError`: all exit code 2.
     """
-    from evalh.core.pool import pool_runs
+    from evalh.core.compare.pool import pool_runs
 
     ids = require_baseline_ids(root)
     if len(ids) == 1 and header_only:

@@ -26,7 +26,7 @@ class CaseContext:
     arm: str
     attempt: int
     seed: int | None = None
-    """The attempt's own seed (reproducible from the run's seed; `evalh.core.shuffle`)."""
+    """The attempt's own seed (reproducible from the run's seed; `evalh.core.run.shuffle`)."""
 
 
 _current: ContextVar[CaseContext | None] = ContextVar("evalh_case", default=None)

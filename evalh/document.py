@@ -79,7 +79,7 @@ def document_chunks(
     The header ends with `line_index`: the byte offset of every `EVERY`th result of each
     suite, written as -1 padded to a fixed width and known only once the results are
     written: `patches` (when given) receives (position, bytes) pairs that fill them in, for a
-    writer that can seek back (`evalh.store.atomic_write_chunks`). A document left unpatched
+    writer that can seek back (`evalh.atomic.atomic_write_chunks`). A document left unpatched
     (printed as it is made) is valid JSON whose readers find the results by scanning."""
     counted: dict[str, int] = {}
     header = {k: v for k, v in top.items() if k not in ("suites", HEADS, INDEX)}

@@ -1,5 +1,5 @@
 """`[suites.S.generate]`: cases a model writes from a corpus or a palette (the config; the
-work is `evalh.core.generate`).
+work is `evalh.core.generate.generate`).
 
     [suites.talks.generate]
     corpus = "datasets/talks.jsonl"          # JSONL or CSV rows, or a directory of .txt files

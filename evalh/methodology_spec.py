@@ -21,8 +21,8 @@ metrics it computes, the arm contrasts it claims, and the fields it shuffles.
 
     shuffle = ["input.options"]   # permuted per attempt with the run's seed
 
-See docs/methodology-bias.md. What these settings compute lives in `evalh.core.requirements`,
-`evalh.core.suite_metrics`, `evalh.core.contrasts` and `evalh.core.shuffle`.
+See docs/methodology-bias.md. What these settings compute lives in `evalh.core.run.requirements`,
+`evalh.core.analysis.suite_metrics`, `evalh.core.analysis.contrasts` and `evalh.core.run.shuffle`.
 """
 
 from __future__ import annotations

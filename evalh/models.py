@@ -162,7 +162,7 @@ class CaseResult(_Model):
 
 
 class Counts(_Model):
-    """Outcomes of a set of results with their denominators (`core.aggregate` counts them;
+    """Outcomes of a set of results with their denominators (`core.results.aggregate` counts them;
     a run's `Aggregate` and a report's counts are these). A rate over zero is null, never 0
     or 1."""
 
@@ -219,13 +219,13 @@ class SuiteResult(_Model):
     """Suite-level facts (judge calibration, consistency_under_order_swap, …)."""
     metrics: list[dict[str, Any]] = Field(default_factory=list)
     """Suite-level metrics (`suites.S.metrics`): each a figure with `name`, `value`,
-    `numerator`, `denominator`, `threshold`, `direction` and `flag` (evalh.core.suite_metrics)."""
+    `numerator`, `denominator`, `threshold`, `direction` and `flag` (evalh.core.analysis.suite_metrics)."""
     contrasts: list[dict[str, Any]] = Field(default_factory=list)
     """Named arm contrasts (`suites.S.contrasts`): paired differences with their intervals
-    and rules (evalh.core.contrasts); the only claims a report makes about arms."""
+    and rules (evalh.core.analysis.contrasts); the only claims a report makes about arms."""
     sweep: dict[str, Any] | None = None
     """The ranking of the suite's `[suites.S.sweep]` policy sweep over these results, as
-    `evalh sweep --json` gives it (`evalh.core.sweep.suite_sweep`); None without a table."""
+    `evalh sweep --json` gives it (`evalh.core.analysis.sweep.suite_sweep`); None without a table."""
     cases: list[CaseResult] = Field(default_factory=list)
 
 
@@ -264,13 +264,13 @@ class Run(_Model):
     seed: int | None = None
     derived_from: DerivedFrom | None = None
     pooled_from: list[str] = Field(default_factory=list)
-    """Ids of the runs this document pools, in order (`evalh.core.pool.pool_runs`: the
+    """Ids of the runs this document pools, in order (`evalh.core.compare.pool.pool_runs`: the
     attempts of several BASELINE runs together per case); empty for a run that was
     executed. Its length is how many baseline runs a comparison used. A pooled run is
     built in memory for a comparison and never written to the run store."""
     shard: str | None = None
     """`K/N` when this run is shard K of N (`evalh run --shard K/N`): it holds only the cases
-    whose id hashes to shard K (`evalh.core.shard`). Kept in the config snapshot too
+    whose id hashes to shard K (`evalh.core.run.shard`). Kept in the config snapshot too
     (`config.shard`), which is where a resumed run finds it; None for an unsharded run."""
     merged_from: list[str] = Field(default_factory=list)
     """Ids of the shard runs this run was merged from, in shard order (`evalh merge`); empty

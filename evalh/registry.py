@@ -53,7 +53,7 @@ SCORER_TYPES: dict[str, str] = {
     "pairwise_judge": "evalh.scorers.judge_pairwise",
     "citation_judge": "evalh.scorers.citations",
     "external_score": "evalh.scorers.external_score",
-    "classification": "evalh.core.classify",
+    "classification": "evalh.core.analysis.classify",
 }
 
 PROVIDERS: dict[str, str] = {

@@ -332,7 +332,7 @@ class RunListing:
     dirty: bool | None
     baseline: bool
     suites: dict[str, float | None]
-    """Suite → pass rate, as the document's summary stores it (`core.outcome.run_summary`)."""
+    """Suite → pass rate, as the document's summary stores it (`core.results.outcome.run_summary`)."""
     resume: str | None
     """The command that finishes an interrupted run."""
 

@@ -116,7 +116,7 @@ class RunServices:
     pacers: dict[int, Any] = field(default_factory=dict)
     """A paced target's pacer (evalh.targets.pacing), by its config, made at its first call."""
     journal: Any = None
-    """The run's journal (evalh.store.Journal) once the runner opened it: batch clients note
+    """The run's journal (evalh.journal.Journal) once the runner opened it: batch clients note
     the batches they submit there (evalh.providers.batch), so a resumed run re-attaches."""
 
     def cost_of(self, model: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:

@@ -1,6 +1,6 @@
 """The sweep's specification: `[suites.S.sweep]` in evalh.toml, command-line overrides, grids.
 
-See `evalh.core.sweep` for what a sweep does with it. Grid syntax, in evalh.toml or as
+See `evalh.core.analysis.sweep` for what a sweep does with it. Grid syntax, in evalh.toml or as
 `--grid NAME=SPEC`: `start:stop:step` (inclusive, computed in decimal so `0.3:0.9:0.1` is
 exact), `start:stop` (step 1), `a,b,c`, one number, or (TOML) a list of numbers.
 """

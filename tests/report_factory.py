@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from evalh.core.aggregate import aggregate
+from evalh.core.results.aggregate import aggregate
 from evalh.models import (
     CaseResult,
     DatasetInfo,

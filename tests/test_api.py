@@ -45,7 +45,7 @@ def test_run_load_compare_report(tmp_path: Path) -> None:
     assert "smoke/statement.plain failed: exact: got question, expected statement" in message
 
     comparison = project.compare(first.run, second.run)
-    from evalh.core.outcome import gate_exit_code
+    from evalh.core.compare.gate import gate_exit_code
 
     assert gate_exit_code(comparison, fail_on_regression=True, fail_on_inconclusive=False) == 1
     assert "smoke" in project.report([first.run, second.run], fmt="md")

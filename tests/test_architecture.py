@@ -13,8 +13,12 @@ PACKAGE = Path(evalh.__file__).parent
 
 
 def _package_of(module: str) -> str:
-    """`evalh.core` for `evalh.core.plan`; `evalh` for a top-level module (`evalh.store`)."""
+    """`evalh.core.run` for `evalh.core.run.plan` (each room of the core is a package of its
+    own); `evalh.report` for `evalh.report.render`; `evalh` for a top-level module
+    (`evalh.store`)."""
     parts = module.split(".")
+    if parts[:2] == ["evalh", "core"] and len(parts) > 3:
+        return ".".join(parts[:3])
     return ".".join(parts[:2]) if len(parts) > 2 else parts[0]
 
 
@@ -51,3 +55,13 @@ def test_the_check_sees_a_private_import_across_packages(tmp_path: Path) -> None
     (pkg / "cli" / "x.py").write_text("from evalh.ui.server import _secret, public\n"
                                       "from evalh.cli.y import _same_package\n")
     assert private_imports_across_packages(pkg) == ["evalh.cli.x:1 imports evalh.ui.server._secret"]
+
+
+def test_each_room_of_the_core_is_a_package_of_its_own(tmp_path: Path) -> None:
+    """A private name of one room of the core (`core.run`) is not imported by another
+    (`core.compare`); inside a room it may be."""
+    pkg = tmp_path / "evalh"
+    (pkg / "core" / "compare").mkdir(parents=True)
+    (pkg / "core" / "compare" / "x.py").write_text("from evalh.core.run.plan import _private\n"
+                                                   "from evalh.core.compare.facts import _same_room\n")
+    assert private_imports_across_packages(pkg) == ["evalh.core.compare.x:1 imports evalh.core.run.plan._private"]

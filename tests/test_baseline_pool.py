@@ -1,5 +1,5 @@
-"""A BASELINE of several runs: pooling (`evalh.core.pool`), the marker holding several ids,
-compare against the pool, and `evalh baseline noise` (`evalh.core.noise`), through the CLI
+"""A BASELINE of several runs: pooling (`evalh.core.compare.pool`), the marker holding several ids,
+compare against the pool, and `evalh baseline noise` (`evalh.core.compare.noise`), through the CLI
 on real runs of a test project and of the shipped examples."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typer.testing import CliRunner, Result
 
 from evalh.baseline import read_baseline, read_baseline_ids, write_baseline
 from evalh.cli.main import app
-from evalh.core.noise import case_outcomes, measure_noise
-from evalh.core.pool import PoolError, pool_runs, what_ran_differences
+from evalh.core.compare.noise import case_outcomes, measure_noise
+from evalh.core.compare.pool import PoolError, pool_runs, what_ran_differences
 from evalh.errors import InvalidRunId
 from evalh.models import Run
 

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from evalh.cli.main import app
 from evalh.config import load_config
 from evalh.context import CaseContext, case_scope
-from evalh.core.contrasts import compute_contrasts, paired
-from evalh.core.shuffle import attempt_seed, original_order, permute, present
-from evalh.core.sizes import measure
-from evalh.core.suite_metrics import compute_metrics, crossings
+from evalh.core.analysis.contrasts import compute_contrasts, paired
+from evalh.core.analysis.suite_metrics import compute_metrics, crossings
+from evalh.core.results.sizes import measure
+from evalh.core.run.shuffle import attempt_seed, original_order, permute, present
 from evalh.models import Case, CaseResult, Run, Score
 from evalh.scorers.judge_pairwise import length_controlled
 from evalh.targets.templates import template_vars
@@ -276,7 +276,7 @@ def test_compare_calls_out_a_metric_newly_over_its_threshold() -> None:
     (line, gates), = crossings(run(False, False), run(True, False))
     assert "metric sycophancy 0.4 (4/10) crosses its threshold (> 0.3) in the candidate" in line and not gates
     assert crossings(run(True, False), run(True, False)) == []
-    from evalh.core.compare import compare_runs
+    from evalh.core.compare.decide import compare_runs
 
     assert not compare_runs(run(False, False), run(True, False)).fails_gate
     cmp = compare_runs(run(False, True), run(True, True))

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from evalh.config import load_config
-from evalh.core.aggregate import aggregate
-from evalh.core.contrasts import suite_claims
-from evalh.core.outcome import summarize
-from evalh.core.plan import RunPlan, SuitePlan
-from evalh.core.prepare import RunOptions, prepare_run
-from evalh.core.retained import not_passed
-from evalh.core.runner import NullObserver, run_plan
-from evalh.core.sweep import suite_sweep
+from evalh.core.analysis.contrasts import suite_claims
+from evalh.core.analysis.sweep import suite_sweep
+from evalh.core.results.aggregate import aggregate
+from evalh.core.results.outcome import summarize
+from evalh.core.run.plan import RunPlan, SuitePlan
+from evalh.core.run.prepare import RunOptions, prepare_run
+from evalh.core.run.retained import not_passed
+from evalh.core.run.runner import NullObserver, run_plan
 from evalh.datasets import CaseList, load_dataset
 from evalh.models import CaseResult, Run
 from evalh.store import RunStore, serialize_run

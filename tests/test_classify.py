@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalh.core.classify import (
+from evalh.core.analysis.classify import (
     ERRORED,
     ClassificationConfig,
     ClassificationScorer,

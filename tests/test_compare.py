@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from compare_factory import binary_runs, det_suite, graded_runs, make_run, result, suite
 
-from evalh.core.compare import ComparePolicy, compare_runs
+from evalh.core.compare.decide import ComparePolicy, compare_runs
 from evalh.models import Score
 
 # --------------------------------------------------------------------------- deterministic

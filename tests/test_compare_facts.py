@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from compare_factory import ENV
 
-from evalh.core.compare import compare_runs
-from evalh.core.compare_load import load_compared
+from evalh.core.compare.decide import compare_runs
+from evalh.core.compare.load import load_compared
 from evalh.errors import RunDocumentError
 from evalh.models import CaseResult, DatasetInfo, Run, Score, SuiteResult
 from evalh.store import RunStore
@@ -278,7 +278,7 @@ def test_the_chunked_reader_agrees_with_the_line_by_line_layout_check(tmp_path: 
 def test_a_line_holding_two_results_is_refused_as_every_reader_refuses_it(tmp_path: Path) -> None:
     """Joined into one array, two results on one line would parse: the facts reader must
     still count results by lines, as the header and every other reader do."""
-    from evalh.core.compare_facts import read_facts
+    from evalh.core.compare.facts_read import read_facts
 
     store = RunStore(tmp_path)
     store.write(_run("20260101T000000000Z-00000a", 3, regime="stochastic", arms=["default"], repeats=1, shift=0.1))
@@ -309,8 +309,8 @@ def test_facts_read_in_a_worker_process_come_back_the_same(tmp_path: Path, monke
     pickled back, must compare as the ones read here."""
     import pickle
 
-    from evalh.core import compare_load
-    from evalh.core.compare_facts import read_facts
+    from evalh.core.compare import load as compare_load
+    from evalh.core.compare.facts_read import read_facts
 
     store, base, cand = _stored_pair(tmp_path, 2, 4)
     path = store.path_for(base.run_id)
@@ -339,7 +339,7 @@ def _dies_in_a_worker(*args: Any, **kw: Any) -> Any:
     import os
     import signal
 
-    from evalh.core.compare_facts import read_facts
+    from evalh.core.compare.facts_read import read_facts
 
     if os.getpid() != _PARENT:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -352,7 +352,7 @@ def test_a_worker_that_dies_leaves_the_base_read_here(tmp_path: Path, monkeypatc
     import os
     import sys
 
-    from evalh.core import compare_load
+    from evalh.core.compare import load as compare_load
 
     store, base, cand = _stored_pair(tmp_path, 0, 8)
     monkeypatch.setattr(compare_load, "read_facts", _dies_in_a_worker)
@@ -392,8 +392,9 @@ def test_the_facts_of_a_documents_lines_are_those_of_its_results(
     result model a line at a time (`extend`): column for column the same facts, whether a
     chunk holds one line, a few (a case's attempts and arms split between two chunks) or
     the whole suite."""
-    from evalh.core import compare_facts
-    from evalh.core.compare import suite_options
+    from evalh.core.compare import facts_read as compare_facts
+    from evalh.core.compare.decide import suite_options
+    from evalh.core.compare.facts import suite_facts
     from evalh.document import read_head
 
     monkeypatch.setattr(compare_facts, "CHUNK_BYTES", chunk)
@@ -413,7 +414,7 @@ def test_the_facts_of_a_documents_lines_are_those_of_its_results(
     read = compare_facts.read_facts(path, "doc", options)
     assert read is not None
     for name, s in loaded.suites.items():
-        assert _columns(read[name]) == _columns(compare_facts.suite_facts(s.cases, options[name]))
+        assert _columns(read[name]) == _columns(suite_facts(s.cases, options[name]))
     assert read["s"].results == len(loaded.suites["s"].cases) >= 50  # every result
     # Both ways of finding a line's row: by the line before it (a case's lines together, as
     # evalh writes them) and by the case-id lookup (read again when they are apart).
@@ -423,7 +424,7 @@ def test_the_facts_of_a_documents_lines_are_those_of_its_results(
         try:  # apart within a chunk: refused at once; else found apart once read
             runs = compare_facts._facts_from(fh, head, "doc", options, lookup=False)
             folded = runs["s"].folded()
-        except compare_facts._Apart:
+        except compare_facts.LinesApart:
             folded = False
     assert folded == together
     if together:
@@ -439,8 +440,9 @@ def test_a_line_read_alone_amid_chunks_gives_the_same_facts(
 ) -> None:
     """A line of another shape is read alone (`add_line`, through the lookup), its chunk's
     other lines with it: the facts are those of the models all the same."""
-    from evalh.core import compare_facts
-    from evalh.core.compare import suite_options
+    from evalh.core.compare import facts_read as compare_facts
+    from evalh.core.compare.decide import suite_options
+    from evalh.core.compare.facts import suite_facts
 
     monkeypatch.setattr(compare_facts, "CHUNK_BYTES", chunk)
     store = RunStore(tmp_path)
@@ -455,7 +457,7 @@ def test_a_line_read_alone_amid_chunks_gives_the_same_facts(
     read = compare_facts.read_facts(path, "doc", options)
     assert read is not None
     for name, s in loaded.suites.items():
-        assert _columns(read[name]) == _columns(compare_facts.suite_facts(s.cases, options[name]))
+        assert _columns(read[name]) == _columns(suite_facts(s.cases, options[name]))
 
 
 @pytest.mark.parametrize("kind", range(len(CASES)))
@@ -465,8 +467,9 @@ def test_facts_handed_back_as_bytes_are_the_facts_read(tmp_path: Path, kind: int
     when asked for), whatever arms, attempts and order the runs hold."""
     import pickle
 
-    from evalh.core.compare import suite_options
-    from evalh.core.compare_facts import SuiteFacts, read_facts
+    from evalh.core.compare.decide import suite_options
+    from evalh.core.compare.facts import SuiteFacts
+    from evalh.core.compare.facts_read import read_facts
 
     store, base, cand = _stored_pair(tmp_path, kind, 11)
     options = suite_options(store.load(base.run_id), store.load(cand.run_id))
@@ -485,7 +488,7 @@ def test_facts_handed_back_as_bytes_are_the_facts_read(tmp_path: Path, kind: int
 def test_facts_of_ids_holding_a_nul_and_of_no_row_come_back_the_same() -> None:
     from compare_factory import result
 
-    from evalh.core.compare_facts import SuiteFacts, suite_facts
+    from evalh.core.compare.facts import SuiteFacts, suite_facts
 
     for facts in (suite_facts([result("a\0b", "passed"), result("c", "failed", score=0.5)]),
                   suite_facts([]), SuiteFacts(("group", frozenset({"judge"})))):
@@ -496,7 +499,8 @@ def test_a_row_of_256_attempts_has_its_outcome() -> None:
     """`outcomes` reads each byte of a row's counts (256 attempts: a low byte of 0)."""
     from compare_factory import result
 
-    from evalh.core.compare_facts import FAILED, PASSED, row_range, suite_facts
+    from evalh.core.compare.columns import row_range
+    from evalh.core.compare.facts import FAILED, PASSED, suite_facts
 
     facts = suite_facts([result("a", "failed", attempt=k) for k in range(256)] + [result("b", "passed")])
     assert facts.failed(0) == 256
@@ -512,7 +516,7 @@ def test_the_base_read_in_a_worker_gives_the_verdict_of_the_whole_runs(
     """Read side by side, the base's rows (from the worker) are checked against the
     candidate's (the same cases in the same order need no check of their own), else on
     their own, and read again by case id where a case's lines are apart."""
-    from evalh.core import compare_load
+    from evalh.core.compare import load as compare_load
 
     store, base, cand = _stored_pair(tmp_path, kind, 12)
     monkeypatch.setattr(compare_load, "PARALLEL_BYTES", 0)
@@ -526,7 +530,7 @@ def test_two_runs_whose_cases_have_lines_apart_alike_are_read_by_case_id(
 ) -> None:
     """The base and candidate hold the same lines in the same order, a case's attempts
     apart: the same rows unchecked on both sides would prove nothing."""
-    from evalh.core import compare_load
+    from evalh.core.compare import load as compare_load
 
     store = RunStore(tmp_path)
     runs = [_run(run_id, 3, regime="stochastic", arms=["default"], repeats=3, shift=0.0, aligned=True)
@@ -535,12 +539,12 @@ def test_two_runs_whose_cases_have_lines_apart_alike_are_read_by_case_id(
         cases = run.suites["s"].cases
         run.suites["s"].cases = cases[0::3] + cases[1::3] + cases[2::3]  # attempt 0 of every case, then 1, then 2
         store.write(run)
-    from evalh.core import compare_facts
+    from evalh.core.compare import facts_read as compare_facts
     from evalh.document import read_head
 
     with store.path_for(runs[0].run_id).open("rb") as fh:  # in one chunk: found apart at once
         head = read_head(fh)
-        with pytest.raises(compare_facts._Apart):
+        with pytest.raises(compare_facts.LinesApart):
             compare_facts._facts_from(fh, head, "doc", {}, lookup=False)
     monkeypatch.setattr(compare_load, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(compare_load, "_second_core", lambda: True)

@@ -11,7 +11,7 @@ import pytest
 from compare_factory import det_suite, make_run, result, suite
 
 from evalh.config import load_config
-from evalh.core.compare import compare_runs
+from evalh.core.compare.decide import compare_runs
 from evalh.errors import ConfigError
 from evalh.models import CaseResult, Score
 from evalh.report.compare_render import to_junit_xml, to_markdown

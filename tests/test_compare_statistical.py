@@ -26,8 +26,8 @@ from dataclasses import replace
 
 import pytest
 
-from evalh.core.compare import compare_runs
-from evalh.core.compare_models import Comparison, MetricRow
+from evalh.core.compare.decide import compare_runs
+from evalh.core.compare.models import Comparison, MetricRow
 from evalh.testing.simulate import Scenario, run_pair, true_change
 
 

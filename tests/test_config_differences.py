@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
-from evalh.core.compare_config import config_differences
+from evalh.core.compare.config import config_differences
 from evalh.models import Run
 
 

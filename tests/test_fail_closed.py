@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
-from evalh.core.outcome import DEFAULT_MAX_ERROR_RATE, ErrorGate, error_gates, run_verdict
+from evalh.core.results.outcome import DEFAULT_MAX_ERROR_RATE, ErrorGate, error_gates
+from evalh.core.run.verdict import run_verdict
 from evalh.models import Aggregate, DatasetInfo, EnvironmentInfo, Run, SuiteResult
 
 TARGET = '''\

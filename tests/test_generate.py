@@ -1,4 +1,4 @@
-"""Generated cases (`[suites.S.generate]`, evalh.core.generate): the seeded 2:1 strategy mix,
+"""Generated cases (`[suites.S.generate]`, evalh.core.generate.generate): the seeded 2:1 strategy mix,
 the rolling avoid-list, withheld fields that never reach the generator, same seed → same
 cases, failed generations as errored cases of their own, resume after kill -9 and rejudge
 generating nothing, the generator ≠ subject guard, dry runs and budgets, and the shipped
@@ -134,7 +134,7 @@ def test_each_strategy_template_is_compiled_once_not_once_a_case(tmp_path: Path,
 
 
 def test_strategy_mix_holds_for_every_seed() -> None:
-    from evalh.core.generate import draws
+    from evalh.core.generate.generate import draws
     from evalh.generate_spec import GeneratorConfig
 
     spec = GeneratorConfig.model_validate({

@@ -12,7 +12,7 @@ import pytest
 from judge_fakes import FakeClient, case, ctx, factory, reply, services, suite_plan
 from pydantic import ValidationError
 
-from evalh.core.outcome import decide_status
+from evalh.core.results.outcome import decide_status
 from evalh.errors import ConfigError, EvalhError
 from evalh.providers.base import ProviderError
 from evalh.scorers.citations import CitationJudgeConfig, CitationJudgeScorer

@@ -109,7 +109,7 @@ def test_compare_junit_is_valid_too(project: Path) -> None:
 def test_compare_junit_bodies_are_escaped_and_cut(project: Path) -> None:
     """A rationale with markup and XML-forbidden characters, and a long one: the body
     escapes the first, drops the second, and cuts the third."""
-    from evalh.core.compare import compare_runs
+    from evalh.core.compare.decide import compare_runs
     from evalh.models import Run
     from evalh.report.junit import MAX_RATIONALE, compare_to_junit_xml
 

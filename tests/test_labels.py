@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.stats import cohens_kappa, wilson_interval
+from evalh.core.stats.intervals import cohens_kappa, wilson_interval
 from evalh.labels import (
     LabelError,
     LabelStore,

@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.compare import compare_runs
-from evalh.core.outcome import gate_exit_code, run_verdict
+from evalh.core.compare.decide import compare_runs
+from evalh.core.compare.gate import gate_exit_code
+from evalh.core.run.verdict import run_verdict
 from tests.report_factory import make_run, res, suite
 from tests.runner_project import TARGET_MODULE, write_project
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from evalh.core.stats import wilson_interval
+from evalh.core.stats.intervals import wilson_interval
 from evalh.labels.intervals import WorkItem, interval_where_valid
 from evalh.models import Score
 from evalh.report import build_report

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.stats import wilson_interval
+from evalh.core.stats.intervals import wilson_interval
 from evalh.labels import (
     LabelError,
     LabelStore,

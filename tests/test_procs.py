@@ -1,6 +1,6 @@
 """One suite over several worker processes (`--procs N`, `processes = N`): the same run
 document as one process, case by case; a worker that dies is errored cases or a clean
-failure, never a pass; budgets and resume hold (evalh.core.procs)."""
+failure, never a pass; budgets and resume hold (evalh.core.run.procs)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from evalh.cli.main import app
-from evalh.core.rejudge_drift import judgment_units, measure
+from evalh.core.rejudge.drift import judgment_units, measure
 from evalh.models import CaseResult, Score
 
 TARGET = '''\
@@ -299,9 +299,9 @@ def test_rejudge_returns_typed_suites_and_its_json_keeps_their_keys(tmp_path: Pa
     from dataclasses import asdict
 
     from evalh.config import load_config
-    from evalh.core.rejudge import RejudgeOptions, SuiteRejudged
-    from evalh.core.rejudge import rejudge as core_rejudge
-    from evalh.core.rejudge_drift import Drift
+    from evalh.core.rejudge.drift import Drift
+    from evalh.core.rejudge.rejudge import RejudgeOptions, SuiteRejudged
+    from evalh.core.rejudge.rejudge import rejudge as core_rejudge
     from evalh.store import RunStore
 
     cfg, run_id, _ = original(tmp_path)
@@ -322,8 +322,8 @@ def test_a_rejudge_charges_its_budget_with_its_judges_only(tmp_path: Path) -> No
     recorded and are not charged to the rejudge's budget again (only its judge calls are),
     so a budget far below what the stored outputs used does not stop it."""
     from evalh.config import load_config
-    from evalh.core.rejudge import RejudgeOptions, prepare_rejudge
-    from evalh.core.runner import run_plan
+    from evalh.core.rejudge.rejudge import RejudgeOptions, prepare_rejudge
+    from evalh.core.run.runner import run_plan
     from evalh.services import Budget
     from evalh.store import RunStore
 

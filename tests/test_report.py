@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.stats import wilson_interval
+from evalh.core.stats.intervals import wilson_interval
 from evalh.models import Score
 from evalh.report import build_report, to_html, to_json, to_markdown
 from evalh.report.html import json_for_script
@@ -41,7 +41,7 @@ def test_errored_and_judge_error_are_counted_apart_and_never_enter_the_pass_rate
 
 
 def test_skipped_cases_stay_out_of_the_error_rate() -> None:
-    from evalh.core.aggregate import aggregate
+    from evalh.core.results.aggregate import aggregate
 
     rows = [res("a"), res("d", "errored"), res("f", "skipped")]
     assert aggregate(rows).error_rate == pytest.approx(1 / 2)  # the run document's figure
@@ -455,7 +455,7 @@ def test_no_raw_folds_the_raw_tables_and_keeps_the_aggregates(tmp_path: Path) ->
 
 def test_summary_gives_each_runs_verdict_against_the_baseline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evalh.baseline import write_baseline
-    from evalh.core.compare import ComparePolicy, compare_runs
+    from evalh.core.compare.decide import ComparePolicy, compare_runs
     from evalh.store import RunStore
 
     runs_dir = _repeated_runs(tmp_path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from evalh.core.classify import confusion_report
+from evalh.core.analysis.classify import confusion_report
 from evalh.models import Score
 from evalh.report import build_report, to_html, to_json, to_markdown
 from evalh.report.render import render_terminal

@@ -1,5 +1,5 @@
 """Review of issue 10: a cached result is recorded with ``cost_usd = 0.0`` ("no cost",
-`evalh.core.runner`), and compare's cost row averages it as a real cost. The latency row
+`evalh.core.run.runner`), and compare's cost row averages it as a real cost. The latency row
 leaves cached results out; the cost row does not, so a base run that was half served from
 the response cache makes an identical, uncached candidate "regress" on cost by +100 %."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from compare_factory import make_run, suite
 
-from evalh.core.compare import compare_runs
+from evalh.core.compare.decide import compare_runs
 from evalh.models import CaseResult
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from test_compare_facts import CASES, _run
 
-from evalh.core import compare_load
-from evalh.core.compare import compare_runs
-from evalh.core.compare_load import load_compared
+from evalh.core.compare import load as compare_load
+from evalh.core.compare.decide import compare_runs
+from evalh.core.compare.load import load_compared
 from evalh.errors import RunDocumentError
 from evalh.store import RunStore
 

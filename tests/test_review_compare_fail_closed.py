@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from compare_factory import det_suite, make_run, result, suite
 
-from evalh.core.compare import compare_runs
+from evalh.core.compare.decide import compare_runs
 
 GOOD = [result(f"c{i}", "passed" if i % 4 else "failed") for i in range(40)]
 SKIPPED = [result(f"c{i}", "skipped") for i in range(40)]

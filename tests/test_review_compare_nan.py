@@ -10,7 +10,7 @@ import math
 
 from compare_factory import make_run, suite
 
-from evalh.core.compare import compare_runs
+from evalh.core.compare.decide import compare_runs
 from evalh.models import CaseResult
 
 

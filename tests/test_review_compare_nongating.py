@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 from compare_factory import make_run, suite
 
-from evalh.core.compare import compare_runs
+from evalh.core.compare.decide import compare_runs
 from evalh.models import CaseResult, Score
 from evalh.report.compare_render import to_junit_xml, to_markdown
 

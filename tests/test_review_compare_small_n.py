@@ -17,7 +17,7 @@ import random
 
 from compare_factory import make_run, result, suite
 
-from evalh.core.compare import ComparePolicy, compare_runs
+from evalh.core.compare.decide import ComparePolicy, compare_runs
 from evalh.models import CaseResult
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.compare import compare_runs
+from evalh.core.compare.decide import compare_runs
 from evalh.models import Score
 from evalh.report.compare_render import to_junit_xml
 from evalh.store import RunStore
@@ -125,7 +125,7 @@ def test_label_sidecar_is_scrubbed_of_secrets(tmp_path: Path, monkeypatch: pytes
 
 
 def test_sweep_score_measure_of_a_judge_error_is_errored_not_the_other_scorers_mean() -> None:
-    from evalh.core.sweep import ERRORED_MEASURE, measure_of
+    from evalh.core.analysis.sweep import ERRORED_MEASURE, measure_of
     from evalh.sweep_spec import SweepConfig
 
     spec = SweepConfig(positive="bad", measure="score")

@@ -70,7 +70,7 @@ def test_a_run_named_twice_gets_its_stat_tables_twice_not_merged(tmp_path: Path)
     assert got.exit_code == 0, got.output
     stats = json.loads(got.stdout)["field_stats"]
     assert [(s["run_id"], s["suite"], s["rows"][0]["results"]) for s in stats] == [(RUN_ID, "s", 2), (RUN_ID, "s", 2)]
-    from evalh.core.field_stats import field_stats
+    from evalh.core.analysis.field_stats import field_stats
 
     run = store.load(RUN_ID)
     assert [s.rows[0].results for s in field_stats([run, run], ["score"], [])] == [2, 2]

@@ -403,7 +403,7 @@ def test_a_torn_last_line_is_dropped_and_the_next_line_starts_clean(
     journal.write_bytes(b"".join(lines) + lines[-1][:40])  # a kill in the middle of a line
     base = ["run", "--config", str(cfg), "--runs-dir", str(journal.parent), "--resume", run_id, "-q"]
     assert runner.invoke(app, [*base, "--max-cost", "0.08"]).exit_code == 1  # 4 more, partial again
-    from evalh.store import Journal
+    from evalh.journal import Journal
 
     _, results = Journal.read(journal)  # every line whole: the first new one did not join the torn one
     assert len(results) == 8

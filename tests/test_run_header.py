@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.aggregate import aggregate
-from evalh.core.outcome import summarize
+from evalh.core.results.aggregate import aggregate
+from evalh.core.results.outcome import summarize
 from evalh.errors import RunDocumentError
 from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, GitInfo, Run, SuiteResult
 from evalh.run_header import read_run_header

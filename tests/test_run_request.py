@@ -1,4 +1,4 @@
-"""`core.run_request`: what `evalh run` decides, without the command — the flags a resume
+"""`core.request.run_request`: what `evalh run` decides, without the command — the flags a resume
 refuses, the dry run, the baseline loaded before anything runs, the exit code of a run
 and of its comparison with the baseline, the `--json` document."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from evalh.baseline import LoadedBaseline
 from evalh.config import load_config
-from evalh.core.run_request import RunRequest, prepare_request, run_request
+from evalh.core.request.run_request import RunRequest, prepare_request, run_request
 from evalh.errors import EvalhError
 
 

@@ -1,5 +1,5 @@
 """One summary of a run: the document's `summary`, the dashboard's history row and the
-pass rates `evalh runs` lists are forms of `core.outcome.run_summary`, and agree."""
+pass rates `evalh runs` lists are forms of `core.results.outcome.run_summary`, and agree."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from evalh.cli.main import app
 from evalh.config import load_config
-from evalh.core.outcome import run_summary
-from evalh.core.run_request import RunRequest, prepare_request, run_request
+from evalh.core.request.run_request import RunRequest, prepare_request, run_request
+from evalh.core.results.outcome import run_summary
 from evalh.ui.index import history_row
 
 

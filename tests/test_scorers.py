@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from evalh import registry
 from evalh.config import load_config
-from evalh.core.outcome import decide_status
+from evalh.core.results.outcome import decide_status
 from evalh.errors import ConfigError
 from evalh.models import Case, Score
 from evalh.scorers import build_scorer

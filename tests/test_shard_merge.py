@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evalh.core.shard import Shard, parse_shard, select, shard_of
+from evalh.core.run.shard import Shard, parse_shard, select, shard_of
 from evalh.errors import EvalhError
 from evalh.models import Run
 from tests.runner_project import TARGET_MODULE, by_triple, evalh_process, load, write_project
@@ -68,7 +68,7 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
 def test_shard_of_is_a_stable_hash_of_suite_and_case_id() -> None:
     # SHA-256, not hash(): the same on every machine and in every process (PYTHONHASHSEED)
     assert [shard_of("gate", f"c{i}", 4) for i in range(8)] == [shard_of("gate", f"c{i}", 4) for i in range(8)]
-    code = "from evalh.core.shard import shard_of; print([shard_of('gate', f'c{i}', 4) for i in range(8)])"
+    code = "from evalh.core.run.shard import shard_of; print([shard_of('gate', f'c{i}', 4) for i in range(8)])"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout.strip()
     assert other == str([shard_of("gate", f"c{i}", 4) for i in range(8)])

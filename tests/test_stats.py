@@ -1,4 +1,4 @@
-"""Unit tests of evalh.core.stats against published or hand-computed values."""
+"""Unit tests of evalh.core.stats.intervals against published or hand-computed values."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from evalh.core import stats
+from evalh.core.stats import intervals as stats
 
 # Cavo et al. (2012), as tabulated in Fagerland, Lydersen & Laake, "Statistical Analysis of
 # Contingency Tables" (2017), ch. 8: 59 both, 6 first only, 16 second only, 80 neither.

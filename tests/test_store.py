@@ -12,14 +12,15 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh import registry, store
+from evalh.atomic import atomic_write_bytes
 from evalh.cli.main import app
 from evalh.config import load_config
-from evalh.core.prepare import RunOptions, prepare_run
-from evalh.core.runner import run_plan
+from evalh.core.run.prepare import RunOptions, prepare_run
+from evalh.core.run.runner import run_plan
 from evalh.errors import InvalidRunId, RunNotFound
 from evalh.models import CaseResult, EnvironmentInfo, Run
 from evalh.provenance import git_info
-from evalh.store import RunStore, atomic_write_bytes, new_run_id, validate_run_id
+from evalh.store import RunStore, new_run_id, validate_run_id
 
 HOSTILE_IDS = ["../x", "a/b", "..", "x\0", "", "a" * 200, "/etc/passwd", "a\\b", "x\n", ".hidden",
                "a..b"]

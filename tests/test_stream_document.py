@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.aggregate import aggregate
-from evalh.core.outcome import summarize
+from evalh.core.results.aggregate import aggregate
+from evalh.core.results.outcome import summarize
 from evalh.document import HEADS, read_head
 from evalh.errors import EvalhError, RunDocumentError
 from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, GitInfo, Run, Score, SuiteResult
@@ -302,7 +302,7 @@ def test_the_line_index_finds_results_past_its_step(tmp_path: Path) -> None:
 def test_a_journaled_result_shares_the_field_set_and_reads_back_the_same(tmp_path: Path) -> None:
     """The runner keeps every journaled result until the document is written: journaling
     gives it the shared set of field names (3 KB less each), and changes nothing else."""
-    from evalh.store import Journal
+    from evalh.journal import Journal
 
     journal = Journal(tmp_path / "r.journal.jsonl")
     journal.open({"run_id": "r"})

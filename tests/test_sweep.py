@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.sweep import (
+from evalh.core.analysis.sweep import (
     Observation,
     SweepConfig,
     SweepError,
@@ -357,7 +357,7 @@ def _scores(n_bad: int, n_good: int, flipped: int) -> list[Observation]:
 
 
 def test_a_strict_win_by_one_case_is_within_noise_with_the_newcombe_interval() -> None:
-    from evalh.core.stats import mcnemar, newcombe_paired_interval
+    from evalh.core.stats.intervals import mcnemar, newcombe_paired_interval
 
     res = sweep(binary(grid={"threshold": "0.5,0.7"}), _scores(5, 5, 1)).to_dict()
     assert res["recommended"] == {"threshold": 0.7} and res["within_noise"] is True
@@ -404,7 +404,7 @@ def test_a_win_on_the_declared_tie_break_is_equal_on_the_objective() -> None:
 
 
 def test_repeats_of_a_case_are_one_unit_not_independent_trials() -> None:
-    from evalh.core.stats import clustered_mean
+    from evalh.core.stats.intervals import clustered_mean
 
     single = _scores(6, 6, 3)
     repeated = [Observation(o.case_id, a, o.value, o.label) for o in single for a in range(4)]
@@ -440,7 +440,7 @@ def test_balanced_accuracy_is_judged_by_a_jackknife_of_its_own_difference() -> N
     loo = [bal(data[:i] + data[i + 1:], 0.7) - bal(data[:i] + data[i + 1:], 0.5) for i in range(len(data))]
     g, mean_loo = len(loo), sum(loo) / len(loo)
     se = math.sqrt((g - 1) / g * sum((x - mean_loo) ** 2 for x in loo))
-    from evalh.core.stats import t_quantile
+    from evalh.core.stats.intervals import t_quantile
 
     half = t_quantile(0.975, g - 1) * se
     assert (m["low"], m["high"]) == pytest.approx((m["difference"] - half, m["difference"] + half))
@@ -480,7 +480,7 @@ def test_evalh_run_stores_the_configured_sweep_and_every_surface_draws_it(repo_r
 
 
 def test_a_stored_sweep_keeps_the_first_candidates_and_the_current_one() -> None:
-    from evalh.core.sweep import stored_sweep
+    from evalh.core.analysis.sweep import stored_sweep
 
     grid = {"threshold": "0.1:0.9:0.1"}
     res = sweep(binary(grid=grid, current={"threshold": 0.1}), SEPARABLE)
@@ -497,7 +497,7 @@ def test_a_stored_sweep_keeps_the_first_candidates_and_the_current_one() -> None
 
 def test_a_sweep_that_cannot_rank_is_stored_as_an_error_and_flagged_never_a_failed_run() -> None:
     from evalh.config import SuiteConfig
-    from evalh.core.sweep import suite_sweep
+    from evalh.core.analysis.sweep import suite_sweep
     from evalh.report.figures import sweep as sweep_figure
 
     hostile = "<img src=x onerror=alert(1)>"
@@ -515,7 +515,7 @@ def test_a_sweep_that_cannot_rank_is_stored_as_an_error_and_flagged_never_a_fail
 def test_counts_by_bisection_equal_deciding_each_result() -> None:
     import random
 
-    from evalh.core.sweep import ObservedValues, decide
+    from evalh.core.analysis.sweep import ObservedValues, decide
 
     rng = random.Random(5)
     decisions = ["structural", "sharpen", "note", "none"]
@@ -541,7 +541,7 @@ def test_a_non_finite_measure_is_undecided_as_in_the_stored_document() -> None:
     import orjson
 
     from evalh.config import SuiteConfig
-    from evalh.core.sweep import suite_sweep
+    from evalh.core.analysis.sweep import suite_sweep
 
     results = []
     for i in range(20):

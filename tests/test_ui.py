@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
-from evalh.core.compare import ComparePolicy, compare_runs
+from evalh.core.compare.decide import ComparePolicy, compare_runs
 from evalh.store import RunStore
 from evalh.ui import index as ui_index
 from evalh.ui.server import make_server

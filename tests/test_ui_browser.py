@@ -606,7 +606,7 @@ def sweep_run(run_id: str) -> Any:
     current 0.5 by one case: within noise) and whose `broken` suite's sweep could not rank
     (a hostile label in the error it keeps)."""
     from evalh.config import SuiteConfig
-    from evalh.core.sweep import SweepConfig, suite_sweep
+    from evalh.core.analysis.sweep import SweepConfig, suite_sweep
 
     values = [(0.9, True), (0.8, True), (0.75, True), (0.85, True), (0.6, False), (0.2, False),
               (0.1, False), (0.3, False), (0.4, False), (0.95, True), (0.15, False), (0.05, False)]

@@ -144,7 +144,7 @@ def noise(
     from evalh.baseline import check_poolable, require_baseline_ids, write_noise
     from evalh.cli.project import open_project
     from evalh.console import err, inert, out
-    from evalh.core.noise import measure_noise, noise_line
+    from evalh.core.compare.noise import measure_noise, noise_line
     from evalh.errors import EvalhError
     from evalh.gcpause import gc_paused
     from evalh.jsonio import document_text

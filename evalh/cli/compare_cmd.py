@@ -104,8 +104,8 @@ def compare(
     from functools import partial
 
     from evalh.console import warn
-    from evalh.core.compare import ComparePolicy, compare_runs
-    from evalh.core.outcome import gate_exit_code
+    from evalh.core.compare.decide import ComparePolicy, compare_runs
+    from evalh.core.compare.gate import gate_exit_code
     from evalh.gcpause import gc_paused
     from evalh.report.compare_render import emit_comparison
 
@@ -130,7 +130,7 @@ def compare(
             baseline = load_baseline(root, store, header_only=junit_xml is None)
         if junit_xml is None and (baseline is None or len(baseline.ids) == 1):
             # the facts it pairs, a line at a time (no input, output or trace kept)
-            from evalh.core.compare_load import load_compared
+            from evalh.core.compare.load import load_compared
 
             loaded = load_compared(store, base_ref, cand_ref, parallel=True)
             base_run, cand_run = loaded.base, loaded.candidate

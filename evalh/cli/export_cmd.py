@@ -37,11 +37,11 @@ def export_requests(
 
         evalh export-requests RUN_ID --suite panel --rubric docs/rubric.md -o requests.json
     """
+    from evalh.atomic import atomic_write_bytes
     from evalh.cli.project import open_store
     from evalh.console import err, out
     from evalh.jsonio import document_bytes
     from evalh.labels import build_export, load_labels, save_labels, sidecar_path
-    from evalh.store import atomic_write_bytes
 
     store = open_store(runs_dir, config)
     run_path = store.resolve(run_id)

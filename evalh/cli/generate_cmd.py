@@ -39,7 +39,7 @@ def generate(
     """
     from evalh.config import load_config
     from evalh.console import err, out
-    from evalh.core.generate import generate_to_file
+    from evalh.core.generate.generate import generate_to_file
 
     cfg = load_config(config)
     record = generate_to_file(cfg, suite, output, seed=seed, iterations=iterations, max_cost_usd=max_cost,

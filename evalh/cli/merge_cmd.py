@@ -43,8 +43,8 @@ def merge(
     """
     from evalh.config import load_config
     from evalh.console import err, out, safe_text
-    from evalh.core.merge import merge_runs
-    from evalh.core.outcome import run_verdict
+    from evalh.core.run.merge import merge_runs
+    from evalh.core.run.verdict import run_verdict
     from evalh.store import RunStore, resolve_runs_dir
 
     cfg = load_config(config)

@@ -44,8 +44,8 @@ def rejudge(
     """
     from evalh.config import load_config
     from evalh.console import err, out
-    from evalh.core.rejudge import RejudgeOptions
-    from evalh.core.rejudge import rejudge as run_rejudge
+    from evalh.core.rejudge.rejudge import RejudgeOptions
+    from evalh.core.rejudge.rejudge import rejudge as run_rejudge
     from evalh.report.terminal.progress import ProgressObserver
     from evalh.report.terminal.rejudge import render_rejudge
     from evalh.store import RunStore, resolve_runs_dir

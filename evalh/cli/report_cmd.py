@@ -127,7 +127,7 @@ def report(
             raise EvalhError("--by: a metadata field name cannot be empty")
     stat_by = fields
     if stat:  # a rooted --by (output.route) groups the --stat tables only
-        from evalh.core.field_stats import check_path, is_rooted
+        from evalh.core.analysis.field_stats import check_path, is_rooted
 
         for path in stat:
             check_path(path)
@@ -158,7 +158,7 @@ def report(
     present: set[str] = set()
     stats_parts = None
     if stat:
-        from evalh.core.field_stats import FieldStatsParts
+        from evalh.core.analysis.field_stats import FieldStatsParts
 
         stats_parts = FieldStatsParts(stat, stat_by)
         for at, source in enumerate(runs):
@@ -221,7 +221,7 @@ def _emit(text: str, output: Path | None, quiet: bool) -> None:
     if output is None:
         typer.echo(text, nl=False)
         return
-    from evalh.store import atomic_write_bytes
+    from evalh.atomic import atomic_write_bytes
 
     atomic_write_bytes(output, text.encode("utf-8"))  # a refused write: one line, exit 4
     if not quiet:

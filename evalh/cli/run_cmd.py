@@ -71,7 +71,7 @@ def run(
     """
     from evalh.config import load_config
     from evalh.console import err, out, safe_text, warn
-    from evalh.core.run_request import RunRequest, prepare_request, run_request
+    from evalh.core.request.run_request import RunRequest, prepare_request, run_request
     from evalh.jsonio import document_text
     from evalh.report.terminal.progress import ProgressObserver
 
@@ -113,8 +113,8 @@ def run(
             render_estimate(outcome.estimate, out())
         return
     if junit_xml is not None and outcome.run is not None:
+        from evalh.atomic import atomic_write_bytes
         from evalh.report.junit import run_to_junit_xml
-        from evalh.store import atomic_write_bytes
 
         full = prepared.store.load(outcome.run.run_id)  # a testcase per result: every one
         atomic_write_bytes(junit_xml, run_to_junit_xml(full).encode("utf-8"))  # refused: exit 4
@@ -124,7 +124,7 @@ def run(
         out().file.write(document_text(outcome.to_dict()))
     else:
         if not quiet and outcome.run is not None:
-            from evalh.core.retained import not_passed
+            from evalh.core.run.retained import not_passed
             from evalh.report.terminal.run import render_run
 
             # the failures it lists (at most 20 a suite), not every result

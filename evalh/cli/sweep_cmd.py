@@ -73,7 +73,7 @@ def sweep(
     """
     from evalh.cli.project import open_store
     from evalh.console import out
-    from evalh.core.sweep import sweep_request
+    from evalh.core.analysis.sweep import sweep_request
     from evalh.report.terminal.sweep import render_sweep
 
     cfg = _config(config)

@@ -24,11 +24,13 @@ def validate(config: ConfigOpt = None, json_out: JsonOpt = False, quiet: QuietOp
     """
     from evalh.config import load_config
     from evalh.console import out
-    from evalh.core.plan import build_suite_plan
-    from evalh.core.requirements import check_cases
+    from evalh.core.run.plan import build_suite_plan
+    from evalh.core.run.requirements import check_cases
 
     cfg = load_config(config)
-    from evalh.core.generate import for_validate  # generating suites: corpus and templates, no call
+    from evalh.core.generate.generate import (
+        for_validate,  # generating suites: corpus and templates, no call
+    )
 
     cfg, _placeholders = for_validate(cfg)
     rows: list[dict[str, Any]] = []

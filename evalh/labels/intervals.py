@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalh.core.stats import wilson_interval
+from evalh.core.stats.intervals import wilson_interval
 from evalh.models import CaseResult, sha256_of
 
 HELD_OUT_SPLITS = frozenset({"heldout", "held-out", "held_out", "holdout", "test"})

@@ -15,10 +15,11 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalh.atomic import atomic_write_bytes
 from evalh.errors import EvalhError, first_validation_error
 from evalh.jsonio import document_bytes
 from evalh.redact import scrub_secrets
-from evalh.store import atomic_write_bytes, validate_run_id
+from evalh.store import validate_run_id
 
 LABELS_SCHEMA = "evalh.labels/2"
 Label = str | bool | int | float | None

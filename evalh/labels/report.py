@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalh.core.stats import cohens_kappa, raw_agreement
+from evalh.core.stats.intervals import cohens_kappa, raw_agreement
 from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
 from evalh.labels.export import blinded, rubric_of
 from evalh.labels.intervals import WorkItem, interval_where_valid, work_item_key

@@ -27,11 +27,11 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalh.atomic import atomic_write_bytes
 from evalh.errors import first_validation_error
 from evalh.jsonio import jsonl_bytes
 from evalh.labels.models import Label, LabelError, label_key
 from evalh.redact import scrub_secrets
-from evalh.store import atomic_write_bytes
 
 RATINGS_SCHEMA = "evalh.ratings/1"
 RATINGS_DIR = "ratings"

@@ -98,7 +98,7 @@ class Ledger:
             self._known = {}
             journal = self.services.journal
             if journal is not None:
-                from evalh.store import Journal
+                from evalh.journal import Journal
 
                 for note in Journal.batch_notes(journal.path):
                     ids = note.get("custom_ids")

@@ -127,8 +127,8 @@ class ResponseCache:
         """Store a reply unless it is truncated (errors never reach here). False when not stored."""
         if response.truncated or response.cached:
             return False
+        from evalh.atomic import atomic_write_bytes
         from evalh.redact import scrub_secrets, secret_env_values
-        from evalh.store import atomic_write_bytes
 
         record: dict[str, Any] = {
             "format": _FORMAT,

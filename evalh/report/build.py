@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from evalh.core.aggregate import Aggregator, facts_of
+from evalh.core.results.aggregate import Aggregator, facts_of
 from evalh.models import CaseResult, Run, SuiteResult
 from evalh.report.models import (
     ArmReport,
@@ -61,7 +61,7 @@ def build_report(
             finished_at=run.finished_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
             derived_from=run.derived_from.model_dump(mode="json") if run.derived_from else None,
         ))
-        from evalh.core.outcome import advisory_suites
+        from evalh.core.results.outcome import advisory_suites
 
         advisory = advisory_suites(run)
         suites = read_suites(results, by, visit, at)

@@ -10,19 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalh.core.compare_models import CaseRef, Comparison, MetricRow, SuiteComparison
+from evalh.core.compare.models import CaseRef, Comparison, SuiteComparison
+from evalh.report.compare_cells import allowance, delta, detail, interval, metric_label, value
 from evalh.report.render import md_escape
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from evalh.core.compare_notes import CompareNotes
+    from evalh.core.compare.notes import CompareNotes
     from evalh.models import Run
 
 MAX_NAMED = 20
 """Named cases shown per list in the terminal and markdown (JSON keeps them all)."""
 
-_RATES = ("pass_rate", "error_rate")
 _LISTS = (
     ("regressed", "regressed"), ("improved", "improved"), ("errored_new", "newly errored"),
     ("errored_fixed", "no longer erroring"), ("judge_error", "judge errors (not compared)"),
@@ -49,7 +49,7 @@ def emit_comparison(
     else:
         render_terminal(cmp, out(), notes=notes)
     if junit_xml is not None:
-        from evalh.store import atomic_write_bytes  # never half a file for the reporter to read
+        from evalh.atomic import atomic_write_bytes  # never half a file for the reporter to read
 
         atomic_write_bytes(junit_xml, to_junit_xml(cmp, runs).encode("utf-8"))  # refused: exit 4
     if fmt != "table" and not quiet:
@@ -62,7 +62,7 @@ def emit_comparison(
 def to_json(cmp: Comparison, notes: CompareNotes | None = None) -> str:
     """The `evalh.compare/2` document, indented, keys in their stable model order (the
     notes' keys, `baseline_runs` and `baseline_noise`, last)."""
-    from evalh.core.compare_notes import comparison_doc
+    from evalh.core.compare.notes import comparison_doc
     from evalh.jsonio import document_text
 
     return document_text(comparison_doc(cmp, notes))
@@ -71,88 +71,12 @@ def to_json(cmp: Comparison, notes: CompareNotes | None = None) -> str:
 # --------------------------------------------------------------------------- formatting
 
 
-def value(row: MetricRow, v: float | None) -> str:
-    if v is None:
-        return "—"
-    if row.name in _RATES:
-        return f"{v * 100:.1f} %"
-    if row.name == "cost_usd":
-        return f"${v:.4g}"
-    if row.name in ("latency_ms", "latency_ms_p50"):
-        return f"{v:.0f} ms"
-    return f"{v:.3f}"
-
-
-def _unit(row: MetricRow) -> str:
-    """Relative changes are in percent; rates move in percentage points (pp)."""
-    return " %" if row.unit == "pct" else (" pp" if row.name in _RATES else "")
-
-
-def _signed(row: MetricRow, x: float) -> str:
-    if row.unit == "pct":
-        return f"{x:+.1f}"
-    if row.name in _RATES:
-        return f"{x * 100:+.1f}"
-    return f"{x:+.3f}"
-
-
-def delta(row: MetricRow) -> str:
-    return "—" if row.change is None else _signed(row, row.change) + _unit(row)
-
-
-def allowance(row: MetricRow) -> str:
-    """How far the change may go the wrong way and stay flat (signed that way)."""
-    if row.interval is None and row.method.startswith("by case"):
-        return "by case"
-    a = row.allowance if row.better == "lower" else -row.allowance
-    return f"{_signed(row, a)}{_unit(row)}"
-
-
-def interval(row: MetricRow) -> str:
-    if row.interval is None:
-        return "—"
-    return f"[{_signed(row, row.interval[0])}, {_signed(row, row.interval[1])}]{_unit(row)}"
-
-
-_LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "error_rate": "error rate",
-           "cost_usd": "cost", "latency_ms": "latency", "latency_ms_p50": "latency p50"}
-
-
-def metric_label(row: MetricRow) -> str:
-    name = f"score {row.scorer}" if row.name == "score" else _LABELS.get(row.name, row.name)
-    if row.name == "mean_score" and not row.gating:
-        name = "mean score (blended)"
-    return name if row.arm == "default" else f"{name} [{row.arm}]"
-
-
 def list_label(s: SuiteComparison, key: str) -> str:
     """Display title of a named-case list; in a stochastic suite the pass/fail lists are
     flips, named for the record (the verdict comes from the metric rows)."""
     if s.regime == "stochastic" and key in ("regressed", "improved"):
         return "flipped pass → fail" if key == "regressed" else "flipped fail → pass"
     return dict(_LISTS)[key]
-
-
-def detail(row: MetricRow) -> str:
-    """Method, p-values, cases needed and note, in one line."""
-    parts = [f"n = {row.n}", row.method]
-    if row.p_value is not None:
-        parts.append(f"McNemar mid-p = {row.p_value:.3g}")
-    if row.p_adjusted is not None:
-        parts.append(f"p(worse than allowed) = {row.p_worse:.2g}, adjusted {row.p_adjusted:.2g}")
-    if row.verdict == "inconclusive" and row.direction in ("worse", "better"):
-        parts.append(f"estimate on the {row.direction} side")
-    if row.cases_needed is not None and row.cases_needed_for is not None:
-        change = _signed(row, row.cases_needed_for) + _unit(row)
-        text = f"~{row.cases_needed} cases would settle a change of {change}"
-        if row.repeats_needed:
-            text += f" (or {row.repeats_needed} repeats a case)"
-        parts.append(text)
-    if not row.gating:
-        parts.append("not gating")
-    if row.note:
-        parts.append(row.note)
-    return "; ".join(parts)
 
 
 def family_text(cmp: Comparison) -> str:

@@ -1,11 +1,11 @@
-"""`evalh report --stat`: the tables of `evalh.core.field_stats`, as report blocks (drawn on
+"""`evalh report --stat`: the tables of `evalh.core.analysis.field_stats`, as report blocks (drawn on
 the terminal by the report's own renderer) and as markdown."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalh.core.field_stats import FieldStats
+from evalh.core.analysis.field_stats import FieldStats
 from evalh.report.blocks import Block, Heading, Table, num
 
 

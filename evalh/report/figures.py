@@ -214,9 +214,9 @@ SWEEP_ROWS = 10
 def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
     """A policy sweep's ranking (`suites.S.sweep`, the `evalh.sweep/1` document): the first
     `top` candidates with their accuracy over its denominator, under- and over-calls, the
-    winner if any, and whether the win is within noise (`evalh.core.sweep_noise`)."""
-    from evalh.core.sweep_models import Margin
-    from evalh.core.sweep_noise import margin_text
+    winner if any, and whether the win is within noise (`evalh.core.analysis.sweep_noise`)."""
+    from evalh.core.analysis.sweep_models import Margin
+    from evalh.core.analysis.sweep_noise import margin_text
 
     arm = str(doc.get("arm") or "default")
     if doc.get("error"):

@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalh.core.compare_models import Comparison, SuiteComparison
+    from evalh.core.compare.models import Comparison, SuiteComparison
     from evalh.models import CaseResult, Run, Score
 
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -244,7 +244,7 @@ def compare_to_junit_xml(cmp: Comparison, runs: tuple[Run, Run] | None = None) -
 def _compared_suite(
     el: ET.Element, s: SuiteComparison, before: Results, after: Results,
 ) -> tuple[dict[str, int], float]:
-    from evalh.report.compare_render import allowance, delta, detail, interval, metric_label, value
+    from evalh.report.compare_cells import allowance, delta, detail, interval, metric_label, value
 
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     seconds = 0.0

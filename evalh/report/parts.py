@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from evalh.core.aggregate import Aggregator, percentile, rate
+from evalh.core.results.aggregate import Aggregator, percentile, rate
 from evalh.models import Aggregate, CaseResult, Score
 from evalh.report.models import (
     Breakdown,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalh.core.sizes import tokens_of
-from evalh.core.stats import mean, sample_variance
+from evalh.core.results.sizes import tokens_of
+from evalh.core.stats.intervals import mean, sample_variance
 from evalh.models import CaseResult
 from evalh.report.models import RawRunRow, RawRuns
 

@@ -7,7 +7,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from evalh.core.stats import mean, pass_at_k, pass_hat_k, sample_variance
+from evalh.core.stats.intervals import mean, pass_at_k, pass_hat_k, sample_variance
 from evalh.labels.intervals import HELD_OUT_SPLITS, ResultTraits, interval_verdict, work_item_key
 from evalh.models import CaseResult
 from evalh.report.models import (

@@ -116,7 +116,7 @@ class ArmView(Protocol):
 
 class SuiteView(Protocol):
     """What a scorer's `prepare(suite, services)` and `finalize(suite, results, services)`
-    hooks read of the suite being run: `evalh.core.plan.SuitePlan` is one, and scorers do not
+    hooks read of the suite being run: `evalh.core.run.plan.SuitePlan` is one, and scorers do not
     import it (they sit below `evalh.core`; docs/architecture.md)."""
 
     @property

@@ -95,7 +95,7 @@ class JudgeScorer(JudgeScorerBase):
         if self.config.calibration is not None:
             from evalh.scorers.judge_calibration import calibrate, recorded_calibration
 
-            # a resumed run keeps the calibration it made (evalh.core.resume puts it there)
+            # a resumed run keeps the calibration it made (evalh.core.run.resume puts it there)
             recorded = recorded_calibration(suite.details.get(self.name))
             info["calibration"] = recorded or await calibrate(self, self.config.calibration, services)
         return info

@@ -10,7 +10,7 @@ zero), flagged when below `min_consistency`.
 
 Every pair records both outputs' lengths in characters (`lengths`, arm → chars, measured
 before any control), so a verbosity bias (the longer output wins) is measured whatever is
-judged (`verbosity_bias` in `evalh.core.suite_metrics`). `length_control = "truncate"` cuts
+judged (`verbosity_bias` in `evalh.core.analysis.suite_metrics`). `length_control = "truncate"` cuts
 the longer output to the shorter one's length, at the last word boundary within it, before
 judging (`length_control` per pair: which arm was cut, from and to how many characters).
 

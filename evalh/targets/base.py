@@ -1,9 +1,9 @@
 """The target interface, and the output sources the runner asks for each (case, arm, attempt).
 
 A `Target` is the product under test (a Python callable, an HTTP endpoint, a model). An
-`OutputSource` is where an arm's outputs come from: a live target (`evalh.core.sources.
+`OutputSource` is where an arm's outputs come from: a live target (`evalh.core.run.sources.
 LiveSource` calls it, with the case's timeout and clock), or the outputs a run stored
-(`evalh.core.sources.StoredSource`, for rejudge). The runner asks the source and never asks
+(`evalh.core.run.sources.StoredSource`, for rejudge). The runner asks the source and never asks
 which kind it is.
 """
 

@@ -20,7 +20,7 @@ everything evalh writes or shows should the product echo it: header values, `${V
 values, the user, password and `Authorization: Basic` value of a `user:pass@` URL, and
 the values of credential-looking query parameters (`?token=`, `?api_key=`, `?sig=`). Every
 request carries `X-Evalh-Run-Id`, `X-Evalh-Case-Id`, `X-Evalh-Attempt` and `X-Evalh-Seed` (the
-attempt's seed, `evalh.core.shuffle`); the body template sees `attempt` and `seed` too.
+attempt's seed, `evalh.core.run.shuffle`); the body template sees `attempt` and `seed` too.
 
 429, 5xx, timeouts and dropped connections are retried like provider calls (backoff,
 `retry-after`, bounded attempts); any other non-2xx reply, or a 2xx that is not JSON,
@@ -211,7 +211,7 @@ class HttpTarget(Target):
         from evalh.context import current
 
         case_ctx = current()
-        if case_ctx is not None and case_ctx.seed is not None:  # the attempt's seed (evalh.core.shuffle)
+        if case_ctx is not None and case_ctx.seed is not None:  # the attempt's seed (evalh.core.run.shuffle)
             headers["X-Evalh-Seed"] = str(case_ctx.seed)
         return headers
 

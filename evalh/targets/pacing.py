@@ -2,7 +2,7 @@
 wait for its pace.
 
 A generated case the generator could not write (`metadata.generation_error`,
-`evalh.core.generate`) never reaches the target: the call raises `GenerationFailed`, and the
+`evalh.core.generate.generate`) never reaches the target: the call raises `GenerationFailed`, and the
 run records the case `errored` with that error type.
 
 `pace_ms`: a pause between the calls of one target (the reference harness's `--sleep-ms`).

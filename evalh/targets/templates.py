@@ -1,7 +1,7 @@
 """Prompt templates: Jinja2 in a sandbox, strict about missing variables.
 
 A template sees `input` (the case's input), `case` (`case.id`, `case.metadata`), `attempt`
-and `seed` (the attempt's, see evalh.core.shuffle), never
+and `seed` (the attempt's, see evalh.core.run.shuffle), never
 the case's `expected` (a template that could read the label would leak it to the model).
 A missing variable is an error naming the template, not an empty string.
 """

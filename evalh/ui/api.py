@@ -196,7 +196,7 @@ class DashboardApi:
         return self._compare(b, c)
 
     def _compare(self, b: LoadedRun, c: LoadedRun) -> dict[str, Any]:
-        from evalh.core.compare import ComparePolicy, compare_runs, suite_options
+        from evalh.core.compare.decide import ComparePolicy, compare_runs, suite_options
 
         key = (b.key, c.key)
         with self._lock:

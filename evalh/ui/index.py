@@ -7,7 +7,7 @@ Runs opened for their cases are kept in a small LRU, with their case rows flatte
 listing, so paging and filtering the cases of a 10,000-case run does not parse it again.
 Of a streamed document only the rows and the byte offset of each result are kept: a case
 is opened by reading its one line, a comparison reads only the facts it pairs, into
-compact columns (`evalh.core.compare_facts`). Safe to share between server threads.
+compact columns (`evalh.core.compare.facts`). Safe to share between server threads.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from typing import IO, Any
 import orjson
 from pydantic import ValidationError
 
-from evalh.core.compare_facts import DEFAULT_OPTIONS, Options, SuiteFacts, facts_from, suite_facts
-from evalh.core.outcome import run_summary
+from evalh.core.compare.facts import DEFAULT_OPTIONS, Options, SuiteFacts, suite_facts
+from evalh.core.compare.facts_read import facts_from
+from evalh.core.results.outcome import run_summary
 from evalh.document import (
     HEADS,
     indexed_offset,
@@ -57,7 +58,7 @@ def _file_key(path: Path) -> FileKey:
 
 def history_row(run: Run) -> dict[str, Any]:
     """The history row of a run: the dashboard's form of its one summary
-    (`core.outcome.run_summary`)."""
+    (`core.results.outcome.run_summary`)."""
     return run_summary(run).history_row()
 
 

@@ -193,7 +193,7 @@ def make_server(
     are read in a background thread right away, so the history is ready by the time a
     browser asks (a request that comes sooner waits for that one read)."""
     # Import what the first requests need now, so nobody waits for it on first click.
-    import evalh.core.compare  # noqa: F401
+    import evalh.core.compare.decide  # noqa: F401
     import evalh.report.build  # noqa: F401
 
     api = DashboardApi(RunIndex(runs_dir), root)

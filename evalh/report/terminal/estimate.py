@@ -10,7 +10,7 @@ from evalh.numbers import num
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from evalh.core.estimate import PlanEstimate, Tally
+    from evalh.core.run.estimate import PlanEstimate, Tally
 
 
 def _int(value: int | None) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from evalh.numbers import money
 
 if TYPE_CHECKING:
-    from evalh.core.plan import RunPlan, SuitePlan
+    from evalh.core.run.plan import RunPlan, SuitePlan
     from evalh.models import CaseResult, Run
 
 
@@ -84,7 +84,7 @@ class ProgressObserver:
         if result.cost_usd is not None:
             self.cost = (self.cost or 0.0) + result.cost_usd
         elif not result.cached and (result.tokens_in is not None or result.tokens_out is not None):
-            self.cost_unknown += 1  # counted as evalh.core.aggregate counts cost_unknown
+            self.cost_unknown += 1  # counted as evalh.core.results.aggregate counts cost_unknown
         if self._progress is not None and self._task is not None:
             self._progress.update(
                 self._task, advance=1, errored=self.errored, tokens=self.tokens, cost=self.cost_text()

@@ -9,7 +9,7 @@ from evalh.numbers import num
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from evalh.core.rejudge import RejudgeResult
+    from evalh.core.rejudge.rejudge import RejudgeResult
 
 
 def render_rejudge(result: RejudgeResult, console: Console) -> None:

@@ -108,7 +108,7 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20,
     console.print(results_table(run, console))
     for name, suite in run.suites.items():
         # the count from the aggregate: `evalh run` hands a run holding only the first
-        # `max_failures` results that did not pass (evalh.core.retained.not_passed)
+        # `max_failures` results that did not pass (evalh.core.run.retained.not_passed)
         a = suite.aggregate
         bad = [r for r in suite.cases if r.status in ("failed", "errored", "judge_error")]
         count = max(a.failed + a.errored + a.judge_error, len(bad), (not_passed or {}).get(name, 0))

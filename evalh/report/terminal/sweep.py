@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from evalh.core.sweep_models import SweepResult
+    from evalh.core.analysis.sweep_models import SweepResult
 
 
 def _params(p: dict[str, Any]) -> str:

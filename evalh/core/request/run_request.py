@@ -1,0 +1,234 @@
+"""`evalh run` as a request and its outcome: the command parses its options into a
+`RunRequest`, and the core decides everything else — which flags `--resume` refuses, which
+suites are skipped, the dry run, the baseline check before anything is spent, the exit
+code and its reasons, the `--json` document. The command only renders.
+
+Two steps, so that the skipped-suite warnings are shown before anything can fail:
+`prepare_request` (the plan and the warnings) then `run_request` (the outcome).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from evalh.errors import EvalhError
+
+if TYPE_CHECKING:
+    from evalh.config import Config
+    from evalh.core.compare.models import Comparison
+    from evalh.core.compare.notes import CompareNotes
+    from evalh.core.run.estimate import PlanEstimate
+    from evalh.core.run.prepare import Prepared
+    from evalh.core.run.runner import Observer
+    from evalh.models import Run
+    from evalh.store import RunStore
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The options of `evalh run`, as given (None: not given)."""
+
+    suites: list[str] | None = None
+    label: str | None = None
+    repeats: int | None = None
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    seed: int | None = None
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    no_cache: bool = False
+    resume: str | None = None
+    """`--resume RUN_ID`: finish that run under its own settings."""
+    dry_run: bool = False
+    allow_self_judge: bool = False
+    max_error_rate: float | None = None
+    compare_baseline: bool = False
+    shard: str | None = None
+    """`--shard K/N`: run only the cases whose id hashes to shard K of N (`core.run.shard`)."""
+    judge_model: str | None = None
+    """`--judge-model`: the run's judges swapped before planning (`core.request.overrides`)."""
+    sleep_ms: float | None = None
+    """`--sleep-ms`: every Python, model and HTTP target paced (`core.request.overrides`)."""
+    iterations: int | None = None
+    """`--iterations`: cases generated per suite with a `generate` table (`core.generate.generate`)."""
+    processes: int | None = None
+    """`--procs`: every suite's cases over this many worker processes (`core.run.procs`)."""
+
+    def refused_with_resume(self) -> list[str]:
+        """The flags given that `--resume` refuses: the run keeps its own."""
+        return [flag for flag, value in (
+            ("--suite", self.suites), ("--label", self.label), ("--seed", self.seed),
+            ("--repeats", self.repeats), ("--timeout", self.timeout_s),
+            ("--allow-self-judge", self.allow_self_judge or None),
+            ("--max-error-rate", self.max_error_rate),
+        ) if value is not None]
+
+
+class Reference(Protocol):
+    """What `--compare-baseline` compares with (`evalh.baseline.LoadedBaseline`)."""
+
+    def compare(self, candidate: Run) -> tuple[Comparison, CompareNotes]: ...
+
+    def compare_stored(self, store: RunStore, run_id: str) -> tuple[Comparison, CompareNotes]: ...
+
+
+@dataclass
+class PreparedRequest:
+    """A request planned: nothing has run, nothing is written."""
+
+    request: RunRequest
+    config: Config
+    store: RunStore
+    prepared: Prepared
+    warnings: list[str] = field(default_factory=list)
+    """To show before anything else: the suites skipped for a missing environment variable."""
+
+    @property
+    def resume_note(self) -> str | None:
+        """What a resumed run keeps and has left to run (None when not resuming, or when
+        nothing will run: a dry run, no suite)."""
+        plan = self.prepared.plan
+        if self.request.resume is None or self.request.dry_run or not plan.suites:
+            return None
+        return (f"resuming run {plan.run_id}: {plan.carried_total} of {plan.total} results "
+                f"kept, {plan.total - plan.carried_total} to run")
+
+
+@dataclass
+class RunOutcome:
+    """What came of a request: a dry run's estimate, or the run with its exit code (and the
+    comparison with the baseline when asked)."""
+
+    code: int = 0
+    """The exit code: the run's verdict, raised by a failed baseline gate."""
+    reasons: list[str] = field(default_factory=list)
+    """Why the code is not 0, where the results table does not say it."""
+    run: Run | None = None
+    path: Path | None = None
+    estimate: PlanEstimate | None = None
+    comparison: Comparison | None = None
+    notes: CompareNotes | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `--json` document: the estimate of a dry run, else the run's headline."""
+        if self.estimate is not None:
+            return self.estimate.to_dict()
+        assert self.run is not None
+        doc: dict[str, Any] = {
+            "run_id": self.run.run_id, "path": str(self.path), "status": self.run.status,
+            "exit_code": self.code, "reasons": self.reasons, "summary": self.run.summary,
+        }
+        if self.comparison is not None:
+            from evalh.core.compare.notes import comparison_doc
+
+            doc["comparison"] = comparison_doc(self.comparison, self.notes)
+        return doc
+
+
+def prepare_request(
+    config: Config, request: RunRequest, runs_dir: Path | None = None,
+    *, say: Callable[[str], None] | None = None,
+) -> PreparedRequest:
+    """Plan the request: the config rewritten by `--judge-model` and `--sleep-ms`, the
+    generated cases written and frozen (`core.generate.generate.for_run`, whose notes go to `say` as
+    they come), then a new run (`core.run.prepare.prepare_run`) or the rest of one
+    (`core.run.resume.prepare_resume`). Raises `EvalhError` (exit 2) for flags `--resume`
+    refuses and for bad input."""
+    from dataclasses import replace
+
+    from evalh.core.generate.generate import for_run
+    from evalh.store import RunStore, resolve_runs_dir
+
+    if request.judge_model or request.sleep_ms is not None:  # before anything is planned
+        from evalh.core.request.overrides import with_judge_model, with_pace
+
+        config = with_pace(with_judge_model(config, request.judge_model), request.sleep_ms)
+    directory = resolve_runs_dir(runs_dir, config.root, config.settings.runs_dir)
+    gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
+                  iterations=request.iterations, max_cost_usd=request.max_cost_usd,
+                  max_tokens=request.max_tokens, resume=request.resume, dry_run=request.dry_run,
+                  allow_self=request.allow_self_judge, use_cache=not request.no_cache)
+    config = gen.config
+    request = replace(request, seed=gen.seed, max_cost_usd=gen.max_cost_usd, max_tokens=gen.max_tokens)
+    for note in gen.notes:
+        if say is not None:
+            say(note)
+    if request.resume is not None:
+        from evalh.core.run.resume import prepare_resume
+
+        given = request.refused_with_resume()
+        if given:
+            raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats, timeout, "
+                             f"judge settings and max error rate: drop {', '.join(given)}")
+        prepared = prepare_resume(
+            config, request.resume, directory, concurrency=request.concurrency,
+            max_cost_usd=request.max_cost_usd, max_tokens=request.max_tokens,
+            use_cache=False if request.no_cache else None,
+        )
+    else:
+        from evalh.core.run.prepare import RunOptions, prepare_run
+
+        options = RunOptions(
+            suites=request.suites, label=request.label, seed=request.seed, repeats=request.repeats,
+            concurrency=request.concurrency, timeout_s=request.timeout_s,
+            max_cost_usd=request.max_cost_usd, max_tokens=request.max_tokens,
+            use_cache=not request.no_cache, allow_self_judge=request.allow_self_judge,
+            max_error_rate=request.max_error_rate, dry_run=request.dry_run,
+        )
+        prepared = prepare_run(config, options, directory)
+    from evalh.core.run.shard import apply_shard
+
+    apply_shard(prepared.plan, request.shard, resumed=request.resume is not None,
+                seeded=request.seed is not None or config.settings.seed is not None)
+    if request.processes is not None:  # the results are the same: not recorded, a resume may differ
+        for suite_plan in prepared.plan.suites:
+            suite_plan.processes = request.processes
+    warnings = [f"skipped suite {name!r}: needs {', '.join(missing)}" for name, missing in prepared.skipped]
+    return PreparedRequest(request, config, RunStore(directory), prepared, warnings)
+
+
+def run_request(
+    req: PreparedRequest,
+    observer: Observer | None = None,
+    *,
+    load_reference: Callable[[], Reference] | None = None,
+    results: bool = True,
+) -> RunOutcome:
+    """Carry out a planned request: estimate it (dry run), or run it and judge the run.
+
+    `load_reference` (needed with `--compare-baseline`) loads what the run is compared
+    with; it is called before the run starts, so a missing or unreadable baseline fails
+    before anything is spent. Raises `EvalhError` when no suite can run. `results=False`:
+    the outcome's run comes without its results (`run_plan`'s; `evalh run` reads what it
+    prints from the document), and the baseline is compared with the run's facts."""
+    plan = req.prepared.plan
+    if not plan.suites:
+        raise EvalhError("no suite can run (see the skipped suites above)")
+    if req.request.dry_run:
+        from evalh.core.run.estimate import estimate_plan
+
+        return RunOutcome(estimate=estimate_plan(plan, req.prepared.skipped))
+    reference = None
+    if req.request.compare_baseline:
+        if load_reference is None:
+            raise TypeError("run_request: --compare-baseline needs load_reference")
+        reference = load_reference()
+    from evalh.core.compare.gate import gate_exit_code
+    from evalh.core.run.runner import run_plan
+    from evalh.core.run.verdict import run_verdict
+
+    run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock, results=results)
+    verdict = run_verdict(run)
+    outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
+                         path=req.store.path_for(run.run_id))
+    if reference is not None:
+        if results:  # the baseline's runs pooled per case
+            outcome.comparison, outcome.notes = reference.compare(run)
+        else:  # what a comparison pairs, read from the documents
+            outcome.comparison, outcome.notes = reference.compare_stored(req.store, run.run_id)
+        outcome.code = max(outcome.code, gate_exit_code(
+            outcome.comparison, fail_on_regression=True, fail_on_inconclusive=False))
+    return outcome
