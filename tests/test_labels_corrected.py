@@ -1,0 +1,135 @@
+"""Judge figures corrected by human labels, end to end through the CLI: a judged run through
+the mock provider with a judge biased by script, a random sample drawn by `export-requests
+--sample`, its ratings imported, and `label report` / `compare` showing the corrected
+figures (PPI++); a hand-picked sample gives null with its reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from evalh.cli.main import app
+from evalh.core.stats_ppi import ppi_mean
+
+JUDGE = 'provider = "anthropic", model = "judge-1", base_url = "mock:judge.json", max_retries = 0'
+TARGET = '''\
+def answer(inp):
+    return {"text": inp["q"]}
+'''
+CASES = 60
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "response-cache"))
+
+
+def good(i: int, bad_every: int) -> bool:
+    return i % bad_every != 0
+
+
+def text(i: int, bad_every: int) -> str:
+    return f"{'GOOD' if good(i, bad_every) else 'BAD'} answer {i:03d}"
+
+
+def judge_says(i: int, bad_every: int) -> str:
+    """The scripted judge: passes two bad answers in three (false pass), fails one good in twenty."""
+    if good(i, bad_every):
+        return "fail" if i % 20 == 1 else "pass"
+    return "fail" if i % 3 == 0 else "pass"
+
+
+def project(root: Path, bad_every: int) -> Path:
+    (root / "evalh.toml").write_text(
+        '[suites.s]\ndataset = "d.jsonl"\ntarget = "ctgt:answer"\nregime = "stochastic"\n'
+        f'scorers = [{{ type = "judge", {JUDGE}, rubric = "r", output_field = "text" }}]\n', encoding="utf-8")
+    (root / "d.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i:03d}", "input": {"q": text(i, bad_every)}}) + "\n" for i in range(CASES)),
+        encoding="utf-8")
+    (root / "ctgt.py").write_text(TARGET, encoding="utf-8")
+    rules = [{"match": f"<output>\n{text(i, bad_every)}", "json": {"verdict": judge_says(i, bad_every), "rationale": "scripted"}}
+             for i in range(CASES)]
+    (root / "judge.json").write_text(json.dumps({"rules": rules}), encoding="utf-8")
+    (root / "rubric.md").write_text("Label pass when the answer is GOOD, fail when BAD.\n", encoding="utf-8")
+    return root / "evalh.toml"
+
+
+def cli(cfg: Path, *args: str) -> Result:
+    return CliRunner().invoke(app, [*args, "--config", str(cfg), "--runs-dir", str(cfg.parent / "runs")])
+
+
+def run(cfg: Path) -> str:
+    result = cli(cfg, "run", "--json")
+    assert result.exit_code == 0, result.output
+    return str(json.loads(result.stdout)["run_id"])
+
+
+def label(cfg: Path, run_id: str, *export_args: str, keep: int | None = None) -> list[dict[str, Any]]:
+    """Export (with `export_args`), rate every exported request (or the first `keep` by
+    answer) truthfully, import; returns the rated requests."""
+    out = cfg.parent / f"req-{run_id}.json"
+    res = cli(cfg, "export-requests", run_id, "--rubric", str(cfg.parent / "rubric.md"), "-o", str(out), *export_args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    reqs = sorted(doc["requests"], key=lambda r: r["output"]["text"])[:keep]
+    lines = [json.dumps({"request_id": r["request_id"], "request_sha256": r["request_sha256"],
+                         "rubric_sha256": doc["rubric"]["sha256"], "rater": "ann",
+                         "label": "pass" if r["output"]["text"].startswith("GOOD") else "fail"}) for r in reqs]
+    ratings = cfg.parent / f"ratings-{run_id}.jsonl"
+    ratings.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = cli(cfg, "label", "import", str(ratings), "--run", run_id)
+    assert res.exit_code == 0, res.output
+    return reqs
+
+
+def report(cfg: Path, run_id: str, *args: str) -> dict[str, Any]:
+    res = cli(cfg, "label", "report", run_id, "--json", *args)
+    assert res.exit_code == 0, res.output
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def test_a_random_sample_corrects_the_judge_and_a_hand_picked_one_does_not(tmp_path: Path) -> None:
+    cfg = project(tmp_path, bad_every=4)
+    run_id = run(cfg)
+    rated = label(cfg, run_id, "--sample", "24", "--seed", "7")
+    assert len(rated) == 24
+    side = json.loads((tmp_path / "runs" / f"{run_id}.labels.json").read_text(encoding="utf-8"))
+    (draw,) = side["samples"]
+    assert (draw["seed"], draw["frame_size"], len(draw["drawn"])) == (7, CASES, 24)
+
+    (fig,) = report(cfg, run_id)["corrected"]
+    # the same figure from the scripted truth, by hand
+    drawn = {c for c, _ in draw["drawn"]}
+    ids = [f"c{i:03d}" for i in range(CASES)]
+    y = [float(good(i, 4)) for i, c in enumerate(ids) if c in drawn]
+    yh = [float(judge_says(i, 4) == "pass") for i, c in enumerate(ids) if c in drawn]
+    yu = [float(judge_says(i, 4) == "pass") for i, c in enumerate(ids) if c not in drawn]
+    want = ppi_mean(y, yh, yu)
+    assert fig["null_reasons"] == []
+    assert fig["estimate"] == pytest.approx(want.estimate, abs=1e-12)
+    assert fig["interval_95"] == pytest.approx(list(want.interval), abs=1e-12)
+    assert (fig["labelled"], fig["judged"]) == (24, CASES)
+    assert fig["judge_rate"] == pytest.approx(sum(yh + yu) / CASES)
+    assert fig["effective_labels"] == pytest.approx(want.effective_labels)
+
+    text_out = cli(cfg, "label", "report", run_id, "--target-width", "0.1")
+    assert text_out.exit_code == 0, text_out.output
+    assert "corrected rate of 'pass', s · judge judge:" in text_out.stdout.replace("\n", " ") or \
+        "corrected rate of 'pass'" in text_out.stdout
+    assert "labels needed for width 0.1" in text_out.stdout
+
+    # hand-picked: another project, every request exported, the first 24 by answer labelled
+    other = tmp_path / "hand"
+    other.mkdir()
+    cfg2 = project(other, bad_every=4)
+    run2 = run(cfg2)
+    label(cfg2, run2, keep=24)
+    (fig2,) = report(cfg2, run2)["corrected"]
+    assert fig2["estimate"] is None and fig2["interval_95"] is None
+    assert any("not drawn at random by evalh" in r for r in fig2["null_reasons"])
+    assert fig2["labels_outside_draw"] == 24
