@@ -133,3 +133,24 @@ def test_a_random_sample_corrects_the_judge_and_a_hand_picked_one_does_not(tmp_p
     assert fig2["estimate"] is None and fig2["interval_95"] is None
     assert any("not drawn at random by evalh" in r for r in fig2["null_reasons"])
     assert fig2["labels_outside_draw"] == 24
+
+
+def test_compare_gates_on_the_corrected_difference(tmp_path: Path) -> None:
+    """Base: one answer in ten bad; candidate: one in two. Each run labels a random 24 (the
+    same seed draws the same cases: one sample labelled on both, a paired difference)."""
+    cfg = project(tmp_path, bad_every=10)
+    base = run(cfg)
+    label(cfg, base, "--sample", "24", "--seed", "5")
+    project(tmp_path, bad_every=2)
+    cand = run(cfg)
+    label(cfg, cand, "--sample", "24", "--seed", "5")
+    res = cli(cfg, "compare", base, cand, "--corrected", "--json", "--fail-on-regression")
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.stdout)
+    (row,) = [m for m in doc["suites"]["s"]["metrics"] if m["name"] == "corrected_pass_rate"]
+    assert row["verdict"] == "regressed" and row["scorer"] == "judge" and row["n"] == 24
+    assert "one sample labelled on both" in row["method"]
+    assert row["p_adjusted"] is not None  # held to the family like every row
+    assert doc["family"]["size"] >= 2
+    table = cli(cfg, "compare", base, cand, "--corrected")
+    assert "corrected_pass_rate" in table.stdout or "corrected pass rate" in table.stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -72,6 +72,10 @@ def compare(
         "--cost-increase-pct", min=0.0, metavar="PCT", help="Allowed cost increase, in percent.")] = None,
     latency_increase_pct: Annotated[float | None, typer.Option(
         "--latency-increase-pct", min=0.0, metavar="PCT", help="Allowed rise of the typical latency per case (geometric mean), in percent.")] = None,
+    corrected: Annotated[bool, typer.Option(
+        "--corrected", help="Also gate each judged suite on its judge's pass rate corrected by human labels "
+        "(PPI++): both runs need a random labelled sample (`export-requests --sample`) with ratings "
+        "imported; a row like the others (same rule, allowance --pass-rate-drop, family).")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
@@ -144,8 +148,42 @@ def compare(
             notes = baseline.notes(cand_run)
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
-        cmp = compare(policy)
+        pairs = _corrected_pairs(store, base_run.run_id, cand_run.run_id) if corrected else None
+        cmp = compare(policy, corrected=pairs) if pairs else compare(policy)
         emit_comparison(cmp, fmt.value, junit_xml, notes, quiet=quiet, runs=(base_run, cand_run))
     code = gate_exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:
         raise typer.Exit(code=code)
+
+
+def _corrected_pairs(store: Any, base_id: str, cand_id: str) -> dict[tuple[str, str], Any]:
+    """(suite, arm) → the corrected pass rates of both runs and their difference, where both
+    have a valid one (`evalh.labels.corrected`); a warning names each that has not."""
+    from evalh.console import warn
+    from evalh.core.compare_metrics import CorrectedPair
+    from evalh.labels import load_labels, load_store, sidecar_path
+    from evalh.labels.corrected import corrected_difference, corrected_rates
+    from evalh.labels.export import rubric_of
+
+    ratings = load_store(store.runs_dir)
+    rates = []
+    for run_id in (base_id, cand_id):
+        run = store.load(run_id)
+        labels = load_labels(sidecar_path(store.resolve(run_id), run.run_id), run.run_id)
+        if not labels.exports:
+            warn(f"--corrected: run {run.run_id} has no labelled sample (evalh export-requests --sample)")
+            return {}
+        rates.append({(r.suite, r.arm): r for r in corrected_rates(run, labels.samples, ratings, rubric_of(labels))})
+    out: dict[tuple[str, str], Any] = {}
+    for key, b in rates[0].items():
+        c = rates[1].get(key)
+        if c is None or c.scorer != b.scorer:
+            continue
+        diff = corrected_difference(b, c)
+        if diff is None or b.estimate is None or c.estimate is None:
+            why = "; ".join(b.null_reasons + c.null_reasons)
+            warn(f"--corrected: suite {key[0]} arm {key[1]}: no corrected figure: {why}")
+            continue
+        out[key] = CorrectedPair(scorer=b.scorer, base=b.estimate.estimate, cand=c.estimate.estimate,
+                                 value=diff.value, se=diff.se, paired=diff.paired, labelled=diff.labelled)
+    return out

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Mapping
 
 from evalh.config import Thresholds
 from evalh.core.compare_config import config_differences, thresholds_for
@@ -41,9 +42,11 @@ from evalh.core.compare_facts import (
     suite_facts,
 )
 from evalh.core.compare_metrics import (
+    CorrectedPair,
     Key,
     Pairs,
     apply_family,
+    corrected_row,
     deterministic_row,
     plan_row,
     stochastic_rows,
@@ -75,13 +78,17 @@ Facts = dict[str, SuiteFacts]
 def compare_runs(
     base: Run, candidate: Run, policy: ComparePolicy | None = None, *,
     facts: tuple[Facts, Facts] | None = None,
+    corrected: Mapping[tuple[str, str], CorrectedPair] | None = None,
 ) -> Comparison:
     """Compare `candidate` against `base`, suite by suite. Pure and deterministic.
 
     `facts`: the (base, candidate) facts of every suite, read from the documents with the
     options `suite_options` gives (`compare_facts.read_facts`); the runs are then only
     read for their headers (their `cases` may be empty). Without it they are taken from
-    each suite's results in memory."""
+    each suite's results in memory.
+
+    `corrected`: (suite, arm) → a judge's rate corrected by human labels on both runs
+    (`evalh.labels.corrected`); each is one more gating row of that stochastic suite."""
     with gc_paused():
         if facts is None:
             options = suite_options(base, candidate)
@@ -90,7 +97,7 @@ def compare_runs(
                 for run in (base, candidate)
             )
         assert facts is not None
-        return _compare_runs(base, candidate, policy or ComparePolicy(), facts)
+        return _compare_runs(base, candidate, policy or ComparePolicy(), facts, corrected or {})
 
 
 def suite_options(base: Run, candidate: Run) -> dict[str, Options]:
@@ -108,7 +115,10 @@ def _suite_names(base: Run, candidate: Run) -> list[str]:
     return list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
 
 
-def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts]) -> Comparison:
+def _compare_runs(
+    base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts],
+    corrected: Mapping[tuple[str, str], CorrectedPair],
+) -> Comparison:
     partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
     warnings = [w for w in partial if w]
     suites: dict[str, SuiteComparison] = {}
@@ -121,6 +131,10 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
             name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th,
             source, fb, fc,
         )
+    for (name, arm), pair in corrected.items():
+        s = suites.get(name)
+        if s is not None and s.regime == "stochastic" and arm in s._arm_verdicts:
+            s.metrics.append(corrected_row(policy, arm, pair, float(s.thresholds["pass_rate_drop"])))
     from evalh.core.outcome import ADVISORY, advisory_suites
 
     for name in advisory_suites(base, candidate) & set(suites):  # reported, never gates

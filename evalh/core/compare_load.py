@@ -9,10 +9,12 @@ A document of the earlier, indented layout is parsed whole, once (`RunStore.load
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evalh.core.compare import Facts, suite_options
 from evalh.core.compare_facts import DEFAULT_OPTIONS, read_facts, suite_facts, unfolded
+from evalh.core.compare_metrics import CorrectedPair
 from evalh.core.compare_models import ComparePolicy, Comparison
 from evalh.models import Run
 from evalh.store import RunStore, read_streamed
@@ -26,10 +28,11 @@ class Compared:
     candidate: Run
     facts: tuple[Facts, Facts]
 
-    def compare(self, policy: ComparePolicy | None = None) -> Comparison:
+    def compare(self, policy: ComparePolicy | None = None, corrected: Mapping[tuple[str, str], CorrectedPair] | None = None
+                ) -> Comparison:
         from evalh.core.compare import compare_runs
 
-        return compare_runs(self.base, self.candidate, policy, facts=self.facts)
+        return compare_runs(self.base, self.candidate, policy, facts=self.facts, corrected=corrected)
 
 
 PARALLEL_BYTES = 64 << 20

@@ -32,10 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalh.core.stats_ppi import (
+    Difference,
     PPIEstimate,
     StratifiedEstimate,
     Stratum,
     labels_needed,
+    ppi_difference,
+    ppi_paired_difference,
     ppi_stratified,
 )
 from evalh.labels.export import blinded
@@ -80,6 +83,9 @@ class CorrectedRate:
     labels_outside_draw: int = 0
     labels_needed: dict[str, Any] | None = None
     before_rejudge: CorrectedRate | None = None
+    items: dict[tuple[str, int], tuple[float | None, float]] = field(default_factory=dict, repr=False)
+    """(case id, attempt) → (human 0/1 where drawn and labelled, else None; judge 0/1), for a
+    paired difference with another run (not in `to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         est = self.estimate
@@ -192,6 +198,7 @@ def corrected_rate(
     if any(len(y) < 2 or not yu for y, _, yu in strata.values()):
         reasons.append("fewer than 2 labelled or no unlabelled result")
         return out
+    out.items = {(r.case_id, r.attempt): (human.get(i), judge[i]) for i, r in enumerate(frame)}
     keys = sorted(strata)
     est = ppi_stratified([Stratum(*strata[k]) for k in keys])
     out.estimate = est
@@ -225,3 +232,21 @@ def corrected_rates(
                                                          scorer=scorer, positive=positive, by=by)
                 out.append(rate)
     return out
+
+
+def corrected_difference(base: CorrectedRate, cand: CorrectedRate) -> Difference | None:
+    """candidate − base of two valid corrected rates: paired PPI++ on the per-item
+    differences when both runs labelled the same items of the same cases (one sample
+    labelled on both), else the independent difference (each run its own sample)."""
+    if base.estimate is None or cand.estimate is None:
+        return None
+    lb = {k for k, (y, _) in base.items.items() if y is not None}
+    lc = {k for k, (y, _) in cand.items.items() if y is not None}
+    if lb == lc and set(base.items) == set(cand.items) and len(lb) >= 2 and len(base.items) > len(lb):
+        keys = sorted(lb)
+        rest = sorted(set(base.items) - lb)
+        return ppi_paired_difference(
+            [base.items[k][0] or 0.0 for k in keys], [base.items[k][1] for k in keys],
+            [cand.items[k][0] or 0.0 for k in keys], [cand.items[k][1] for k in keys],
+            [base.items[k][1] for k in rest], [cand.items[k][1] for k in rest])
+    return ppi_difference(base.estimate, cand.estimate)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 MAX_NAMED = 20
 """Named cases shown per list in the terminal and markdown (JSON keeps them all)."""
 
-_RATES = ("pass_rate", "error_rate")
+_RATES = ("pass_rate", "error_rate", "corrected_pass_rate")
 _LISTS = (
     ("regressed", "regressed"), ("improved", "improved"), ("errored_new", "newly errored"),
     ("errored_fixed", "no longer erroring"), ("judge_error", "judge errors (not compared)"),
@@ -115,6 +115,7 @@ def interval(row: MetricRow) -> str:
 
 
 _LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "error_rate": "error rate",
+           "corrected_pass_rate": "corrected pass rate (PPI++)",
            "cost_usd": "cost", "latency_ms": "latency", "latency_ms_p50": "latency p50"}
 
 
