@@ -154,3 +154,32 @@ def test_compare_gates_on_the_corrected_difference(tmp_path: Path) -> None:
     assert doc["family"]["size"] >= 2
     table = cli(cfg, "compare", base, cand, "--corrected")
     assert "corrected_pass_rate" in table.stdout or "corrected pass rate" in table.stdout
+
+
+def test_report_shows_the_corrected_figure_and_a_rejudge_shows_both_judges(tmp_path: Path) -> None:
+    cfg = project(tmp_path, bad_every=4)
+    run_id = run(cfg)
+    label(cfg, run_id, "--sample", "24", "--seed", "7")
+    res = cli(cfg, "report", run_id, "--json")
+    assert res.exit_code == 0, res.output
+    (s,) = json.loads(res.stdout)["suites"]
+    (fig,) = [f for f in s["figures"] if f["kind"] == "corrected"]
+    want = report(cfg, run_id)["corrected"][0]
+    assert fig["data"]["estimate"] == want["estimate"] and fig["rows"][0][0] == "all"
+    md = cli(cfg, "report", run_id, "--format", "md")
+    assert "corrected by human labels (PPI++)" in md.stdout
+
+    # a rejudge: the judge now fails every BAD answer; same outputs, same human labels
+    rules = [{"match": f"<output>\n{text(i, 4)}", "json": {"verdict": "pass" if good(i, 4) else "fail",
+                                                            "rationale": "strict"}} for i in range(CASES)]
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": rules}), encoding="utf-8")
+    res = cli(cfg, "rejudge", run_id, "--all", "--json")
+    assert res.exit_code == 0, res.output
+    new_id = json.loads(res.stdout)["run_id"]
+    (after,) = report(cfg, new_id)["corrected"]
+    assert after["null_reasons"] == [] and after["before_rejudge"]["estimate"] == want["estimate"]
+    assert after["judge_rate"] == pytest.approx(sum(good(i, 4) for i in range(CASES)) / CASES)
+    assert after["estimate"] != want["estimate"]
+    assert after["se"] < want["se"]  # a judge that agrees with the humans narrows the interval
+    text_out = cli(cfg, "report", new_id)
+    assert "before rejudge" in text_out.stdout

@@ -131,9 +131,14 @@ def report(
     scheme = parse_rubric(rubric.read_bytes(), rubric.name) if rubric is not None else None
     samples, before = None, None
     if doc.derived_from is not None and doc.derived_from.how == "rejudge" and not labels.samples:
-        try:  # a rejudge keeps the outputs: the draw of the run it came from applies
+        try:  # a rejudge keeps the outputs: the draw (and rubric) of the run it came from apply
             before = store.load(doc.derived_from.run_id)
-            samples = load_labels(sidecar_path(store.resolve(before.run_id), before.run_id), before.run_id).samples
+            source = load_labels(sidecar_path(store.resolve(before.run_id), before.run_id), before.run_id)
+            samples = source.samples
+            if scheme is None and not labels.exports and source.exports:
+                from evalh.labels.export import rubric_of
+
+                scheme = rubric_of(source)
         except EvalhError:
             before = None
     result = label_report(doc, labels, ratings, suites=suite, arm=arm, positive=positive,

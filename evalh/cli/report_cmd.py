@@ -14,6 +14,8 @@ from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 
 if TYPE_CHECKING:
     from evalh.models import CaseResult, Run
+    from evalh.report.models import Report
+    from evalh.store import RunStore
 
 
 class ReportFormat(StrEnum):
@@ -174,6 +176,7 @@ def report(
     rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store),
                        visit=visit if fields or stats_parts is not None else None)
     _check_fields(present, fields)
+    rep = _with_corrected(rep, store, refs)
     stats = stats_parts.result() if stats_parts is not None else None
 
     if fmt == ReportFormat.table and output is None:
@@ -238,3 +241,22 @@ def _check_fields(present: set[str], fields: list[str]) -> None:
             known = ", ".join(sorted(present)) or "none"
             raise EvalhError(f"--by {field}: no case of the reported runs carries metadata "
                              f"`{field}` (fields: {known})")
+
+
+def _with_corrected(rep: Report, store: RunStore, refs: list[str]) -> Report:
+    """Each labelled run's judge rates corrected by its human labels, as figures of its
+    suites (`evalh.labels.corrected`): only runs someone exported for labelling are read."""
+    from evalh.labels.corrected import corrected_for_run
+    from evalh.report.build import scrubbed
+    from evalh.report.figures import corrected
+
+    added = False
+    for ref in dict.fromkeys(refs):
+        rates = corrected_for_run(store, ref)
+        run_id = store.load_header(ref).run_id
+        for c in rates or []:
+            for s in rep.suites:
+                if s.run_id == run_id and s.suite == c.suite:
+                    s.figures.append(corrected(c.to_dict()))
+                    added = True
+    return scrubbed(rep) if added else rep

@@ -47,6 +47,7 @@ from evalh.labels.rubric import ITEM_REQUEST, Rubric
 from evalh.labels.sample import frame_of, frame_sha256, stratum_of
 from evalh.labels.store import RatingsStore
 from evalh.models import CaseResult, Run, sha256_of
+from evalh.store import RunStore
 
 NOT_DRAWN = ("the labelled results were not drawn at random by evalh (draw them with `evalh "
              "export-requests --sample N --seed S`): a hand-picked sample can be biased, and no "
@@ -250,3 +251,29 @@ def corrected_difference(base: CorrectedRate, cand: CorrectedRate) -> Difference
             [cand.items[k][0] or 0.0 for k in keys], [cand.items[k][1] for k in keys],
             [base.items[k][1] for k in rest], [cand.items[k][1] for k in rest])
     return ppi_difference(base.estimate, cand.estimate)
+
+
+def corrected_for_run(store: RunStore, ref: str, *, ratings: RatingsStore | None = None) -> list[CorrectedRate] | None:
+    """The corrected rates of a stored run, or None when nobody has labelled it (no export
+    in its sidecar, nor — for a rejudged run — in its source's). A rejudged run without
+    draws of its own uses its source's draw and gives the source's figure beside its own."""
+    from evalh.errors import EvalhError
+    from evalh.labels.export import rubric_of
+    from evalh.labels.models import load_labels, sidecar_path
+    from evalh.labels.store import load_store
+
+    header = store.load_header(ref)
+    labels = load_labels(sidecar_path(store.resolve(ref), header.run_id), header.run_id)
+    samples, before, source = labels.samples, None, labels
+    if header.derived_from is not None and header.derived_from.how == "rejudge" and not labels.samples:
+        try:
+            origin = header.derived_from.run_id
+            source = load_labels(sidecar_path(store.resolve(origin), origin), origin)
+            before = store.load(origin)
+            samples = source.samples
+        except EvalhError:
+            source = labels
+    if not source.exports:
+        return None
+    run = store.load(ref)
+    return corrected_rates(run, samples, ratings or load_store(store.runs_dir), rubric_of(source), before=before)
