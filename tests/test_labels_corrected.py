@@ -183,3 +183,86 @@ def test_report_shows_the_corrected_figure_and_a_rejudge_shows_both_judges(tmp_p
     assert after["se"] < want["se"]  # a judge that agrees with the humans narrows the interval
     text_out = cli(cfg, "report", new_id)
     assert "before rejudge" in text_out.stdout
+
+
+def test_a_draw_is_reproducible_and_a_second_draw_takes_what_is_left(tmp_path: Path) -> None:
+    cfg = project(tmp_path, bad_every=4)
+    run_id = run(cfg)
+    side = tmp_path / "runs" / f"{run_id}.labels.json"
+
+    def export(*args: str) -> Result:
+        return cli(cfg, "export-requests", run_id, "--rubric", str(tmp_path / "rubric.md"), "-o",
+                   str(tmp_path / "r.json"), *args)
+
+    assert export("--sample", "10", "--seed", "3").exit_code == 0
+    first = json.loads(side.read_text(encoding="utf-8"))["samples"][0]["drawn"]
+    side.unlink()
+    assert export("--sample", "10", "--seed", "3").exit_code == 0
+    assert json.loads(side.read_text(encoding="utf-8"))["samples"][0]["drawn"] == first
+    assert export("--sample", "45", "--seed", "4").exit_code == 0
+    samples = json.loads(side.read_text(encoding="utf-8"))["samples"]
+    assert not {tuple(k) for k in samples[0]["drawn"]} & {tuple(k) for k in samples[1]["drawn"]}
+    before = side.read_bytes()
+    for args, says in ((("--sample", "6", "--seed", "5"), "cannot draw 6 of 5"),
+                       (("--sample", "3"), "--seed"),
+                       (("--sample", "3", "--target-width", "0.1", "--seed", "1"), "not both")):
+        bad = export(*args)
+        assert bad.exit_code == 2 and says in bad.output, bad.output
+        assert side.read_bytes() == before  # nothing half-written
+
+
+def test_missing_labels_in_the_draw_and_changed_results_give_null(tmp_path: Path) -> None:
+    cfg = project(tmp_path, bad_every=4)
+    run_id = run(cfg)
+    label(cfg, run_id, "--sample", "12", "--seed", "7", keep=10)  # two drawn results left unrated
+    (fig,) = report(cfg, run_id)["corrected"]
+    assert fig["estimate"] is None
+    assert any("2 drawn result(s) without an agreed label" in r for r in fig["null_reasons"])
+    side = tmp_path / "runs" / f"{run_id}.labels.json"
+    doc = json.loads(side.read_text(encoding="utf-8"))
+    doc["samples"][0]["frame_sha256"] = "0" * 64
+    side.write_text(json.dumps(doc), encoding="utf-8")
+    (fig,) = report(cfg, run_id)["corrected"]
+    assert any("results changed since the labelled sample was drawn" in r for r in fig["null_reasons"])
+
+
+def test_target_width_draws_more_where_judge_and_humans_disagree(tmp_path: Path) -> None:
+    """Stratum A: the judge is right throughout; stratum B: it passes bad answers. The
+    follow-up draw goes to B, and the estimate weighs each stratum by its share."""
+    cfg = project(tmp_path, bad_every=4)
+    lines = [json.loads(x) for x in (tmp_path / "d.jsonl").read_text(encoding="utf-8").splitlines()]
+    for i, x in enumerate(lines):
+        x["metadata"] = {"stratum": "A" if i % 2 else "B"}
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    rules = [{"match": f"<output>\n{text(i, 4)}", "json": {
+        "verdict": ("pass" if good(i, 4) else "fail") if i % 2 else "pass", "rationale": "scripted"}}
+        for i in range(CASES)]
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": rules}), encoding="utf-8")
+    run_id = run(cfg)
+    label(cfg, run_id, "--sample", "16", "--seed", "2")
+    (fig,) = report(cfg, run_id, "--target-width", "0.2")["corrected"]
+    need = fig["labels_needed"]
+    assert need["labels_needed"] and need["per_stratum"]["B"] > need["per_stratum"].get("A", 0)
+    label(cfg, run_id, "--target-width", "0.2", "--seed", "3")
+    side = json.loads((tmp_path / "runs" / f"{run_id}.labels.json").read_text(encoding="utf-8"))
+    assert side["samples"][1]["method"] == "stratified" and side["samples"][1]["per_stratum"] == {
+        k: v for k, v in need["per_stratum"].items() if v}
+    (after,) = report(cfg, run_id)["corrected"]
+    assert after["labelled"] == 16 + need["labels_needed"]
+    assert set(after["strata"]) == {"A", "B"}
+    a, b = after["strata"]["A"], after["strata"]["B"]
+    assert after["estimate"] == pytest.approx((a["judged"] * a["estimate"] + b["judged"] * b["estimate"]) / CASES)
+    assert after["interval_95"][1] - after["interval_95"][0] < fig["interval_95"][1] - fig["interval_95"][0]
+
+
+def test_compare_with_independent_samples_and_no_change_is_not_a_regression(tmp_path: Path) -> None:
+    cfg = project(tmp_path, bad_every=4)
+    base = run(cfg)
+    label(cfg, base, "--sample", "20", "--seed", "1")
+    cand = run(cfg)  # the same outputs: the base's ratings apply, but only the candidate's own draw is used
+    label(cfg, cand, "--sample", "20", "--seed", "99")
+    res = cli(cfg, "compare", base, cand, "--corrected", "--json", "--fail-on-regression")
+    assert res.exit_code == 0, res.output
+    (row,) = [m for m in json.loads(res.stdout)["suites"]["s"]["metrics"] if m["name"] == "corrected_pass_rate"]
+    assert "independent" in row["method"] and row["verdict"] in ("flat", "inconclusive")
+    assert row["interval"][0] < 0 < row["interval"][1] or row["delta"] == 0
