@@ -168,6 +168,9 @@ def test_report_shows_the_corrected_figure_and_a_rejudge_shows_both_judges(tmp_p
     assert fig["data"]["estimate"] == want["estimate"] and fig["rows"][0][0] == "all"
     md = cli(cfg, "report", run_id, "--format", "md")
     assert "corrected by human labels (PPI++)" in md.stdout
+    html = cli(cfg, "report", run_id, "--format", "html", "-o", str(tmp_path / "r.html"))
+    assert html.exit_code == 0, html.output
+    assert "corrected by human labels (PPI++)" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
     # a rejudge: the judge now fails every BAD answer; same outputs, same human labels
     rules = [{"match": f"<output>\n{text(i, 4)}", "json": {"verdict": "pass" if good(i, 4) else "fail",
@@ -242,6 +245,8 @@ def test_target_width_draws_more_where_judge_and_humans_disagree(tmp_path: Path)
     label(cfg, run_id, "--sample", "16", "--seed", "2")
     (fig,) = report(cfg, run_id, "--target-width", "0.2")["corrected"]
     need = fig["labels_needed"]
+    # every answer of A is good and the judge says so: A's interval has zero width, and it is said
+    assert fig["strata"]["A"]["se"] == 0 and any(n.startswith("stratum A:") for n in fig["notes"])
     assert need["labels_needed"] and need["per_stratum"]["B"] > need["per_stratum"].get("A", 0)
     label(cfg, run_id, "--target-width", "0.2", "--seed", "3")
     side = json.loads((tmp_path / "runs" / f"{run_id}.labels.json").read_text(encoding="utf-8"))

@@ -44,7 +44,7 @@ from evalh.core.stats_ppi import (
 from evalh.labels.export import blinded
 from evalh.labels.models import SampleRecord, label_key
 from evalh.labels.rubric import ITEM_REQUEST, Rubric
-from evalh.labels.sample import frame_of, frame_sha256, stratum_of
+from evalh.labels.sample import WHOLE, frame_of, frame_sha256, stratum_of
 from evalh.labels.store import RatingsStore
 from evalh.models import CaseResult, Run, sha256_of
 from evalh.store import RunStore
@@ -82,6 +82,8 @@ class CorrectedRate:
     strata: dict[str, PPIEstimate] = field(default_factory=dict)
     null_reasons: list[str] = field(default_factory=list)
     labels_outside_draw: int = 0
+    notes: list[str] = field(default_factory=list)
+    """What a reader of a valid figure must know (a stratum whose interval has zero width)."""
     labels_needed: dict[str, Any] | None = None
     before_rejudge: CorrectedRate | None = None
     items: dict[tuple[str, int], tuple[float | None, float]] = field(default_factory=dict, repr=False)
@@ -101,7 +103,7 @@ class CorrectedRate:
             "effective_labels": est.effective_labels if est else None,
             "labels_gained": est.labels_gained if est else None,
             "judge_rate": self.judge_rate, "human_rate": self.human_rate,
-            "null_reasons": self.null_reasons, "labels_outside_draw": self.labels_outside_draw,
+            "null_reasons": self.null_reasons, "notes": self.notes, "labels_outside_draw": self.labels_outside_draw,
             "strata": {k: v.as_dict() for k, v in self.strata.items()},
         }
         if self.labels_needed is not None:
@@ -194,7 +196,7 @@ def corrected_rate(
         return out
     if small or len(strata) == 1:
         every = [(human[i], judge[i]) for i in human]
-        strata = {"(all)": ([y for y, _ in every], [j for _, j in every],  # type: ignore[misc]
+        strata = {WHOLE: ([y for y, _ in every], [j for _, j in every],  # type: ignore[misc]
                             [judge[i] for i in range(len(frame)) if i not in human])}
     if any(len(y) < 2 or not yu for y, _, yu in strata.values()):
         reasons.append("fewer than 2 labelled or no unlabelled result")
@@ -204,6 +206,10 @@ def corrected_rate(
     est = ppi_stratified([Stratum(*strata[k]) for k in keys])
     out.estimate = est
     out.strata = dict(zip(keys, est.strata, strict=True))
+    for k, e in out.strata.items():
+        if e.se == 0.0:
+            out.notes.append(f"stratum {k}: its {e.labelled} labels and their judge verdicts are each one value, "
+                             "so its interval has zero width: the normal interval needs more labels there")
     if target_width is not None:
         plan = labels_needed(est, target_width).as_dict()
         plan["per_stratum"] = dict(zip(keys, plan["per_stratum"], strict=True))  # type: ignore[call-overload]

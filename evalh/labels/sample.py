@@ -22,6 +22,9 @@ from evalh.store import now_iso
 Key = tuple[str, int]
 """(case id, attempt)"""
 
+WHOLE = "(all)"
+"""The one stratum of an estimate made without strata."""
+
 
 def frame_of(run: Run, suite: str, arm: str) -> list[CaseResult]:
     """The results a draw is made from: every result of the suite and arm with an output,
@@ -108,7 +111,10 @@ def draw_for_export(
                 plan = _more_for_width(run, labels, runs_dir, rubric, suite, arm, target_width, positive, by)
                 if not any(plan.values()):
                     continue
-                record = draw(run, labels, suite=suite, arm=arm, seed=seed, per_stratum=plan, by=by)
+                if set(plan) == {WHOLE}:  # estimated unstratified: more of the same simple draw
+                    record = draw(run, labels, suite=suite, arm=arm, seed=seed, n=plan[WHOLE])
+                else:
+                    record = draw(run, labels, suite=suite, arm=arm, seed=seed, per_stratum=plan, by=by)
             only.update((suite, c, arm, a) for c, a in record.drawn)
     if not only:
         raise LabelError(f"the interval is already at most {target_width} wide: nothing more to draw")

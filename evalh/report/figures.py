@@ -390,6 +390,7 @@ def corrected(d: Mapping[str, Any]) -> Figure:
                          f"({', '.join(before.get('judge_models') or []) or 'unknown'})")
     for reason in d.get("null_reasons") or []:
         fig.notes.append(f"null: {reason}")
+    fig.flags.extend(str(n) for n in d.get("notes") or [])
     need = d.get("labels_needed")
     if isinstance(need, Mapping):
         fig.notes.append(f"labels needed for width {need.get('target_width')}: "

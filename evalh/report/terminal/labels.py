@@ -145,6 +145,7 @@ def corrected_lines(d: dict[str, Any]) -> list[str]:
     before = d.get("before_rejudge")
     if before is not None:
         lines += ["  before the rejudge: " + line.strip() for line in corrected_lines(before)[:1]]
+    lines += [f"  {n}" for n in d.get("notes") or []]
     if d["labels_outside_draw"]:
         lines.append(f"  {d['labels_outside_draw']} labelled result(s) outside the random draw: not used")
     return lines
