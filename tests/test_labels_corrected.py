@@ -17,8 +17,13 @@ from evalh.core.stats_ppi import ppi_mean
 
 JUDGE = 'provider = "anthropic", model = "judge-1", base_url = "mock:judge.json", max_retries = 0'
 TARGET = '''\
-def answer(inp):
-    return {"text": inp["q"]}
+from pathlib import Path
+
+
+def answer(inp):  # every n-th answer is bad, n read at each call: a new product between runs
+    n = int(Path(__file__).with_name("bad_every.txt").read_text())
+    i = int(inp["q"].split()[-1])
+    return {"text": ("GOOD " if i % n else "BAD ") + inp["q"]}
 '''
 CASES = 60
 
@@ -48,9 +53,10 @@ def project(root: Path, bad_every: int) -> Path:
         '[suites.s]\ndataset = "d.jsonl"\ntarget = "ctgt:answer"\nregime = "stochastic"\n'
         f'scorers = [{{ type = "judge", {JUDGE}, rubric = "r", output_field = "text" }}]\n', encoding="utf-8")
     (root / "d.jsonl").write_text("".join(
-        json.dumps({"id": f"c{i:03d}", "input": {"q": text(i, bad_every)}}) + "\n" for i in range(CASES)),
+        json.dumps({"id": f"c{i:03d}", "input": {"q": f"answer {i:03d}"}}) + "\n" for i in range(CASES)),
         encoding="utf-8")
     (root / "ctgt.py").write_text(TARGET, encoding="utf-8")
+    (root / "bad_every.txt").write_text(str(bad_every), encoding="utf-8")
     rules = [{"match": f"<output>\n{text(i, bad_every)}", "json": {"verdict": judge_says(i, bad_every), "rationale": "scripted"}}
              for i in range(CASES)]
     (root / "judge.json").write_text(json.dumps({"rules": rules}), encoding="utf-8")
@@ -151,6 +157,7 @@ def test_compare_gates_on_the_corrected_difference(tmp_path: Path) -> None:
     assert row["verdict"] == "regressed" and row["scorer"] == "judge" and row["n"] == 24
     assert "one sample labelled on both" in row["method"]
     assert row["p_adjusted"] is not None  # held to the family like every row
+    assert doc["suites"]["s"]["counts"]["changed"] == 0  # the same cases: only the product changed
     assert doc["family"]["size"] >= 2
     table = cli(cfg, "compare", base, cand, "--corrected")
     assert "corrected_pass_rate" in table.stdout or "corrected pass rate" in table.stdout

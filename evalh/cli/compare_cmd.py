@@ -181,7 +181,8 @@ def _corrected_pairs(store: Any, base_id: str, cand_id: str) -> dict[tuple[str, 
             continue
         diff = corrected_difference(b, c)
         if diff is None or b.estimate is None or c.estimate is None:
-            why = "; ".join(b.null_reasons + c.null_reasons)
+            why = "; ".join(f"{side}: {'; '.join(r.null_reasons)}" for side, r in (("base", b), ("candidate", c))
+                            if r.null_reasons)
             warn(f"--corrected: suite {key[0]} arm {key[1]}: no corrected figure: {why}")
             continue
         out[key] = CorrectedPair(scorer=b.scorer, base=b.estimate.estimate, cand=c.estimate.estimate,

@@ -584,7 +584,7 @@ def _finish(out: SuiteComparison) -> None:
 
 def _row_reason(m: MetricRow) -> str:
     arm = f" [{m.arm}]" if m.arm != "default" else ""
-    rate = m.name in ("pass_rate", "error_rate")
+    rate = m.name in ("pass_rate", "error_rate", "corrected_pass_rate")
     unit = " %" if m.unit == "pct" else (" pp" if rate else "")
     scale = 100.0 if rate else 1.0
     change = f"{(m.change or 0) * scale:+.3g}{unit}"
@@ -592,7 +592,7 @@ def _row_reason(m: MetricRow) -> str:
         f" (interval {m.interval[0] * scale:+.3g} to {m.interval[1] * scale:+.3g})"
         if m.interval else ""
     )
-    name = f"score[{m.scorer}]" if m.name == "score" else m.name
+    name = f"{m.name}[{m.scorer}]" if m.name in ("score", "corrected_pass_rate") else m.name
     text = f"{name}{arm} {m.verdict}: {change}{iv}, allowance {m.allowance * scale:.3g}{unit}"
     if m.verdict == "inconclusive" and m.direction:
         text += f", estimate on the {m.direction} side" if m.direction != "none" else ""
