@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,7 @@ from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 from evalh.cli.project import open_project
 
 if TYPE_CHECKING:
+    from evalh.core.compare_corrected import CorrectedPair
     from evalh.store import RunStore
 
 
@@ -156,35 +157,12 @@ def compare(
         raise typer.Exit(code=code)
 
 
-def _corrected_pairs(store: Any, base_id: str, cand_id: str) -> dict[tuple[str, str], Any]:
-    """(suite, arm) → the corrected pass rates of both runs and their difference, where both
-    have a valid one (`evalh.labels.corrected`); a warning names each that has not."""
-    from evalh.console import warn
-    from evalh.core.compare_metrics import CorrectedPair
-    from evalh.labels import load_labels, load_store, sidecar_path
-    from evalh.labels.corrected import corrected_difference, corrected_rates
-    from evalh.labels.export import rubric_of
 
-    ratings = load_store(store.runs_dir)
-    rates = []
-    for run_id in (base_id, cand_id):
-        run = store.load(run_id)
-        labels = load_labels(sidecar_path(store.resolve(run_id), run.run_id), run.run_id)
-        if not labels.exports:
-            warn(f"--corrected: run {run.run_id} has no labelled sample (evalh export-requests --sample)")
-            return {}
-        rates.append({(r.suite, r.arm): r for r in corrected_rates(run, labels.samples, ratings, rubric_of(labels))})
-    out: dict[tuple[str, str], Any] = {}
-    for key, b in rates[0].items():
-        c = rates[1].get(key)
-        if c is None or c.scorer != b.scorer:
-            continue
-        diff = corrected_difference(b, c)
-        if diff is None or b.estimate is None or c.estimate is None:
-            why = "; ".join(f"{side}: {'; '.join(r.null_reasons)}" for side, r in (("base", b), ("candidate", c))
-                            if r.null_reasons)
-            warn(f"--corrected: suite {key[0]} arm {key[1]}: no corrected figure: {why}")
-            continue
-        out[key] = CorrectedPair(scorer=b.scorer, base=b.estimate.estimate, cand=c.estimate.estimate,
-                                 value=diff.value, se=diff.se, paired=diff.paired, labelled=diff.labelled)
-    return out
+def _corrected_pairs(store: RunStore, base_id: str, cand_id: str) -> dict[tuple[str, str], CorrectedPair]:
+    from evalh.console import warn
+    from evalh.labels.corrected import corrected_pairs
+
+    pairs, warnings = corrected_pairs(store, base_id, cand_id)
+    for line in warnings:
+        warn(f"--corrected: {line}")
+    return pairs

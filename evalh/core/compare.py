@@ -29,6 +29,7 @@ from collections.abc import Mapping
 
 from evalh.config import Thresholds
 from evalh.core.compare_config import config_differences, thresholds_for
+from evalh.core.compare_corrected import CorrectedPair, corrected_row
 from evalh.core.compare_facts import (
     ERRORED,
     FAILED,
@@ -42,11 +43,9 @@ from evalh.core.compare_facts import (
     suite_facts,
 )
 from evalh.core.compare_metrics import (
-    CorrectedPair,
     Key,
     Pairs,
     apply_family,
-    corrected_row,
     deterministic_row,
     plan_row,
     stochastic_rows,

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evalh.core.compare import Facts, suite_options
+from evalh.core.compare_corrected import CorrectedPair
 from evalh.core.compare_facts import DEFAULT_OPTIONS, read_facts, suite_facts, unfolded
-from evalh.core.compare_metrics import CorrectedPair
 from evalh.core.compare_models import ComparePolicy, Comparison
 from evalh.models import Run
 from evalh.store import RunStore, read_streamed

@@ -551,27 +551,3 @@ def deterministic_row(
         method="by case name (zero tolerance)", n=n, verdict=verdict,
     )
 
-
-@dataclass(frozen=True)
-class CorrectedPair:
-    """A judge's rate corrected by human labels on both runs of one suite and arm, and
-    their difference (`evalh.labels.corrected`)."""
-
-    scorer: str
-    base: float
-    cand: float
-    value: float
-    se: float
-    paired: bool
-    labelled: int
-
-
-def corrected_row(policy: ComparePolicy, arm: str, pair: CorrectedPair, allowance: float) -> MetricRow:
-    """The row of a corrected difference: its normal interval (PPI's CLT interval) held to
-    the same decision rule, allowance (the suite's pass-rate drop) and family as every row."""
-    est = stats.Estimate(value=pair.value, se=pair.se, df=math.inf, clusters=pair.labelled)
-    method = ("PPI++ on per-item differences (one sample labelled on both)" if pair.paired
-              else "PPI++ difference of two independent labelled samples")
-    return _row(policy, arm=arm, name="corrected_pass_rate", better="higher", unit="abs", base=pair.base,
-                cand=pair.cand, change=pair.value, evidence=Evidence(estimate=est), allowance=allowance,
-                method=method, n=pair.labelled, scorer=pair.scorer)

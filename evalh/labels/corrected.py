@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalh.core.stats_ppi import (
     Difference,
@@ -48,6 +48,9 @@ from evalh.labels.sample import WHOLE, frame_of, frame_sha256, stratum_of
 from evalh.labels.store import RatingsStore
 from evalh.models import CaseResult, Run, sha256_of
 from evalh.store import RunStore
+
+if TYPE_CHECKING:
+    from evalh.core.compare_corrected import CorrectedPair
 
 NOT_DRAWN = ("the labelled results were not drawn at random by evalh (draw them with `evalh "
              "export-requests --sample N --seed S`): a hand-picked sample can be biased, and no "
@@ -283,3 +286,37 @@ def corrected_for_run(store: RunStore, ref: str, *, ratings: RatingsStore | None
         return None
     run = store.load(ref)
     return corrected_rates(run, samples, ratings or load_store(store.runs_dir), rubric_of(source), before=before)
+
+
+def corrected_pairs(store: RunStore, base_id: str, cand_id: str) -> tuple[dict[tuple[str, str], CorrectedPair], list[str]]:
+    """(suite, arm) → both runs' corrected pass rates and their difference (`corrected_difference`),
+    for `compare_runs(corrected=…)`, where both runs have a valid one; and a line for each
+    (suite, arm) that has not, saying which side lacks it and why."""
+    from evalh.core.compare_corrected import CorrectedPair
+    from evalh.labels.export import rubric_of
+    from evalh.labels.models import load_labels, sidecar_path
+    from evalh.labels.store import load_store
+
+    ratings = load_store(store.runs_dir)
+    rates: list[dict[tuple[str, str], CorrectedRate]] = []
+    for run_id in (base_id, cand_id):
+        run = store.load(run_id)
+        labels = load_labels(sidecar_path(store.resolve(run_id), run.run_id), run.run_id)
+        if not labels.exports:
+            return {}, [f"run {run.run_id} has no labelled sample (evalh export-requests --sample)"]
+        rates.append({(r.suite, r.arm): r for r in corrected_rates(run, labels.samples, ratings, rubric_of(labels))})
+    out: dict[tuple[str, str], CorrectedPair] = {}
+    warnings: list[str] = []
+    for key, b in rates[0].items():
+        c = rates[1].get(key)
+        if c is None or c.scorer != b.scorer:
+            continue
+        diff = corrected_difference(b, c)
+        if diff is None or b.estimate is None or c.estimate is None:
+            why = "; ".join(f"{side}: {'; '.join(r.null_reasons)}" for side, r in (("base", b), ("candidate", c))
+                            if r.null_reasons)
+            warnings.append(f"suite {key[0]} arm {key[1]}: no corrected figure: {why}")
+            continue
+        out[key] = CorrectedPair(scorer=b.scorer, base=b.estimate.estimate, cand=c.estimate.estimate,
+                                 value=diff.value, se=diff.se, paired=diff.paired, labelled=diff.labelled)
+    return out, warnings
