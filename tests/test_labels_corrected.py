@@ -261,7 +261,7 @@ def test_target_width_draws_more_where_judge_and_humans_disagree(tmp_path: Path)
         k: v for k, v in need["per_stratum"].items() if v}
     (after,) = report(cfg, run_id)["corrected"]
     assert after["labelled"] == 16 + need["labels_needed"]
-    assert set(after["strata"]) == {"A", "B"}
+    assert set(after["strata"]) == {"A", "B"} and after["method"] == "PPI++ (power-tuned), stratified by stratum (2 strata)"
     a, b = after["strata"]["A"], after["strata"]["B"]
     assert after["estimate"] == pytest.approx((a["judged"] * a["estimate"] + b["judged"] * b["estimate"]) / CASES)
     assert after["interval_95"][1] - after["interval_95"][0] < fig["interval_95"][1] - fig["interval_95"][0]

@@ -75,6 +75,8 @@ class CorrectedRate:
     scorer: str
     positive: str
     judge_models: list[str]
+    by: list[str]
+    """The metadata fields whose values are the strata."""
     judged: int
     judge_rate: float | None
     """The judge's own rate over every judged result (descriptive: biased by the judge)."""
@@ -97,8 +99,9 @@ class CorrectedRate:
         est = self.estimate
         d: dict[str, Any] = {
             "suite": self.suite, "arm": self.arm, "scorer": self.scorer, "positive": self.positive,
-            "judge_models": self.judge_models, "method": "PPI++ (power-tuned), stratified by "
-            + (", ".join(self.strata) if len(self.strata) > 1 else "none"),
+            "judge_models": self.judge_models,
+            "method": "PPI++ (power-tuned)" + (f", stratified by {', '.join(self.by)} ({len(self.strata)} strata)"
+                                               if len(self.strata) > 1 else ""),
             "estimate": est.estimate if est else None,
             "interval_95": list(est.interval) if est else None,
             "se": est.se if est else None,
@@ -162,7 +165,8 @@ def corrected_rate(
             outside += 1
     settled = [v for v in human.values() if v is not None]
     out = CorrectedRate(
-        suite=suite, arm=arm, scorer=scorer, positive=positive, judge_models=sorted(models), judged=len(frame),
+        suite=suite, arm=arm, scorer=scorer, positive=positive, judge_models=sorted(models), by=list(by),
+        judged=len(frame),
         judge_rate=sum(judge.values()) / len(judge) if judge else None, labelled=len(settled),
         human_rate=sum(settled) / len(settled) if settled else None, labels_outside_draw=outside,
     )
