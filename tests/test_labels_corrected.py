@@ -122,6 +122,10 @@ def test_a_random_sample_corrects_the_judge_and_a_hand_picked_one_does_not(tmp_p
     assert (fig["labelled"], fig["judged"]) == (24, CASES)
     assert fig["judge_rate"] == pytest.approx(sum(yh + yu) / CASES)
     assert fig["effective_labels"] == pytest.approx(want.effective_labels)
+    np = pytest.importorskip("numpy")
+    ppi_py = pytest.importorskip("ppi_py")  # the reference implementation, on the same data
+    lo, hi = ppi_py.ppi_mean_ci(np.array(y), np.array(yh), np.array(yu), alpha=0.05, lam=None)
+    assert fig["interval_95"] == pytest.approx([float(np.squeeze(lo)), float(np.squeeze(hi))], abs=1e-9)
 
     text_out = cli(cfg, "label", "report", run_id, "--target-width", "0.1")
     assert text_out.exit_code == 0, text_out.output
