@@ -251,10 +251,13 @@ def _with_corrected(rep: Report, store: RunStore, refs: list[str]) -> Report:
     from evalh.report.figures import corrected
 
     added = False
-    for ref in dict.fromkeys(refs):
-        rates = corrected_for_run(store, ref)
-        run_id = store.load_header(ref).run_id
-        for c in rates or []:
+    seen: set[str] = set()
+    for ref, header in zip(refs, rep.runs, strict=True):  # the report holds the runs in the order given
+        run_id = header.run_id
+        if run_id in seen:
+            continue
+        seen.add(run_id)
+        for c in corrected_for_run(store, ref) or []:
             for s in rep.suites:
                 if s.run_id == run_id and s.suite == c.suite:
                     s.figures.append(corrected(c.to_dict()))
