@@ -179,6 +179,12 @@ def test_report_shows_the_corrected_figure_and_a_rejudge_shows_both_judges(tmp_p
     assert fig["data"]["estimate"] == want["estimate"] and fig["rows"][0][0] == "all"
     md = cli(cfg, "report", run_id, "--format", "md")
     assert "corrected by human labels (PPI++)" in md.stdout
+    from evalh.ui.api import DashboardApi
+    from evalh.ui.index import RunIndex
+
+    board = DashboardApi(RunIndex(tmp_path / "runs"), tmp_path).report(run_id)  # the dashboard's report
+    (dash,) = [f for f in board["suites"][0]["figures"] if f["kind"] == "corrected"]
+    assert dash["rows"] == fig["rows"]
     html = cli(cfg, "report", run_id, "--format", "html", "-o", str(tmp_path / "r.html"))
     assert html.exit_code == 0, html.output
     assert "corrected by human labels (PPI++)" in (tmp_path / "r.html").read_text(encoding="utf-8")

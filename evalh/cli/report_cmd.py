@@ -14,8 +14,6 @@ from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 
 if TYPE_CHECKING:
     from evalh.models import CaseResult, Run
-    from evalh.report.models import Report
-    from evalh.store import RunStore
 
 
 class ReportFormat(StrEnum):
@@ -176,7 +174,9 @@ def report(
     rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store),
                        visit=visit if fields or stats_parts is not None else None)
     _check_fields(present, fields)
-    rep = _with_corrected(rep, store, refs)
+    from evalh.report.build import with_corrected
+
+    rep = with_corrected(rep, store, refs)
     stats = stats_parts.result() if stats_parts is not None else None
 
     if fmt == ReportFormat.table and output is None:
@@ -242,24 +242,3 @@ def _check_fields(present: set[str], fields: list[str]) -> None:
             raise EvalhError(f"--by {field}: no case of the reported runs carries metadata "
                              f"`{field}` (fields: {known})")
 
-
-def _with_corrected(rep: Report, store: RunStore, refs: list[str]) -> Report:
-    """Each labelled run's judge rates corrected by its human labels, as figures of its
-    suites (`evalh.labels.corrected`): only runs someone exported for labelling are read."""
-    from evalh.labels.corrected import corrected_for_run
-    from evalh.report.build import scrubbed
-    from evalh.report.figures import corrected
-
-    added = False
-    seen: set[str] = set()
-    for ref, header in zip(refs, rep.runs, strict=True):  # the report holds the runs in the order given
-        run_id = header.run_id
-        if run_id in seen:
-            continue
-        seen.add(run_id)
-        for c in corrected_for_run(store, ref) or []:
-            for s in rep.suites:
-                if s.run_id == run_id and s.suite == c.suite:
-                    s.figures.append(corrected(c.to_dict()))
-                    added = True
-    return scrubbed(rep) if added else rep
