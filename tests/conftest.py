@@ -24,6 +24,28 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 
+def _own_tests_package() -> None:
+    """`tests.*` means this directory. An installed distribution may ship a top-level
+    `tests` package of its own (ppi-python, a dev dependency, does); as a regular package it
+    would win over this directory, which has no `__init__.py`, so `tests` is bound here."""
+    import importlib.util
+    import types
+
+    here = Path(__file__).resolve().parent
+    try:
+        spec = importlib.util.find_spec("tests")
+    except (ImportError, ValueError):
+        spec = None
+    locations = [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+    if here not in locations:
+        package = types.ModuleType("tests", "evalh's tests")
+        package.__path__ = [str(here)]
+        sys.modules["tests"] = package
+
+
+_own_tests_package()
+
+
 def _compile_project_code() -> None:
     """Bytecode for evalh's own modules and the example product, as an installed package
     has: where PYTHONDONTWRITEBYTECODE is set, an editable install has none, and every

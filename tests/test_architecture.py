@@ -59,9 +59,9 @@ def test_the_check_sees_a_private_import_across_packages(tmp_path: Path) -> None
 
 def test_each_room_of_the_core_is_a_package_of_its_own(tmp_path: Path) -> None:
     """A private name of one room of the core (`core.run`) is not imported by another
-    (`core.compare`); inside a room it may be."""
+    (`core.analysis`); inside a room it may be."""
     pkg = tmp_path / "evalh"
-    (pkg / "core" / "compare").mkdir(parents=True)
-    (pkg / "core" / "compare" / "x.py").write_text("from evalh.core.run.plan import _private\n"
-                                                   "from evalh.core.compare.facts import _same_room\n")
-    assert private_imports_across_packages(pkg) == ["evalh.core.compare.x:1 imports evalh.core.run.plan._private"]
+    (pkg / "core" / "analysis").mkdir(parents=True)
+    (pkg / "core" / "analysis" / "x.py").write_text("from evalh.core.run.plan import _private\n"
+                                                    "from evalh.core.analysis.sweep import _same_room\n")
+    assert private_imports_across_packages(pkg) == ["evalh.core.analysis.x:1 imports evalh.core.run.plan._private"]

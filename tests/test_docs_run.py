@@ -524,6 +524,7 @@ def test_labels_page_commands_run(repo_project: Path) -> None:
         for cmd in commands(block):
             assert "structural" in sh(placeholders(cmd, ids), root, env).stdout  # the ranked tiers
     (root / "rubric.md").write_text("Is the panel's call on this node a defect?\n")
+    (ppi,) = cov.take("", "--sample")  # the corrected-figure section's draw: run last, below
     (export,) = cov.take("", "evalh export-requests")
     for cmd in commands(export):
         sh(placeholders(cmd, ids), root, env)
@@ -549,6 +550,10 @@ def test_labels_page_commands_run(repo_project: Path) -> None:
         out = sh(placeholders(cmd, ids), root, env).stdout
         if "--json" in cmd:
             assert json.loads(out)["counts"]
+    for cmd in commands(ppi):  # a random draw recorded in the sidecar; the panel has no judge to correct
+        sh(placeholders(cmd, ids), root, env)
+    side = json.loads((root / "eval_runs" / f"{run_id}.labels.json").read_text())
+    assert [(s["seed"], len(s["drawn"])) for s in side["samples"]] == [(7, 5)]
     cov.check()
 
 

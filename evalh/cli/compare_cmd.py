@@ -13,6 +13,7 @@ from evalh.cli.options import ConfigOpt, QuietOpt, RunsDirOpt
 from evalh.cli.project import open_project
 
 if TYPE_CHECKING:
+    from evalh.core.compare.corrected import CorrectedPair
     from evalh.store import RunStore
 
 
@@ -72,6 +73,10 @@ def compare(
         "--cost-increase-pct", min=0.0, metavar="PCT", help="Allowed cost increase, in percent.")] = None,
     latency_increase_pct: Annotated[float | None, typer.Option(
         "--latency-increase-pct", min=0.0, metavar="PCT", help="Allowed rise of the typical latency per case (geometric mean), in percent.")] = None,
+    corrected: Annotated[bool, typer.Option(
+        "--corrected", help="Also gate each judged suite on its judge's pass rate corrected by human labels "
+        "(PPI++): both runs need a random labelled sample (`export-requests --sample`) with ratings "
+        "imported; a row like the others (same rule, allowance --pass-rate-drop, family).")] = False,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
@@ -144,8 +149,20 @@ def compare(
             notes = baseline.notes(cand_run)
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
-        cmp = compare(policy)
+        pairs = _corrected_pairs(store, base_run.run_id, cand_run.run_id) if corrected else None
+        cmp = compare(policy, corrected=pairs) if pairs else compare(policy)
         emit_comparison(cmp, fmt.value, junit_xml, notes, quiet=quiet, runs=(base_run, cand_run))
     code = gate_exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:
         raise typer.Exit(code=code)
+
+
+
+def _corrected_pairs(store: RunStore, base_id: str, cand_id: str) -> dict[tuple[str, str], CorrectedPair]:
+    from evalh.console import warn
+    from evalh.labels.corrected import corrected_pairs
+
+    pairs, warnings = corrected_pairs(store, base_id, cand_id)
+    for line in warnings:
+        warn(f"--corrected: {line}")
+    return pairs

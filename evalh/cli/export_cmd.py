@@ -18,6 +18,11 @@ def export_requests(
     rubric: Annotated[Path, typer.Option("--rubric", "-r", metavar="FILE", help="The rubric labellers follow (any text file); ratings bind to its SHA-256.", exists=True, dir_okay=False, readable=True)],
     suite: Annotated[list[str] | None, typer.Option("--suite", "-s", metavar="SUITE", help="Export only this suite (repeatable). Default: every suite.")] = None,
     arm: Annotated[list[str] | None, typer.Option("--arm", metavar="ARM", help="Export only this arm (repeatable). Default: every arm.")] = None,
+    sample: Annotated[int | None, typer.Option("--sample", metavar="N", help="Export only N results of each suite and arm, drawn at random (needs --seed) and recorded in the label sidecar: what makes a corrected (PPI) figure valid.", min=1)] = None,
+    seed: Annotated[int | None, typer.Option("--seed", metavar="S", help="Seed of the random draw (--sample, --target-width).")] = None,
+    target_width: Annotated[float | None, typer.Option("--target-width", metavar="W", help="Draw as many more results as the corrected interval needs to narrow to width W, more from the strata where judge and humans disagree most (needs an earlier --sample with ratings imported, and --seed).", min=0.0)] = None,
+    positive: Annotated[str, typer.Option("--positive", metavar="LABEL", help="With --target-width: the label whose rate is corrected.")] = "pass",
+    by: Annotated[list[str] | None, typer.Option("--by", metavar="FIELD", help="With --target-width: the case metadata field(s) whose values are the strata (default stratum).")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
@@ -36,6 +41,8 @@ def export_requests(
     Examples:
 
         evalh export-requests RUN_ID --suite panel --rubric docs/rubric.md -o requests.json
+
+        evalh export-requests RUN_ID --rubric rubric.md --sample 100 --seed 7 -o requests.json
     """
     from evalh.atomic import atomic_write_bytes
     from evalh.cli.project import open_store
@@ -48,8 +55,14 @@ def export_requests(
     run = store.load(run_id)
     side = sidecar_path(run_path, run.run_id)
     labels = load_labels(side, run.run_id)
+    only = None
+    if sample is not None or target_width is not None:
+        from evalh.labels.sample import draw_for_export
+
+        only = draw_for_export(run, labels, store.runs_dir, rubric=rubric, suites=suite, arms=arm, sample=sample,
+                               seed=seed, target_width=target_width, positive=positive, by=by or ["stratum"])
     document, counts = build_export(
-        run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm
+        run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm, only=only
     )
     data = document_bytes(document)
     # The registry first: if writing the export fails, its ids are simply reused next time.

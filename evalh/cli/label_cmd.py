@@ -83,6 +83,7 @@ def report(
     random_sample: Annotated[bool, typer.Option("--random-sample", help="Attest the cases are a random sample, for cases whose metadata.sampling says nothing (it never overrides a case's own sampling).")] = False,
     by: Annotated[list[str] | None, typer.Option("--by", metavar="FIELD", help="Metadata field(s) to report apart (repeatable: crossed strata, e.g. --by practice --by destination). Default: stratum.")] = None,
     rubric: Annotated[Path | None, typer.Option("--rubric", metavar="FILE", help="Report the ratings of this rubric file (default: the latest export's); with it, a run never exported is reported from the ratings of byte-identical requests.", exists=True, dir_okay=False)] = None,
+    target_width: Annotated[float | None, typer.Option("--target-width", metavar="W", help="Say how many more random labels would narrow each corrected interval to width W (labels_needed).", min=0.0)] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     json_out: JsonOpt = False,
@@ -100,6 +101,10 @@ def report(
     95 % interval only where every condition holds (held-out split, random sampling,
     exhaustive claim coverage, complete agreed labels, equal attempts, one arm, known
     producer model and prompt digest); otherwise the interval is null with every reason.
+    Per suite, arm and judge scorer: the judge's rate of --positive (default `pass`)
+    corrected by the human labels (PPI++), with its 95 % interval and the labels gained —
+    only where the labels are a random sample drawn by `export-requests --sample`; a
+    rejudged run shows the figure under its earlier judge beside it.
     Every report says `releaseDecision: not-assessed` and `judgeUse: advisory-only`.
 
     Examples:
@@ -112,6 +117,7 @@ def report(
     """
     from evalh.cli.project import open_store
     from evalh.console import out
+    from evalh.errors import EvalhError
     from evalh.labels import label_report, load_labels, sidecar_path
     from evalh.labels.rubric import parse_rubric
     from evalh.labels.store import load_store
@@ -123,8 +129,21 @@ def report(
     labels = load_labels(sidecar_path(run_path, doc.run_id), doc.run_id)
     ratings = load_store(store.runs_dir)
     scheme = parse_rubric(rubric.read_bytes(), rubric.name) if rubric is not None else None
+    samples, before = None, None
+    if doc.derived_from is not None and doc.derived_from.how == "rejudge" and not labels.samples:
+        try:  # a rejudge keeps the outputs: the draw (and rubric) of the run it came from apply
+            before = store.load(doc.derived_from.run_id)
+            source = load_labels(sidecar_path(store.resolve(before.run_id), before.run_id), before.run_id)
+            samples = source.samples
+            if scheme is None and not labels.exports and source.exports:
+                from evalh.labels.export import rubric_of
+
+                scheme = rubric_of(source)
+        except EvalhError:
+            before = None
     result = label_report(doc, labels, ratings, suites=suite, arm=arm, positive=positive,
-                          random_sample=random_sample, by=by, scheme=scheme)
+                          random_sample=random_sample, by=by, scheme=scheme, samples=samples, before=before,
+                          target_width=target_width)
     if json_out:
         from evalh.jsonio import document_text
 

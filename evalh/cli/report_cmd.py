@@ -174,6 +174,9 @@ def report(
     rep = build_report(runs, fields, baseline=versus_baseline(runs, root, store),
                        visit=visit if fields or stats_parts is not None else None)
     _check_fields(present, fields)
+    from evalh.report.build import with_corrected
+
+    rep = with_corrected(rep, store, refs)
     stats = stats_parts.result() if stats_parts is not None else None
 
     if fmt == ReportFormat.table and output is None:
@@ -238,3 +241,4 @@ def _check_fields(present: set[str], fields: list[str]) -> None:
             known = ", ".join(sorted(present)) or "none"
             raise EvalhError(f"--by {field}: no case of the reported runs carries metadata "
                              f"`{field}` (fields: {known})")
+

@@ -81,6 +81,7 @@ def build_export(
     rubric_name: str | None = None,
     suites: Sequence[str] | None = None,
     arms: Sequence[str] | None = None,
+    only: set[tuple[str, str, str, int]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The export document, registering its requests in `labels` (mutated; the caller saves).
 
@@ -112,6 +113,8 @@ def build_export(
                 counts["skipped_errored"] += 1
                 continue
             key = (name, result.case_id, result.arm, result.attempt)
+            if only is not None and key not in only:
+                continue
             rid = known_ids.get(key) or _new_id(taken)
             taken.add(rid)
             view = blinded(result, scheme)

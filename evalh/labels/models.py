@@ -59,6 +59,31 @@ class ExportRecord(_Model):
     """The rubric file's text (UTF-8): its scheme is read from here when ratings come back."""
 
 
+class SampleRecord(_Model):
+    """One random draw of results for human labelling (`evalh export-requests --sample`).
+
+    What makes a corrected (prediction-powered) figure valid: the frame the draw was made
+    from, the seed, and exactly what was drawn. A later draw for the same suite and arm
+    draws from what is left of the frame."""
+
+    drawn_at: str
+    suite: str
+    arm: str
+    seed: int
+    method: str = "simple"
+    """`simple`: uniform over the frame (or what is left of it); `stratified`: a number
+    per stratum (`per_stratum`), uniform within each."""
+    by: list[str] = Field(default_factory=list)
+    """The metadata fields whose values are the strata (stratified draws)."""
+    per_stratum: dict[str, int] = Field(default_factory=dict)
+    frame_size: int
+    frame_sha256: str
+    """Digest of the frame: every (case, attempt) with an output and the digest of its input
+    and output. A frame that no longer matches means the items changed since the draw."""
+    drawn: list[tuple[str, int]] = Field(default_factory=list)
+    """(case id, attempt) of every result drawn, in draw order."""
+
+
 class LabelStore(_Model):
     """The whole sidecar."""
 
@@ -66,6 +91,7 @@ class LabelStore(_Model):
     run_id: str
     requests: dict[str, RequestRef] = Field(default_factory=dict)
     exports: list[ExportRecord] = Field(default_factory=list)
+    samples: list[SampleRecord] = Field(default_factory=list)
 
     def current_rubric(self) -> str | None:
         """The rubric digest of the latest export, or None before any export."""

@@ -39,9 +39,10 @@ from typing import Any
 
 from evalh.core.stats.intervals import cohens_kappa, raw_agreement
 from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
+from evalh.labels.corrected import corrected_rates
 from evalh.labels.export import blinded, rubric_of
 from evalh.labels.intervals import WorkItem, interval_where_valid, work_item_key
-from evalh.labels.models import LabelError, LabelStore, label_key
+from evalh.labels.models import LabelError, LabelStore, SampleRecord, label_key
 from evalh.labels.report_models import (
     Agreement,
     ClaimCounts,
@@ -163,11 +164,18 @@ def label_report(
     by: Sequence[str] | None = None,
     rubric: str | None = None,
     scheme: Rubric | None = None,
+    samples: Sequence[SampleRecord] | None = None,
+    before: Run | None = None,
+    target_width: float | None = None,
 ) -> LabelReport:
     """The report (see the module doc). `positive` is compared as text. The
     rubric is `scheme` when given (a rubric file: the run need not have been exported —
     ratings of byte-identical requests of other runs apply), else the export's of digest
-    `rubric` (default: the latest)."""
+    `rubric` (default: the latest).
+
+    `samples` are the random draws the corrected rates rest on (default: the sidecar's;
+    a rejudged run passes those of the run it came from, and that run as `before`);
+    `target_width` asks each corrected rate how many more labels reach that width."""
     scheme = scheme or rubric_of(labels, rubric)
     by = list(by or ["stratum"])
     chosen = suites or sorted({ref.suite for ref in labels.requests.values()}) or sorted(run.suites)
@@ -220,6 +228,9 @@ def label_report(
         inter_rater=_inter_rater(reviewed, scheme), judges=_judges(reviewed, scheme),
         strata=_strata(results, requests, scheme, by=by, positive=positive_rate, random_sample=random_sample,
                        targets={n: run.suites[n].target for n in chosen}),
+        corrected=corrected_rates(run, labels.samples if samples is None else samples, store, scheme,
+                                  suites=chosen, arm=arm, positive=positive or "pass", by=by,
+                                  target_width=target_width, before=before),
     )
 
 

@@ -4,7 +4,7 @@ numerator and denominator, and every null figure the reason it is null."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -282,6 +282,8 @@ class LabelReport:
     inter_rater: InterRater
     judges: list[JudgeAgreement]
     strata: list[Stratum]
+    corrected: list[Any] = field(default_factory=list)
+    """Judge rates corrected by the labels (`evalh.labels.corrected.CorrectedRate`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -292,4 +294,5 @@ class LabelReport:
             "random_sample_attested": self.random_sample_attested, "counts": asdict(self.counts),
             "claims": asdict(self.claims), "inter_rater": self.inter_rater.to_dict(),
             "judges": [j.to_dict() for j in self.judges], "strata": [s.to_dict() for s in self.strata],
+            "corrected": [c.to_dict() for c in self.corrected],
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalh.core.results.aggregate import Aggregator, facts_of
 from evalh.models import CaseResult, Run, SuiteResult
@@ -36,6 +36,9 @@ from evalh.report.parts import (
 from evalh.report.raw_runs import raw_run_row, raw_runs
 from evalh.report.repeats import IntervalParts, RepeatsParts
 from evalh.run_results import RunResults
+
+if TYPE_CHECKING:
+    from evalh.store import RunStore
 
 Visit = Callable[[int, str, str, CaseResult], None]
 """Called with (the run's position in the runs reported, its id, suite, result) for every
@@ -370,3 +373,26 @@ def versus_baseline(runs: Sequence[Run | RunResults], root: Any, store: Any) -> 
             cmp, _ = loaded.compare(source if isinstance(source, Run) else run)
         out.append(baseline_verdict(run.run_id, base, cmp.to_dict()))
     return out
+
+
+def with_corrected(rep: Report, store: RunStore, refs: Sequence[str]) -> Report:
+    """`rep` (the report of the runs `refs` of `store`, in that order) with each labelled
+    run's judge rates corrected by its human labels as figures of its suites
+    (`evalh.labels.corrected`): only runs someone exported for labelling are read whole.
+    `evalh report` and the dashboard both add them here."""
+    from evalh.labels.corrected import corrected_for_run
+    from evalh.report.figures import corrected
+
+    added = False
+    seen: set[str] = set()
+    for ref, header in zip(refs, rep.runs, strict=True):  # the report holds the runs in the order given
+        run_id = header.run_id
+        if run_id in seen:
+            continue
+        seen.add(run_id)
+        for c in corrected_for_run(store, ref) or []:
+            for s in rep.suites:
+                if s.run_id == run_id and s.suite == c.suite:
+                    s.figures.append(corrected(c.to_dict()))
+                    added = True
+    return scrubbed(rep) if added else rep

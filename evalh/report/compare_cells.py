@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from evalh.core.compare.models import MetricRow
 
-_RATES = ("pass_rate", "error_rate")
+_RATES = ("pass_rate", "error_rate", "corrected_pass_rate")
 
 
 def value(row: MetricRow, v: float | None) -> str:
@@ -53,6 +53,7 @@ def interval(row: MetricRow) -> str:
 
 
 _LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "error_rate": "error rate",
+           "corrected_pass_rate": "corrected pass rate (PPI++)",
            "cost_usd": "cost", "latency_ms": "latency", "latency_ms_p50": "latency p50"}
 
 

@@ -355,3 +355,50 @@ def across_runs(report: Report) -> list[Figure]:
             rows=[[v, *(cells[r].get(v, rate(0.0, 0, int(per_run[r].data.get("total") or 0))) if r in cells else "–"
                         for r in order)] for v in verdicts]))
     return out
+
+
+def corrected(d: Mapping[str, Any]) -> Figure:
+    """A judge's rate corrected by human labels (`CorrectedRate.to_dict`): the whole and each
+    stratum, with the judge alone and humans alone beside it; null with every reason where
+    the correction is not valid; the figure under the earlier judge after a rejudge."""
+    arm = str(d.get("arm") or "default")
+    fig = Figure(kind="corrected", scorer=str(d.get("scorer")), arm=None if arm == "default" else arm,
+                 title=f"{d.get('scorer')}: rate of {d.get('positive')!r} corrected by human labels (PPI++)"
+                       + ("" if arm == "default" else f" [{arm}]"),
+                 columns=["", "corrected", "95% interval", "labelled", "judged", "labels worth", "judge alone",
+                          "humans alone"])
+
+    def row(name: str, e: Mapping[str, Any] | None, top: Mapping[str, Any]) -> list[str]:
+        if e is None or e.get("estimate") is None:
+            return [name, "null", "null", str(_int(top.get("labelled"))), str(_int(top.get("judged"))), "–",
+                    num(_f(top.get("judge_rate")), none="–"), num(_f(top.get("human_rate")), none="–")]
+        lo, hi = e["interval_95"]
+        eff = _f(e.get("effective_labels"))
+        return [name, num(_f(e["estimate"])), f"[{num(lo)}, {num(hi)}]", str(_int(e.get("labelled"))),
+                str(_int(e.get("judged"))), "–" if eff is None else f"{eff:.0f}",
+                num(_f(top.get("judge_rate")), none="–") if name in ("all", "before rejudge") else "",
+                num(_f(top.get("human_rate")), none="–") if name in ("all", "before rejudge") else ""]
+
+    fig.rows.append(row("all", d, d))
+    strata = d.get("strata") or {}
+    if len(strata) > 1:
+        fig.rows += [row(f"stratum {k}", v, d) for k, v in strata.items()]
+    before = d.get("before_rejudge")
+    if isinstance(before, Mapping):
+        fig.rows.append(row("before rejudge", before, before))
+        fig.notes.append(f"before rejudge: the same human labels with the earlier judge "
+                         f"({', '.join(before.get('judge_models') or []) or 'unknown'})")
+    for reason in d.get("null_reasons") or []:
+        fig.notes.append(f"null: {reason}")
+    fig.flags.extend(str(n) for n in d.get("notes") or [])
+    need = d.get("labels_needed")
+    if isinstance(need, Mapping):
+        fig.notes.append(f"labels needed for width {need.get('target_width')}: "
+                         + (str(need.get("labels_needed")) if need.get("labels_needed") is not None
+                            else f"null ({need.get('reason')})"))
+    if _int(d.get("labels_outside_draw")):
+        fig.notes.append(f"{_int(d.get('labels_outside_draw'))} labelled result(s) outside the random draw: not used")
+    fig.notes.append("valid only for a random sample drawn by evalh (export-requests --sample); see "
+                     "docs/labels-and-sweeps.md")
+    fig.data = dict(d)
+    return fig

@@ -233,7 +233,8 @@ class Figure(_Out):
     once as a table of strings that every surface draws as it is."""
 
     kind: str
-    """`verdicts`, `classification`, `judge`, `pairwise`, `metrics`, `contrast` or `sweep`."""
+    """`verdicts`, `classification`, `judge`, `pairwise`, `metrics`, `contrast`, `sweep` or
+    `corrected` (a judge rate corrected by human labels)."""
     scorer: str
     arm: str | None = None
     """The arm a figure is about (verdict distributions of a suite with several arms)."""

@@ -125,10 +125,13 @@ class DashboardApi:
         loaded = self.index.load(run_id)
         if "report" not in loaded.extra:
             from evalh.report import build_report
-            from evalh.run_results import open_results
 
             # read a result at a time, as `evalh report` reads it: not the run as models
-            report = build_report([open_results(self.index.store, run_id)]).to_dict()
+            from evalh.report.build import with_corrected
+            from evalh.run_results import open_results
+
+            report = with_corrected(build_report([open_results(self.index.store, run_id)]), self.index.store,
+                                    [run_id]).to_dict()
             for suite in report["suites"]:
                 for arm in suite["arms"]:
                     if arm.get("repeats"):

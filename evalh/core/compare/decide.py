@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Mapping
 
 from evalh.config import Thresholds
 from evalh.core.compare.columns import row_range
 from evalh.core.compare.config import config_differences, thresholds_for
+from evalh.core.compare.corrected import CorrectedPair, corrected_row
 from evalh.core.compare.facts import (
     ERRORED,
     FAILED,
@@ -75,13 +77,17 @@ Facts = dict[str, SuiteFacts]
 def compare_runs(
     base: Run, candidate: Run, policy: ComparePolicy | None = None, *,
     facts: tuple[Facts, Facts] | None = None,
+    corrected: Mapping[tuple[str, str], CorrectedPair] | None = None,
 ) -> Comparison:
     """Compare `candidate` against `base`, suite by suite. Pure and deterministic.
 
     `facts`: the (base, candidate) facts of every suite, read from the documents with the
     options `suite_options` gives (`compare_facts.read_facts`); the runs are then only
     read for their headers (their `cases` may be empty). Without it they are taken from
-    each suite's results in memory."""
+    each suite's results in memory.
+
+    `corrected`: (suite, arm) → a judge's rate corrected by human labels on both runs
+    (`evalh.labels.corrected`); each is one more gating row of that stochastic suite."""
     with gc_paused():
         if facts is None:
             options = suite_options(base, candidate)
@@ -90,7 +96,7 @@ def compare_runs(
                 for run in (base, candidate)
             )
         assert facts is not None
-        return _compare_runs(base, candidate, policy or ComparePolicy(), facts)
+        return _compare_runs(base, candidate, policy or ComparePolicy(), facts, corrected or {})
 
 
 def suite_options(base: Run, candidate: Run) -> dict[str, Options]:
@@ -108,7 +114,10 @@ def _suite_names(base: Run, candidate: Run) -> list[str]:
     return list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
 
 
-def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts]) -> Comparison:
+def _compare_runs(
+    base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts],
+    corrected: Mapping[tuple[str, str], CorrectedPair],
+) -> Comparison:
     partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
     warnings = [w for w in partial if w]
     suites: dict[str, SuiteComparison] = {}
@@ -121,6 +130,10 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
             name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th,
             source, fb, fc,
         )
+    for (name, arm), pair in corrected.items():
+        s = suites.get(name)
+        if s is not None and s.regime == "stochastic" and arm in s._arm_verdicts:
+            s.metrics.append(corrected_row(policy, arm, pair, float(s.thresholds["pass_rate_drop"])))
     from evalh.core.results.outcome import ADVISORY, advisory_suites
 
     for name in advisory_suites(base, candidate) & set(suites):  # reported, never gates
@@ -570,7 +583,7 @@ def _finish(out: SuiteComparison) -> None:
 
 def _row_reason(m: MetricRow) -> str:
     arm = f" [{m.arm}]" if m.arm != "default" else ""
-    rate = m.name in ("pass_rate", "error_rate")
+    rate = m.name in ("pass_rate", "error_rate", "corrected_pass_rate")
     unit = " %" if m.unit == "pct" else (" pp" if rate else "")
     scale = 100.0 if rate else 1.0
     change = f"{(m.change or 0) * scale:+.3g}{unit}"
@@ -578,7 +591,7 @@ def _row_reason(m: MetricRow) -> str:
         f" (interval {m.interval[0] * scale:+.3g} to {m.interval[1] * scale:+.3g})"
         if m.interval else ""
     )
-    name = f"score[{m.scorer}]" if m.name == "score" else m.name
+    name = f"{m.name}[{m.scorer}]" if m.name in ("score", "corrected_pass_rate") else m.name
     text = f"{name}{arm} {m.verdict}: {change}{iv}, allowance {m.allowance * scale:.3g}{unit}"
     if m.verdict == "inconclusive" and m.direction:
         text += f", estimate on the {m.direction} side" if m.direction != "none" else ""

@@ -9,8 +9,10 @@ A document of the earlier, indented layout is parsed whole, once (`RunStore.load
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from evalh.core.compare.corrected import CorrectedPair
 from evalh.core.compare.decide import Facts, suite_options
 from evalh.core.compare.facts import DEFAULT_OPTIONS, suite_facts
 from evalh.core.compare.facts_read import read_facts, unfolded
@@ -27,10 +29,11 @@ class Compared:
     candidate: Run
     facts: tuple[Facts, Facts]
 
-    def compare(self, policy: ComparePolicy | None = None) -> Comparison:
+    def compare(self, policy: ComparePolicy | None = None, corrected: Mapping[tuple[str, str], CorrectedPair] | None = None
+                ) -> Comparison:
         from evalh.core.compare.decide import compare_runs
 
-        return compare_runs(self.base, self.candidate, policy, facts=self.facts)
+        return compare_runs(self.base, self.candidate, policy, facts=self.facts, corrected=corrected)
 
 
 PARALLEL_BYTES = 64 << 20

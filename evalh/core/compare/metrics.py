@@ -199,6 +199,9 @@ def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
     ev: Evidence | None = row._evidence
     if row.verdict != "inconclusive" or ev is None or row.change is None or row.n < 2:
         return
+    if row.name == "corrected_pass_rate":  # more labels, not more cases: `label report --target-width`
+        row.note = _join(row.note, "more human labels would settle it: see `evalh label report --target-width`")
+        return
     se0 = ev.se(policy.confidence)
     if not se0 or se0 <= 0:
         return
@@ -548,3 +551,4 @@ def deterministic_row(
         delta=delta, change=delta, unit="abs", allowance=0.0, interval=None,
         method="by case name (zero tolerance)", n=n, verdict=verdict,
     )
+

@@ -26,11 +26,12 @@ RowVerdict = Literal["regressed", "improved", "flat", "inconclusive", "incompara
 """Verdict of one metric row."""
 
 MetricName = Literal[
-    "pass_rate", "mean_score", "score", "error_rate", "cost_usd", "latency_ms"
+    "pass_rate", "mean_score", "score", "error_rate", "cost_usd", "latency_ms", "corrected_pass_rate"
 ]
 """`score` is the mean of one named scorer (`gate_scores`); its name is in `MetricRow.scorer`.
 `latency_ms` is the geometric mean of per-case latency (the first version compared
-medians, as `latency_ms_p50`)."""
+medians, as `latency_ms_p50`). `corrected_pass_rate` is a judge's rate corrected by a random
+labelled sample of each run (PPI++, `evalh.core.stats.ppi`); its scorer is in `MetricRow.scorer`."""
 
 VERDICT_RANK: dict[str, int] = {
     "regressed": 5,

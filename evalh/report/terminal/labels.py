@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalh.numbers import num
 
@@ -108,3 +108,44 @@ def render_label_report(rep: LabelReport, console: Console) -> None:
             why.setdefault(reason, []).append(row.stratum)
     for reason, strata in why.items():
         console.print(safe_text(f"no interval for {', '.join(strata)}: {reason}", style="dim"))
+    for c in rep.corrected:
+        for line in corrected_lines(c.to_dict()):
+            console.print(safe_text(line))
+
+
+def corrected_lines(d: dict[str, Any]) -> list[str]:
+    """A corrected rate (`CorrectedRate.to_dict`) as text lines: estimate, interval, counts,
+    labels gained, strata, labels needed, the figure before a rejudge, or why it is null."""
+    where = f"{d['suite']}" + ("" if d["arm"] == "default" else f" [{d['arm']}]") + f" · judge {d['scorer']}"
+    judge = f"judge alone {num(d['judge_rate'], none='–')} over {d['judged']}"
+    human = f"humans alone {num(d['human_rate'], none='–')} over {d['labelled']}"
+    if d["estimate"] is None:
+        lines = [f"corrected rate of {d['positive']!r}, {where}: null ({judge}; {human}) — "
+                 + "; ".join(d["null_reasons"])]
+    else:
+        lo, hi = d["interval_95"]
+        gained = d["labels_gained"]
+        lines = [f"corrected rate of {d['positive']!r}, {where}: {num(d['estimate'])} "
+                 f"(95% [{num(lo)}, {num(hi)}]; {d['labelled']} labelled of {d['judged']} judged; "
+                 + (f"worth {d['effective_labels']:.0f} labels, {gained:+.0f} over humans alone"
+                    if gained is not None else "labels gained: null (humans agree throughout)")
+                 + f"; {judge}; {human})"]
+        if len(d["strata"]) > 1:
+            lines += [f"  stratum {k}: {num(s['estimate'])} (95% [{num(s['interval_95'][0])}, "
+                      f"{num(s['interval_95'][1])}]; {s['labelled']} labelled of {s['judged']})"
+                      for k, s in d["strata"].items()]
+    need = d.get("labels_needed")
+    if need is not None:
+        if need["labels_needed"] is None:
+            lines.append(f"  labels needed for width {num(need['target_width'])}: null — {need['reason']}")
+        else:
+            per = ", ".join(f"{k} {v}" for k, v in need["per_stratum"].items() if v)
+            lines.append(f"  labels needed for width {num(need['target_width'])} (now {num(need['current_width'])}): "
+                         f"{need['labels_needed']} more" + (f" ({per})" if per else ""))
+    before = d.get("before_rejudge")
+    if before is not None:
+        lines += ["  before the rejudge: " + line.strip() for line in corrected_lines(before)[:1]]
+    lines += [f"  {n}" for n in d.get("notes") or []]
+    if d["labels_outside_draw"]:
+        lines.append(f"  {d['labels_outside_draw']} labelled result(s) outside the random draw: not used")
+    return lines
