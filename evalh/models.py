@@ -257,6 +257,11 @@ class Run(_Model):
     """Why a run is `partial` or `failed` (budget reached, interrupted, …)."""
     started_at: str
     finished_at: str | None = None
+    """When the run completed normally (`status = "complete"`); None for any other run."""
+    stopped_at: str | None = None
+    """When a run that did not complete (`partial`: budget reached, SIGTERM, Ctrl-C;
+    `failed`) stopped. A document written before this field, with a `finished_at` on such a
+    run, is read with that time here instead."""
     git: GitInfo = Field(default_factory=GitInfo)
     environment: EnvironmentInfo
     config: dict[str, Any] = Field(default_factory=dict)
@@ -287,6 +292,11 @@ class Run(_Model):
     def _shard_from_config(self) -> Run:
         if self.shard is None and isinstance(self.config.get("shard"), str):
             self.shard = self.config["shard"]
+        if self.status != "complete" and self.finished_at is not None:
+            # finished_at means "completed": an earlier document's time of a run that
+            # stopped is its stop time
+            self.stopped_at = self.stopped_at or self.finished_at
+            self.finished_at = None
         return self
 
     def to_json_bytes(self) -> bytes:

@@ -81,6 +81,12 @@ def resolve_runs_dir(option: Path | str | None, root: Path | None = None, config
     return path
 
 
+def runs_dir_named(option: Path | str | None, configured: str | None = None) -> bool:
+    """Whether where runs go was named (--runs-dir, $EVAL_RUNS_DIR, the config's `runs_dir`),
+    not the implicit ./eval_runs (`require.destination`)."""
+    return bool(option or os.environ.get(RUNS_DIR_ENV) or configured)
+
+
 _BAD_PATH = frozenset({
     errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP,
     errno.EINVAL,

@@ -602,8 +602,8 @@ def test_methodology_bias_page_is_the_example_that_runs() -> None:
     cov = Coverage("docs/methodology-bias.md")
     (block,) = cov.take("bash", "evalh run")
     run, report = (shlex.split(c, comments=True) for c in block.text.replace("\\\n", " ").splitlines())
-    assert run == ["evalh", "run", "--config", "examples/bias/evalh.toml", *EXAMPLE_RUN_ARGS]
-    assert report == ["evalh", "report", "--config", "examples/bias/evalh.toml"]
+    assert run == ["evalh", "run", "--config", "examples/bias/evalh.toml", "--runs-dir", "outputs", *EXAMPLE_RUN_ARGS]
+    assert report == ["evalh", "report", "--config", "examples/bias/evalh.toml", "--runs-dir", "outputs"]
     example = tomllib.loads((REPO / "examples/bias/evalh.toml").read_text(encoding="utf-8"))
     for b in cov.take("toml"):
         subset(tomllib.loads(b.text), example, b.where())

@@ -124,6 +124,8 @@ def test_interrupted_run_is_written_partial_and_keeps_its_journal(
     assert journal.exists()
     doc = load(runs / f"{run_id}.json")
     assert doc["status"] == "partial" and doc["status_reason"] == "interrupted"
+    # finished_at means "completed" (issue 29): a stopped run keeps its stop time apart
+    assert doc["finished_at"] is None and doc["stopped_at"] >= doc["started_at"]
     kept = {(r["case_id"], r["arm"], r["attempt"]) for r in journal_results(journal)}
     assert set(by_triple(doc)) == kept and 4 <= len(kept) < 60
 
@@ -132,6 +134,7 @@ def test_interrupted_run_is_written_partial_and_keeps_its_journal(
     assert result.exit_code == 1, result.output  # every fifth case fails by design
     doc = load(runs / f"{run_id}.json")
     assert doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 60
+    assert doc["finished_at"] and doc["stopped_at"] is None
     assert not journal.exists()
 
 

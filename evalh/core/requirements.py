@@ -7,12 +7,15 @@ later. `check_run` is called with the plan, before the first call; `check_cases`
 running anything.
 
 Judge ≠ subject where the subject is only known from its reply: a Python or HTTP target
-that reports the model it used (`TargetOutput.model`). With `judge_not_subject = true` the
-suite's first call is made alone (`FirstReply`): the other cases wait for it, its model is
-compared with every judge's, and a match stops the run at once — exit 2, one line, nothing
-sent after that one reply, nothing written. Without the requirement a reported model that is
-a judge's makes that judge's scores `judge_error` from then on (docs/running.md, "The
-product's model"), and the run goes on.
+that reports the model it used (`TargetOutput.model`). The first call of every judged suite
+is made alone (`FirstReply`): the other cases wait for it, its model is compared with every
+judge's, and a match stops the run at once — exit 2, one line, nothing sent after that one
+reply, nothing written — with or without `judge_not_subject` (which also refuses
+`--allow-self-judge`). A later reply naming a judge's model makes that judge's scores
+`judge_error` from then on (docs/running.md, "The product's model").
+
+`methodology = "bias-aware"` (`evalh.methodology_spec.METHODOLOGIES`) is a named preset of
+these requirements; its refusals name it.
 """
 
 from __future__ import annotations
@@ -115,11 +118,46 @@ def check_cases(config: Config, suite: SuiteConfig, cases: Sequence[Case], datas
 # --------------------------------------------------------------------------- the run
 
 
+def _why(req: Any, key: str) -> str:
+    """The requirement's name as a refusal line ends with it."""
+    if req.methodology:
+        return f"methodology {req.methodology!r}: require.{key}"
+    return f"require.{key}"
+
+
+def _check_judges(plan: SuitePlan, req: Any) -> None:
+    name = plan.name
+    from evalh.scorers.judge_config import JudgeConfigBase
+
+    for scorer in plan.scorers:
+        cfg = scorer.config
+        if not isinstance(cfg, JudgeConfigBase):
+            continue
+        shown = cfg.display_name
+        reference = getattr(cfg, "reference_field", None)
+        if req.blind and reference:
+            raise RequirementNotMet(f"suite {name!r} requires blind judging: judge {shown!r} is shown reference "
+                                    f"material (reference_field = {reference!r}); show it only the "
+                                    f"output and its expected keywords ({_why(req, 'blind')})")
+        if req.calibrated and "calibration" in type(cfg).model_fields and getattr(cfg, "calibration", None) is None:
+            raise RequirementNotMet(f"suite {name!r} requires calibration first: judge {shown!r} has no "
+                                    f"`calibration` dataset of known verdicts ({_why(req, 'calibrated')})")
+        from evalh.scorers.judge_base import repeated_models
+
+        repeated = repeated_models(cfg.models())
+        if req.distinct_judges and repeated:
+            raise RequirementNotMet(f"suite {name!r} requires distinct judge models: judge {shown!r} names "
+                                    f"{', '.join(repr(m) for m in repeated)} more than once; a panel votes with "
+                                    f"different models ({_why(req, 'distinct_judges')})")
+
+
 def check_run(
     config: Config, plans: Sequence[SuitePlan], *, named: Sequence[str] | None, label: str | None,
-    allow_self_judge: bool = False,
+    allow_self_judge: bool = False, destination_named: bool = True,
 ) -> None:
-    """Refuse the run (exit 2, one line) when a suite's requirements are not met."""
+    """Refuse the run (exit 2, one line) when a suite's requirements are not met.
+    `destination_named`: the runs directory was named (`--runs-dir`, `$EVAL_RUNS_DIR` or
+    `[evalh] runs_dir`), not the implicit default."""
     for plan in plans:
         suite = plan.config
         req = suite.require if suite is not None else None
@@ -127,20 +165,26 @@ def check_run(
             continue
         if req.explicit and suite.name not in (named or ()):
             raise RequirementNotMet(f"suite {suite.name!r} runs only when named: evalh run --suite "
-                                    f"{suite.name} (require.explicit)")
+                                    f"{suite.name} ({_why(req, 'explicit')})")
         if req.min_repeats is not None and plan.repeats < req.min_repeats:
             raise RequirementNotMet(f"suite {suite.name!r} requires at least {req.min_repeats} repeats, "
                                     f"got {plan.repeats}: pass --repeats {req.min_repeats} or more "
-                                    "(require.min_repeats)")
+                                    f"({_why(req, 'min_repeats')})")
         if req.label and not (label or "").strip():
             raise RequirementNotMet(f"suite {suite.name!r} requires a run label: pass --label "
-                                    "(require.label)")
+                                    f"({_why(req, 'label')})")
+        if req.destination and not destination_named:
+            raise RequirementNotMet(f"suite {suite.name!r} requires a named output destination: pass --runs-dir, "
+                                    f"set $EVAL_RUNS_DIR or [evalh] runs_dir ({_why(req, 'destination')})")
         if req.judge_not_subject and allow_self_judge:
             raise RequirementNotMet(f"suite {suite.name!r} requires judge ≠ subject: "
-                                    "--allow-self-judge is refused (require.judge_not_subject)")
-        if req.judge_not_subject and not judge_models(plan):
+                                    f"--allow-self-judge is refused ({_why(req, 'judge_not_subject')})")
+        # a preset asks judge ≠ subject of the suites that are judged; a suite's own
+        # `judge_not_subject = true` also asks that it be judged
+        if req.judge_not_subject and not req.methodology and not judge_models(plan):
             raise RequirementNotMet(f"suite {suite.name!r} requires judge ≠ subject and has no judge "
                                     "(require.judge_not_subject)")
+        _check_judges(plan, req)
         check_cases(config, suite, plan.cases, plan.dataset.path)
 
 
@@ -157,16 +201,20 @@ def judge_models(plan: SuitePlan) -> list[str]:
 
 
 class FirstReply:
-    """Per suite with `require.judge_not_subject`: holds every call but the first until the
-    first reply's model is checked, and checks every reply's reported model."""
+    """Per judged suite: holds every call but the first until the first reply's model is
+    checked against the judges' (judge ≠ subject, with or without `require`)."""
 
     def __init__(self) -> None:
         self._gates: dict[str, asyncio.Event] = {}
         self._first_taken: set[str] = set()
+        self._judged: dict[str, bool] = {}
 
     def _held(self, suite: SuitePlan) -> bool:
-        req = getattr(getattr(suite, "config", None), "require", None)
-        return bool(req is not None and req.judge_not_subject and getattr(suite, "stored", None) is None)
+        if getattr(suite, "stored", None) is not None:  # a rejudge replays outputs: nothing is sent
+            return False
+        if suite.name not in self._judged:
+            self._judged[suite.name] = bool(judge_models(suite))
+        return self._judged[suite.name]
 
     async def before_call(self, suite: SuitePlan) -> None:
         if not self._held(suite):

@@ -140,7 +140,7 @@ def prepare_request(
     from dataclasses import replace
 
     from evalh.core.generate import for_run
-    from evalh.store import RunStore, resolve_runs_dir
+    from evalh.store import RunStore, resolve_runs_dir, runs_dir_named
 
     if request.judge_model or request.sleep_ms is not None:  # before anything is planned
         from evalh.core.overrides import with_judge_model, with_pace
@@ -177,6 +177,7 @@ def prepare_request(
             max_cost_usd=request.max_cost_usd, max_tokens=request.max_tokens,
             use_cache=not request.no_cache, allow_self_judge=request.allow_self_judge,
             max_error_rate=request.max_error_rate, dry_run=request.dry_run,
+            destination_named=runs_dir_named(runs_dir, config.settings.runs_dir),
         )
         prepared = prepare_run(config, options, directory)
     from evalh.core.shard import apply_shard

@@ -438,9 +438,12 @@ class Runner:
                 details=suite.details, metrics=metrics, contrasts=contrasts,
                 sweep=suite_sweep(suite.name, suite.config, results, suite.arms[0].name if suite.arms else None),
             )
+        stamp = now_iso()
         run = Run(
             run_id=plan.run_id, label=plan.label, status=status,  # type: ignore[arg-type]
-            status_reason=reason, started_at=self.started_at, finished_at=now_iso(),
+            status_reason=reason, started_at=self.started_at,
+            finished_at=stamp if status == "complete" else None,  # finished_at means "completed"
+            stopped_at=None if status == "complete" else stamp,
             git=self._git_info(), environment=environment_info(), config=plan.config_snapshot,
             seed=plan.seed, derived_from=plan.derived_from,
             limits=_limits(plan.services.limits), suites=suites,
