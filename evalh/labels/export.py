@@ -7,7 +7,7 @@ model, cost). Its id is opaque and random; the mapping back to the case stays in
 label sidecar. Requests are ordered by id, so file order does not leak dataset order.
 
 Each request carries `request_sha256`, the SHA-256 of the canonical JSON of the blinded
-request and nothing else — `{"input", "output"}`, plus `"claims"` (each claim's id and
+request (and, under a rubric with `bind = "attempt"`, the attempt's identity) and nothing else — `{"input", "output"}`, plus `"claims"` (each claim's id and
 exact output offsets) when the rubric rates claims: correcting a label leaves it
 unchanged; a changed input, output or claim span changes it, and ratings of the old
 content are then stale. Under a TOML rubric (`evalh.labels.rubric`) a request also names
@@ -57,9 +57,16 @@ def blinded(result: CaseResult, rubric: Rubric | None = None) -> dict[str, Any]:
     return out
 
 
-def request_sha256(result: CaseResult, rubric: Rubric | None = None) -> str:
-    """SHA-256 over the blinded request only (see the module doc)."""
-    return sha256_of(blinded(result, rubric))
+def request_sha256(result: CaseResult, rubric: Rubric | None = None, suite: str | None = None,
+                   view: dict[str, Any] | None = None) -> str:
+    """SHA-256 over the blinded request only (see the module doc); under a rubric that binds
+    ratings to the attempt (`bind = "attempt"`), over the blinded request and the attempt's
+    identity (suite, case, arm, attempt: never shown to raters)."""
+    view = view if view is not None else blinded(result, rubric)
+    if rubric is not None and rubric.bind == "attempt":
+        return sha256_of({**view, "attempt": {"suite": suite, "case": result.case_id, "arm": result.arm,
+                                              "attempt": result.attempt}})
+    return sha256_of(view)
 
 
 def manifest_sha256(rubric_sha: str, pairs: Sequence[tuple[str, str]]) -> str:
@@ -115,7 +122,7 @@ def build_export(
             rid = known_ids.get(key) or _new_id(taken)
             taken.add(rid)
             view = blinded(result, scheme)
-            sha = sha256_of(view)
+            sha = request_sha256(result, scheme, name, view)
             labels.requests[rid] = RequestRef(
                 suite=name, case_id=result.case_id, arm=result.arm, attempt=result.attempt, sha256=sha
             )

@@ -39,7 +39,7 @@ from typing import Any
 
 from evalh.core.stats import cohens_kappa, raw_agreement
 from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
-from evalh.labels.export import blinded, rubric_of
+from evalh.labels.export import blinded, request_sha256, rubric_of
 from evalh.labels.intervals import WorkItem, interval_where_valid, work_item_key
 from evalh.labels.models import LabelError, LabelStore, label_key
 from evalh.labels.report_models import (
@@ -61,7 +61,7 @@ from evalh.labels.report_models import (
 )
 from evalh.labels.rubric import ITEM_REQUEST, RateSpec, Rubric
 from evalh.labels.store import RatingsStore
-from evalh.models import CaseResult, Run, sha256_of
+from evalh.models import CaseResult, Run
 
 REPORT_SCHEMA = "evalh.label-report/2"
 RELEASE_DECISION = "not-assessed"
@@ -187,7 +187,7 @@ def label_report(
         if r.status in ("errored", "skipped") or r.output is None:
             continue
         view = blinded(r, scheme)
-        sha = sha256_of(view)
+        sha = request_sha256(r, scheme, name, view)
         shas_by_origin[(name, r.case_id, r.arm, r.attempt)] = sha
         req = Request(suite=name, result=r, sha=sha, claims=view.get("claims", []))
         review = r.metadata.get("review_state")

@@ -98,6 +98,10 @@ class Kind:
     dimensions: tuple[str, ...]
 
 
+BINDS = ("content", "attempt")
+"""What a rubric's ratings bind to (`bind = ...` in a TOML rubric)."""
+
+
 @dataclass
 class Rubric:
     sha256: str
@@ -110,6 +114,11 @@ class Rubric:
     kinds: dict[str, Kind] = field(default_factory=dict)
     rates: list[RateSpec] = field(default_factory=list)
     structured: bool = False
+    bind: str = "content"
+    """What a rating binds to: `content` (default: every request whose blinded content is
+    byte-identical shares its ratings, across attempts and re-runs) or `attempt` (each
+    captured attempt is rated on its own: identical repeated outputs may get different
+    labels; a re-run keeps a rating only for the same suite, case, arm and attempt)."""
 
     def kind_of(self, metadata: dict[str, Any]) -> Kind:
         """The kind a case is rated as (`metadata.rating_kind`); LabelError when unknown."""
@@ -197,9 +206,12 @@ def parse_rubric(data: bytes, name: str | None = None) -> Rubric:
         raw = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise LabelError(f"{shown}: invalid TOML rubric: {exc}") from None
-    unknown = set(raw) - {"text", "fields", "claims", "dimensions", "kinds", "rates"}
+    unknown = set(raw) - {"text", "fields", "claims", "dimensions", "kinds", "rates", "bind"}
     if unknown:
         raise LabelError(f"{shown}: unknown key {sorted(unknown)[0]!r}")
+    bind = raw.get("bind", "content")
+    if bind not in BINDS:
+        raise LabelError(f"{shown}: bind: {bind!r} is not one of {', '.join(BINDS)}")
     text = raw.get("text", "")
     if not isinstance(text, str):
         raise LabelError(f"{shown}: text: a string")
@@ -252,7 +264,7 @@ def parse_rubric(data: bytes, name: str | None = None) -> Rubric:
                               **{src: r[src]}))
     return Rubric(sha256=sha, text=text, fields=fields, claim_fields=claim_fields,
                   claims_path=claims.get("path"), claims_text_path=claims.get("text_path"),
-                  dimensions=dims, kinds=kinds, rates=rates, structured=True)
+                  dimensions=dims, kinds=kinds, rates=rates, structured=True, bind=bind)
 
 
 def dotted(root: dict[str, Any], path: str) -> Any:

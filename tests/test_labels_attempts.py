@@ -1,0 +1,111 @@
+"""Issue 29, seed 002: repeated attempts in the labelling workflow — a rubric binds ratings
+to content (default) or to the attempt (`bind = "attempt"`), through the CLI; the labelling
+page's resume with repeated identical outputs is tested in Chromium in
+tests/test_label_serve_attempts_browser.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from evalh.cli.main import app
+
+runner = CliRunner()
+
+PRODUCT = '''\
+def answer(inp):
+    return {"text": "The retry count is 3. Nothing else."}
+'''
+
+RUBRIC = '''text = "Rate the claim."
+{bind}
+[claims]
+path = "expected.claims"
+text_path = "output.text"
+[claims.fields.truth]
+values = ["true", "false"]
+allow_null = false
+'''
+
+
+def project(tmp: Path, *, repeats: int = 3, cases: int = 2) -> Path:
+    (tmp / "product_h29.py").write_text(PRODUCT, encoding="utf-8")
+    rows = [{"id": f"c{i}", "input": {"ask": f"ask {i}"},
+             "expected": {"claims": [{"id": "c1", "start": 0, "end": 20, "text": "The retry count is 3"}]},
+             "metadata": {"group": f"g{i}"}} for i in range(cases)]
+    (tmp / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp / "evalh.toml").write_text(f"""\
+[suites.s]
+dataset = "cases.jsonl"
+target = "product_h29:answer"
+regime = "stochastic"
+repeats = {repeats}
+scorers = [{{ type = "contains", field = "text" }}]
+""", encoding="utf-8")
+    return tmp / "evalh.toml"
+
+
+def cli(*args: str, code: int = 0) -> Any:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    return result
+
+
+def run_and_export(tmp: Path, bind: str) -> tuple[Path, str, dict[str, Any]]:
+    cfg = project(tmp)
+    runs = tmp / "runs"
+    cli("run", "--config", str(cfg), "--runs-dir", str(runs), "-q")
+    run_id = next(runs.glob("*.json")).stem
+    rubric = tmp / "rubric.toml"
+    rubric.write_text(RUBRIC.format(bind=bind), encoding="utf-8")
+    out = tmp / "requests.json"
+    cli("export-requests", run_id, "--config", str(cfg), "--runs-dir", str(runs), "--rubric", str(rubric), "-o", str(out))
+    return runs, run_id, json.loads(out.read_text())
+
+
+def rate(doc: dict[str, Any], values: list[str]) -> str:
+    return "".join(json.dumps({"request_id": r["request_id"], "request_sha256": r["request_sha256"],
+                               "rubric_sha256": doc["rubric"]["sha256"], "rater": "ann",
+                               "claims": {"c1": {"truth": v}}}) + "\n"
+                   for r, v in zip(doc["requests"], values, strict=False))
+
+
+def test_a_rubric_that_binds_to_the_attempt_takes_different_labels_for_identical_outputs(tmp_path: Path) -> None:
+    runs, run_id, doc = run_and_export(tmp_path, 'bind = "attempt"')
+    reqs = doc["requests"]
+    assert len(reqs) == 6 and len({r["request_sha256"] for r in reqs}) == 6  # one digest per attempt
+    assert {json.dumps(r["output"]) for r in reqs} == {json.dumps({"text": "The retry count is 3. Nothing else."})}
+    f = tmp_path / "ann.jsonl"
+    values = ["true", "false", "true", "false", "true", "true"]
+    f.write_text(rate(doc, values))
+    cli("label", "import", str(f), "--run", run_id, "--runs-dir", str(runs))
+    g = tmp_path / "bob.jsonl"
+    g.write_text(rate(doc, values).replace('"ann"', '"bob"'))
+    cli("label", "import", str(g), "--run", run_id, "--runs-dir", str(runs))
+    rep = json.loads(cli("label", "report", run_id, "--runs-dir", str(runs), "--json").stdout)
+    assert rep["counts"]["agreed"] == 6 and rep["counts"]["disputed"] == 0
+
+
+def test_the_default_binding_refuses_different_labels_for_identical_outputs(tmp_path: Path) -> None:
+    runs, run_id, doc = run_and_export(tmp_path, "")
+    reqs = sorted(doc["requests"], key=lambda r: r["request_sha256"])  # the first two share their content
+    assert reqs[0]["request_sha256"] == reqs[1]["request_sha256"]
+    f = tmp_path / "ann.jsonl"
+    f.write_text(rate({**doc, "requests": reqs[:2]}, ["true", "false"]))
+    result = cli("label", "import", str(f), "--run", run_id, "--runs-dir", str(runs), code=2)
+    assert "ann.jsonl:2" in result.stderr
+
+
+def test_an_unknown_binding_is_refused(tmp_path: Path) -> None:
+    cfg = project(tmp_path)
+    runs = tmp_path / "runs"
+    cli("run", "--config", str(cfg), "--runs-dir", str(runs), "-q")
+    run_id = next(runs.glob("*.json")).stem
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text(RUBRIC.format(bind='bind = "case"'), encoding="utf-8")
+    result = cli("export-requests", run_id, "--config", str(cfg), "--runs-dir", str(runs), "--rubric", str(rubric),
+                 "-o", str(tmp_path / "r.json"), code=2)
+    assert "rubric.toml: bind: 'case' is not one of content, attempt" in result.stderr
