@@ -43,13 +43,42 @@ class _Strict(BaseModel):
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset()
 
 
+class DigestCheck(_Strict):
+    """`[[suites.S.require.digests]]`: the texts at `path` (a table, or a list of tables) each
+    carry the SHA-256 of their exact UTF-8 bytes."""
+
+    SNAPSHOT = frozenset({"path", "text", "sha256"})
+
+    path: str = Field(pattern=r"^(input|expected|metadata)(\.[^.\s]+)*$")
+    """Where the table(s) are: `input.evidence`, `metadata.output`."""
+    text: str = "text"
+    """The key of each table holding the exact text."""
+    sha256: str = "sha256"
+    """The key holding its SHA-256 (lower-case hex of the UTF-8 bytes)."""
+
+
+class ClaimsCheck(_Strict):
+    """`[suites.S.require.claims]`: the claims at `path` (`[{id, start, end, text?}]`) are
+    exact spans of the text at `text_path`."""
+
+    SNAPSHOT = frozenset({"path", "text_path"})
+
+    path: str = Field(pattern=r"^(input|expected|metadata)(\.[^.\s]+)*$")
+    """Where the case holds its claims: `expected.claims`."""
+    text_path: str = Field(pattern=r"^(input|expected|metadata|output)(\.[^.\s]+)*$")
+    """The text the offsets index: in the case (`metadata.output.text`: checked by
+    `evalh validate` and before the run) or in the output (`output.text`: checked on each
+    reply; a reply whose claims do not hold is an errored result, naming the claim)."""
+
+
 class RequireConfig(_Strict):
     """`[suites.S.require]`: inputs a run of the suite must have; each missing one is a
     one-line refusal (exit 2) before anything is spent."""
 
     SNAPSHOT = frozenset({"min_repeats", "explicit", "label", "judge_not_subject", "required_paths",
                           "input_schema", "expected_schema", "input_schema_path", "expected_schema_path",
-                          "blind", "calibrated", "distinct_judges", "destination", "methodology"})
+                          "blind", "calibrated", "distinct_judges", "destination", "methodology", "digests",
+                          "claims"})
 
     min_repeats: int | None = Field(None, ge=1)
     """Refuse a run with fewer repeats (`--repeats` or the suite's `repeats`): N = 1 is a
@@ -76,6 +105,10 @@ class RequireConfig(_Strict):
     never the implicit `./eval_runs`."""
     methodology: str | None = None
     """Set by evalh: the preset (`methodology = "bias-aware"`) these requirements come from."""
+    digests: list[DigestCheck] = Field(default_factory=list)
+    """Texts whose SHA-256 must be that of their exact bytes (evidence, captured outputs)."""
+    claims: ClaimsCheck | None = None
+    """Claims whose offsets and quoted text must be the text's exact characters."""
     required_paths: list[str] = Field(default_factory=list)
     """Dotted paths every case must have (`input.user_prompt`, `expected.expected_keywords`,
     `metadata.bias_type`); a case missing one is refused by `evalh validate` and `run`."""

@@ -48,8 +48,9 @@ def export_requests(
     run = store.load(run_id)
     side = sidecar_path(run_path, run.run_id)
     labels = load_labels(side, run.run_id)
+    refused: list[str] = []
     document, counts = build_export(
-        run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm
+        run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm, refused=refused
     )
     data = document_bytes(document)
     # The registry first: if writing the export fails, its ids are simply reused next time.
@@ -62,7 +63,11 @@ def export_requests(
         return
     from evalh.console import safe_text
 
+    for line in refused:  # a case whose claims quote scrubbed text: that case, not the run
+        err().print(safe_text(f"left out {line}"))
     skipped = f"; skipped {counts['skipped_errored']} without an output" if counts["skipped_errored"] else ""
+    if counts["refused_scrubbed"]:
+        skipped += f"; left out {counts['refused_scrubbed']} whose claims quote scrubbed text"
     where = "stdout" if str(output) == "-" else str(output)
     err().print(safe_text(
         f"wrote {counts['exported']} blinded requests to {where} "

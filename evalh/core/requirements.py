@@ -91,7 +91,8 @@ def check_cases(config: Config, suite: SuiteConfig, cases: Sequence[Case], datas
     if req is None:
         return
     schemas = {w: s for w in ("input", "expected") if (s := _schema(config, suite, w)) is not None}
-    if not req.required_paths and not schemas:
+    case_claims = req.claims is not None and not req.claims.text_path.startswith("output")
+    if not req.required_paths and not schemas and not req.digests and not case_claims:
         return
     positions = _positions(dataset_path or config.resolve(suite.dataset), suite.dataset, len(cases))
     validators = {}
@@ -113,6 +114,42 @@ def check_cases(config: Config, suite: SuiteConfig, cases: Sequence[Case], datas
                 where = ".".join([which, *map(str, error.path)])
                 raise RequirementNotMet(f"{pos}: case {case.id!r}: {where}: {error.message} "
                                         f"(suite {suite.name!r}: require.{which}_schema)")
+        problem = exact_text_problem(req, parts, with_output=False)
+        if problem is not None:
+            raise RequirementNotMet(f"{pos}: case {case.id!r}: {problem} (suite {suite.name!r})")
+
+
+def exact_text_problem(req: Any, parts: dict[str, Any], *, with_output: bool) -> str | None:
+    """What is wrong with the texts `require.digests` and `require.claims` name, or None.
+    `parts`: `input`, `expected`, `metadata` (and `output` when `with_output`); claims over
+    the output are checked only `with_output` (on each reply), those over the case only
+    without it (by `evalh validate` and before the run)."""
+    from evalh.spans import SpanError, check_digest, checked_claims
+
+    def at(path: str) -> Any:
+        root, _, rest = path.partition(".")
+        value = pick(parts.get(root), rest or None)
+        return None if value is MISSING else value
+
+    if not with_output:
+        for d in req.digests:
+            found = at(d.path)
+            tables = found if isinstance(found, list) else [found]
+            for i, t in enumerate(tables):
+                where = f"{d.path}[{i}]" if isinstance(found, list) else d.path
+                if not isinstance(t, dict):
+                    return f"{where}: not a table with `{d.text}` and `{d.sha256}` (require.digests)"
+                try:
+                    check_digest(t.get(d.text), t.get(d.sha256), f"{where}.{d.sha256}")
+                except SpanError as exc:
+                    return f"{exc} (require.digests)"
+    claims = req.claims
+    if claims is not None and claims.text_path.startswith("output") == with_output:
+        try:
+            checked_claims(at(claims.path), at(claims.text_path), claims.path, claims.text_path)
+        except SpanError as exc:
+            return f"{exc} (require.claims)"
+    return None
 
 
 # --------------------------------------------------------------------------- the run

@@ -52,10 +52,10 @@ from evalh.models import (
     Run,
     Score,
     SuiteResult,
-    sha256_of,
+    output_sha256,
 )
 from evalh.provenance import environment_info, git_info
-from evalh.redact import scrub_value, secret_env_values
+from evalh.redact import scrub_with_spans, secret_env_values
 from evalh.store import RunLock, RunStore, now_iso, shared_fields_set
 from evalh.targets.base import CallContext, Produced, TargetOutput
 from evalh.targets.python_callable import with_reported_model
@@ -250,6 +250,8 @@ class Runner:
             produced = await self._produce(suite, item)
             self._first_reply.after_reply(suite, produced.output, self.plan.services.allow_self_judge)
         out, err = produced.output, produced.error
+        if out is not None and err is None:
+            err = self._claims_error(suite, case, out.output)  # require.claims over the output
         latency = round(produced.latency_ms, 3) if produced.latency_ms is not None else None
         base = dict(
             case_id=case.id, case_digest=digest, arm=item.arm.name, attempt=item.attempt,
@@ -265,6 +267,20 @@ class Runner:
                 cost_usd=result.cost_usd, tokens_in=result.tokens_in, tokens_out=result.tokens_out
             )
         return result
+
+    @staticmethod
+    def _claims_error(suite: SuitePlan, case: Case, output: Any) -> ErrorInfo | None:
+        """A reply whose claims (`require.claims` with `text_path = "output…"`) are not its
+        exact spans is an errored result of its case, naming the claim: never the run's."""
+        req = suite.config.require if suite.config is not None else None
+        if req is None or req.claims is None or not req.claims.text_path.startswith("output"):
+            return None
+        from evalh.core.requirements import exact_text_problem
+
+        parts = {"input": case.input, "expected": case.expected, "metadata": case.metadata.model_dump(mode="json"),
+                 "output": output}
+        problem = exact_text_problem(req, parts, with_output=True)
+        return ErrorInfo(type="ClaimSpanError", message=problem) if problem is not None else None
 
     async def _scored(self, suite: SuitePlan, item: WorkItem, out: TargetOutput, base: dict[str, Any]) -> CaseResult:
         scores = await self._score(suite, item, out)
@@ -282,10 +298,10 @@ class Runner:
         # The output as the document will hold it (secrets replaced), and its digest of that.
         if self._secrets is None:
             self._secrets = secret_env_values()
-        output = scrub_value(out.output, env=self._secrets)
+        output, cuts = scrub_with_spans(out.output, env=self._secrets)
         return CaseResult(
             status=status, score=score, scores=scores, output=output,
-            output_sha256=sha256_of(output), trace=out.trace,
+            output_sha256=output_sha256(output), scrubbed=cuts or None, trace=out.trace,
             tokens_in=out.tokens_in, tokens_out=out.tokens_out,
             cost_usd=0.0 if out.cached else cost, cached=out.cached, truncated=out.truncated,
             error=error, measured=measure(output, out.tokens_out), **base,

@@ -41,7 +41,7 @@ from evalh.core.stats import cohens_kappa, raw_agreement
 from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
 from evalh.labels.export import blinded, request_sha256, rubric_of
 from evalh.labels.intervals import WorkItem, interval_where_valid, work_item_key
-from evalh.labels.models import LabelError, LabelStore, label_key
+from evalh.labels.models import LabelError, LabelStore, ScrubbedCase, label_key
 from evalh.labels.report_models import (
     Agreement,
     ClaimCounts,
@@ -186,7 +186,10 @@ def label_report(
     for name, r in results:
         if r.status in ("errored", "skipped") or r.output is None:
             continue
-        view = blinded(r, scheme)
+        try:
+            view = blinded(r, scheme)
+        except ScrubbedCase:  # left out of every export: never a request to rate
+            continue
         sha = request_sha256(r, scheme, name, view)
         shas_by_origin[(name, r.case_id, r.arm, r.attempt)] = sha
         req = Request(suite=name, result=r, sha=sha, claims=view.get("claims", []))

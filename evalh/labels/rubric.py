@@ -45,7 +45,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalh.labels.models import Label, LabelError, label_key
+from evalh.labels.models import Label, LabelError, ScrubbedCase, label_key
 
 ITEM_REQUEST = "request"
 DEFAULT_KIND = "default"
@@ -280,34 +280,25 @@ def dotted(root: dict[str, Any], path: str) -> Any:
     return cur
 
 
-def claim_spans(rubric: Rubric, result_view: dict[str, Any]) -> list[dict[str, Any]]:
+def claim_spans(rubric: Rubric, result_view: dict[str, Any],
+                scrubbed: dict[str, list[list[int]]] | None = None) -> list[dict[str, Any]]:
     """The claims of one result as raters see them: id, exact output offsets, the span's
     text. Only these keys leave the result (a claim's provisional verdict stays hidden).
     LabelError when a claim's offsets are not inside the text or its quoted text differs."""
     if not rubric.claim_fields or rubric.claims_path is None or rubric.claims_text_path is None:
         return []
+    from evalh.redact import REDACTED
+    from evalh.spans import ScrubbedClaim, SpanError, checked_claims, through_scrub
+
     raw = dotted(result_view, rubric.claims_path)
-    text = dotted(result_view, rubric.claims_text_path)
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise LabelError(f"{rubric.claims_path}: a list of claims")
-    if not isinstance(text, str):
-        raise LabelError(f"{rubric.claims_text_path}: the text claims index is not a string")
-    out = []
-    seen: set[str] = set()
-    for i, c in enumerate(raw):
-        where = f"{rubric.claims_path}[{i}]"
-        if not isinstance(c, dict) or not isinstance(c.get("id"), str) or not c["id"]:
-            raise LabelError(f"{where}: a claim needs a string `id`")
-        start, end = c.get("start"), c.get("end")
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
-            raise LabelError(f"{where}: start/end must be offsets inside {rubric.claims_text_path} "
-                             f"(0 ≤ start < end ≤ {len(text)})")
-        if "text" in c and text[start:end] != c["text"]:
-            raise LabelError(f"{where}: its text is not the output's characters {start}–{end}")
-        if c["id"] in seen:
-            raise LabelError(f"{where}: repeated claim id {c['id']!r}")
-        seen.add(c["id"])
-        out.append({"id": c["id"], "start": start, "end": end, "text": text[start:end]})
-    return out
+    root, _, key = rubric.claims_text_path.partition(".")
+    cuts = (scrubbed or {}).get(key) if root == "output" else None
+    try:
+        # offsets annotated on the output as produced, mapped onto the output as stored
+        raw = through_scrub(raw, cuts or [], len(REDACTED), rubric.claims_path)
+        return checked_claims(raw, dotted(result_view, rubric.claims_text_path),
+                              rubric.claims_path, rubric.claims_text_path)
+    except ScrubbedClaim as exc:
+        raise ScrubbedCase(str(exc)) from None
+    except SpanError as exc:
+        raise LabelError(str(exc)) from None
