@@ -109,3 +109,40 @@ def test_an_unknown_binding_is_refused(tmp_path: Path) -> None:
     result = cli("export-requests", run_id, "--config", str(cfg), "--runs-dir", str(runs), "--rubric", str(rubric),
                  "-o", str(tmp_path / "r.json"), code=2)
     assert "rubric.toml: bind: 'case' is not one of content, attempt" in result.stderr
+
+
+# ---------------------------------------------------------------------------- 7. a tamper-evident store
+
+
+def test_an_edited_rating_with_the_same_count_is_refused_by_label_report(tmp_path: Path) -> None:
+    runs, run_id, doc = run_and_export(tmp_path, 'bind = "attempt"')
+    f = tmp_path / "ann.jsonl"
+    f.write_text(rate(doc, ["true"] * 6))
+    cli("label", "import", str(f), "--run", run_id, "--runs-dir", str(runs))
+    ok = json.loads(cli("label", "report", run_id, "--runs-dir", str(runs), "--json").stdout)
+    assert ok["ratings_store"]["files"] == 1 and ok["ratings_store"]["records"] == 6
+    assert ok["ratings_store"]["unverified_files"] == []
+    (stored,) = (runs / "ratings").glob("*.jsonl")
+    lines = stored.read_text().splitlines()
+    assert json.loads(lines[0])["records"] == 6
+    lines[3] = lines[3].replace('"value":"true"', '"value":"false"')  # one rating flipped, count kept
+    assert lines[3] != stored.read_text().splitlines()[3]
+    stored.write_text("\n".join(lines) + "\n")
+    result = cli("label", "report", run_id, "--runs-dir", str(runs), code=2)
+    assert result.stderr.strip() == (f"error: {stored}:4: the record does not match its SHA-256 in the header: "
+                                     "edited (a rating is corrected by a later record with `replaces`, never in place)")
+
+
+def test_a_ratings_file_of_the_first_layout_is_read_and_said_unverified(tmp_path: Path) -> None:
+    runs, run_id, doc = run_and_export(tmp_path, 'bind = "attempt"')
+    f = tmp_path / "ann.jsonl"
+    f.write_text(rate(doc, ["true"] * 6))
+    cli("label", "import", str(f), "--run", run_id, "--runs-dir", str(runs))
+    (stored,) = (runs / "ratings").glob("*.jsonl")
+    lines = stored.read_text().splitlines()
+    lines[0] = json.dumps({"schema": "evalh.ratings/1", "records": 6})
+    stored.write_text("\n".join(lines) + "\n")
+    rep = json.loads(cli("label", "report", run_id, "--runs-dir", str(runs), "--json").stdout)
+    assert rep["ratings_store"]["unverified_files"] == [stored.name] and rep["counts"]["single_rated"] == 6
+    text = cli("label", "report", run_id, "--runs-dir", str(runs)).stdout
+    assert "1 file(s) of the first layout, without record digests: an edit of them is not detected" in text

@@ -223,6 +223,7 @@ def label_report(
         inter_rater=_inter_rater(reviewed, scheme), judges=_judges(reviewed, scheme),
         strata=_strata(results, requests, scheme, by=by, positive=positive_rate, random_sample=random_sample,
                        targets={n: run.suites[n].target for n in chosen}),
+        ratings_store=store.summary(),
     )
 
 

@@ -4,7 +4,7 @@ numerator and denominator, and every null figure the reason it is null."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -282,6 +282,9 @@ class LabelReport:
     inter_rater: InterRater
     judges: list[JudgeAgreement]
     strata: list[Stratum]
+    ratings_store: dict[str, Any] = field(default_factory=dict)
+    """The ratings store read: files, records, its digest (keep it apart to check that no
+    file was rewritten, removed or added) and the files without record digests."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -292,4 +295,5 @@ class LabelReport:
             "random_sample_attested": self.random_sample_attested, "counts": asdict(self.counts),
             "claims": asdict(self.claims), "inter_rater": self.inter_rater.to_dict(),
             "judges": [j.to_dict() for j in self.judges], "strata": [s.to_dict() for s in self.strata],
+            "ratings_store": self.ratings_store,
         }
