@@ -513,6 +513,10 @@ def test_labels_page_commands_run(repo_project: Path) -> None:
     write_files(cov.blocks, root)
     cov.done.update(b.line for b in cov.blocks if (b.mark or "").startswith("file "))
     assert parse_rubric((root / "rubric.toml").read_bytes(), "rubric.toml").fields  # the scheme loads
+    import tomllib
+
+    (checks,) = cov.take("toml", "[[suites.feedback.require.digests]]")  # what the feedback example says
+    subset(tomllib.loads(checks.text), tomllib.loads((REPO / "examples/feedback/evalh.toml").read_text()), checks.where())
 
     (panel,) = cov.take("toml", "[suites.panel]\n")
     (sweep,) = cov.take("toml", "[suites.panel.sweep]")

@@ -193,3 +193,23 @@ def test_a_scrubbed_output_keeps_its_claims_true_and_refuses_only_the_case_quoti
         assert claim["text"] == "The retry count is 3"  # not '. The retry count is'
         assert r["output"]["text"][claim["start"]:claim["end"]] == "The retry count is 3"
     assert SECRET not in out.read_text() and "quoted" not in out.read_text()
+
+
+def test_the_feedback_example_checks_its_evidence_digests(tmp_path: Path) -> None:
+    import shutil
+
+    repo = Path(__file__).resolve().parents[1] / "examples" / "feedback"
+    root = tmp_path / "feedback"
+    shutil.copytree(repo, root, ignore=shutil.ignore_patterns("__pycache__", "eval_runs"))
+    assert runner.invoke(app, ["validate", "--config", str(root / "evalh.toml")]).exit_code == 0
+    lines = (root / "cases.jsonl").read_text().splitlines()
+    case = json.loads(lines[1])
+    case["input"]["evidence"][0]["text"] += " "  # the exported text changed, its digest did not
+    lines[1] = json.dumps(case)
+    (root / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    result = runner.invoke(app, ["validate", "--config", str(root / "evalh.toml")])
+    assert result.exit_code == 2
+    line = one_line(result)
+    assert line == ("error: cases.jsonl:2: case 'feedback.t44': input.evidence[0].sha256: SHA-256 55df4b2f4450… is "
+                    "not the text's (bb9ba1be370f…) (require.digests) (suite 'feedback')")
+    assert line in (Path(__file__).resolve().parents[1] / "docs" / "labels-and-sweeps.md").read_text()  # as the page says
