@@ -49,12 +49,19 @@ class DigestCheck(_Strict):
 
     SNAPSHOT = frozenset({"path", "text", "sha256"})
 
-    path: str = Field(pattern=r"^(input|expected|metadata)(\.[^.\s]+)*$")
+    path: str
     """Where the table(s) are: `input.evidence`, `metadata.output`."""
     text: str = "text"
     """The key of each table holding the exact text."""
     sha256: str = "sha256"
     """The key holding its SHA-256 (lower-case hex of the UTF-8 bytes)."""
+
+    @field_validator("path")
+    @classmethod
+    def _case_path(cls, v: str) -> str:
+        if not re.match(r"^(input|expected|metadata)(\.[^.\s]+)*$", v):
+            raise ValueError(f"{v!r}: a path starts with input, expected or metadata")
+        return v
 
 
 class ClaimsCheck(_Strict):
@@ -63,12 +70,20 @@ class ClaimsCheck(_Strict):
 
     SNAPSHOT = frozenset({"path", "text_path"})
 
-    path: str = Field(pattern=r"^(input|expected|metadata)(\.[^.\s]+)*$")
+    path: str
     """Where the case holds its claims: `expected.claims`."""
-    text_path: str = Field(pattern=r"^(input|expected|metadata|output)(\.[^.\s]+)*$")
+    text_path: str
     """The text the offsets index: in the case (`metadata.output.text`: checked by
     `evalh validate` and before the run) or in the output (`output.text`: checked on each
     reply; a reply whose claims do not hold is an errored result, naming the claim)."""
+
+    @field_validator("path", "text_path")
+    @classmethod
+    def _rooted(cls, v: str, info: Any) -> str:
+        roots = "input|expected|metadata|output" if info.field_name == "text_path" else "input|expected|metadata"
+        if not re.match(rf"^({roots})(\.[^.\s]+)*$", v):
+            raise ValueError(f"{v!r}: a path starts with {roots.replace('|', ', ')}")
+        return v
 
 
 class RequireConfig(_Strict):
