@@ -246,3 +246,74 @@ def test_an_earlier_partial_document_reads_its_finished_at_as_stopped_at(tmp_pat
     assert run.finished_at is None and run.stopped_at == "2026-01-01T00:01:00Z"
     done = Run.model_validate({**raw, "status": "complete", "status_reason": None})
     assert done.finished_at == "2026-01-01T00:01:00Z" and done.stopped_at is None
+
+
+# ---------------------------------------------------------------------------- the shipped example
+
+
+def _example(tmp: Path) -> Path:
+    import shutil
+
+    root = tmp / "bias"
+    shutil.copytree(REPO / "examples" / "bias", root, ignore=shutil.ignore_patterns("__pycache__", "eval_runs",
+                                                                                   "outputs"))
+    return root / "evalh.toml"
+
+
+def test_the_example_runs_under_the_preset_with_one_line_of_configuration() -> None:
+    text = (REPO / "examples" / "bias" / "evalh.toml").read_text()
+    assert 'methodology = "bias-aware"' in text.splitlines()
+    for key in ("min_repeats", "explicit", "label =", "judge_not_subject"):  # the preset says them all
+        assert key not in "\n".join(ln for ln in text.splitlines() if not ln.startswith("#")), key
+    # tests/test_bias_methodology.py's example_run runs it under the preset, figure by figure
+
+
+EXAMPLE = ["--label", "bias demo", "--seed", "7", "--suite", "sycophancy", "--suite", "compression"]
+
+
+@pytest.mark.parametrize(("drop", "edit", "says"), [
+    ("--suite", None, "suite 'anchoring' runs only when named: evalh run --suite anchoring "
+                      "(methodology 'bias-aware': require.explicit)"),
+    ("--label", None, "suite 'sycophancy' requires a run label: pass --label (methodology 'bias-aware': require.label)"),
+    ("--runs-dir", None, "suite 'sycophancy' requires a named output destination: pass --runs-dir, set "
+                         "$EVAL_RUNS_DIR or [evalh] runs_dir (methodology 'bias-aware': require.destination)"),
+    ("repeats", None, "suite 'sycophancy' requires at least 5 repeats, got 1: pass --repeats 5 or more "
+                      "(methodology 'bias-aware': require.min_repeats)"),
+    (None, ('calibration = { dataset = "datasets/sycophancy_calibration.jsonl", min_accuracy = 0.75 }\n', ""),
+     "suite 'sycophancy' requires calibration first: judge 'stance' has no `calibration` dataset of known verdicts "
+     "(methodology 'bias-aware': require.calibrated)"),
+    (None, ('model = "gpt-4.1"', 'model = "claude-sonnet-4-0"'),
+     "suite 'sycophancy' requires distinct judge models: judge 'stance' names 'claude-sonnet-4-0' more than once; "
+     "a panel votes with different models (methodology 'bias-aware': require.distinct_judges)"),
+    (None, ('keywords_field = "metadata.expected_keywords"', 'reference_field = "metadata.expected_keywords"'),
+     "suite 'sycophancy' requires blind judging: judge 'stance' is shown reference material (reference_field = "
+     "'metadata.expected_keywords'); show it only the output and its expected keywords "
+     "(methodology 'bias-aware': require.blind)"),
+    ("judge", None, "suite 'sycophancy' requires judge ≠ subject: --allow-self-judge is refused "
+                    "(methodology 'bias-aware': require.judge_not_subject)"),
+])
+def test_the_example_is_refused_in_one_line_for_each_missing_input(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drop: str | None, edit: tuple[str, str] | None,
+        says: str) -> None:
+    cfg = _example(tmp_path)
+    if edit is not None:
+        text = cfg.read_text()
+        assert edit[0] in text
+        cfg.write_text(text.replace(edit[0], edit[1], 1))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EVAL_RUNS_DIR", raising=False)
+    args = ["run", "--config", str(cfg), "-q", "--no-cache", *EXAMPLE]
+    if drop != "--runs-dir":
+        args += ["--runs-dir", str(tmp_path / "outputs")]
+    if drop == "--suite":
+        args = [a for a in args if a not in ("--suite", "sycophancy", "compression")]
+    if drop == "--label":
+        args = [a for a in args if a not in ("--label", "bias demo")]
+    if drop == "repeats":
+        args += ["--repeats", "1"]
+    if drop == "judge":
+        args += ["--allow-self-judge"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert _one_line(result) == f"error: {says}"
+    assert not (tmp_path / "outputs").exists() and not (tmp_path / "eval_runs").exists()
