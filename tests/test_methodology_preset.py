@@ -200,6 +200,7 @@ def test_a_panel_of_one_model_is_flagged_in_the_run_and_the_report(tmp_path: Pat
     runs = tmp_path / "runs"
     result = _run(cfg, "--suite", "s", runs=runs)
     assert result.exit_code == 0, result.output
+    assert "suite 's': judge 'stance': the panel is not distinct: claude-sonnet-4-5 votes more than once" in result.stderr
     doc = json.loads(next(runs.glob("*.json")).read_text())
     assert doc["suites"]["s"]["details"]["stance"]["panel_not_distinct"] == ["claude-sonnet-4-5"]
     for fmt in ("markdown", "json"):

@@ -128,6 +128,22 @@ class RunOutcome:
         return doc
 
 
+def _panel_warnings(plan: Any) -> list[str]:
+    """A judge panel that names one model more than once (refused by `require.distinct_judges`,
+    flagged otherwise: here, in the run document and in every report)."""
+    from evalh.scorers.judge_base import repeated_models
+
+    out = []
+    for suite in plan.suites:
+        for scorer in suite.scorers:
+            models = getattr(scorer.config, "models", None)
+            repeated = repeated_models(models()) if callable(models) else []
+            if repeated:
+                out.append(f"suite {suite.name!r}: judge {scorer.config.display_name!r}: the panel is not distinct: "
+                           f"{', '.join(repeated)} votes more than once (one model's bias, not a consensus of models)")
+    return out
+
+
 def prepare_request(
     config: Config, request: RunRequest, runs_dir: Path | None = None,
     *, say: Callable[[str], None] | None = None,
@@ -188,6 +204,7 @@ def prepare_request(
         for suite_plan in prepared.plan.suites:
             suite_plan.processes = request.processes
     warnings = [f"skipped suite {name!r}: needs {', '.join(missing)}" for name, missing in prepared.skipped]
+    warnings += _panel_warnings(prepared.plan)
     return PreparedRequest(request, config, RunStore(directory), prepared, warnings)
 
 
