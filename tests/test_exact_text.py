@@ -170,6 +170,7 @@ def test_a_scrubbed_output_keeps_its_claims_true_and_refuses_only_the_case_quoti
                                                                       "text": original[:at - 2]}]}},
         {"id": "after", "input": {"n": 3}, "expected": {"claims": [{"id": "c1", "start": at, "end": at + 20,
                                                                      "text": "The retry count is 3"}]}},
+        {"id": "across", "input": {"n": 4}, "expected": {"claims": [{"id": "c1", "start": 0, "end": at - 2}]}},
     ]
     cfg = project(tmp_path, rows, target="product29:leaky")
     _, doc = run(cfg)
@@ -187,9 +188,14 @@ def test_a_scrubbed_output_keeps_its_claims_true_and_refuses_only_the_case_quoti
         in result.stderr
     assert "left out 1 whose claims quote scrubbed text" in result.stderr
     requests = json.loads(out.read_text())["requests"]
-    assert len(requests) == 2
+    assert len(requests) == 3
+    # offsets only, reaching into the cut: the span covers the whole marker
+    assert sorted(r["claims"][0]["text"] for r in requests) == ["Key [REDACTED]", "The retry count is 3",
+                                                               "The retry count is 3"]
     for r in requests:
         (claim,) = r["claims"]
+        if claim["text"] == "Key [REDACTED]":
+            continue
         assert claim["text"] == "The retry count is 3"  # not '. The retry count is'
         assert r["output"]["text"][claim["start"]:claim["end"]] == "The retry count is 3"
     assert SECRET not in out.read_text() and "quoted" not in out.read_text()

@@ -87,6 +87,14 @@ def test_a_rubric_that_binds_to_the_attempt_takes_different_labels_for_identical
     cli("label", "import", str(g), "--run", run_id, "--runs-dir", str(runs))
     rep = json.loads(cli("label", "report", run_id, "--runs-dir", str(runs), "--json").stdout)
     assert rep["counts"]["agreed"] == 6 and rep["counts"]["disputed"] == 0
+    # a re-run of the same content keeps each attempt's ratings (same suite, case, arm, attempt)
+    cfg = tmp_path / "evalh.toml"
+    cli("run", "--config", str(cfg), "--runs-dir", str(runs), "-q")
+    rerun = sorted(p.stem for p in runs.glob("*.json") if p.stem != run_id and not p.stem.endswith(".labels"))[-1]
+    cli("export-requests", rerun, "--config", str(cfg), "--runs-dir", str(runs), "--rubric", str(tmp_path / "rubric.toml"),
+        "-o", str(tmp_path / "rerun.json"))
+    again = json.loads(cli("label", "report", rerun, "--runs-dir", str(runs), "--json").stdout)
+    assert again["counts"]["agreed"] == 6 and again["counts"]["unlabelled"] == 0
 
 
 def test_the_default_binding_refuses_different_labels_for_identical_outputs(tmp_path: Path) -> None:
@@ -96,7 +104,7 @@ def test_the_default_binding_refuses_different_labels_for_identical_outputs(tmp_
     f = tmp_path / "ann.jsonl"
     f.write_text(rate({**doc, "requests": reqs[:2]}, ["true", "false"]))
     result = cli("label", "import", str(f), "--run", run_id, "--runs-dir", str(runs), code=2)
-    assert "ann.jsonl:2" in result.stderr
+    assert "ann.jsonl:2" in result.stderr and "ann already rated" in result.stderr
 
 
 def test_an_unknown_binding_is_refused(tmp_path: Path) -> None:

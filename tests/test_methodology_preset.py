@@ -155,6 +155,11 @@ def test_a_suite_table_may_tighten_the_preset_but_not_loosen_it(tmp_path: Path) 
     result = runner.invoke(app, ["validate", "--config", str(cfg)])
     assert result.exit_code == 2
     assert "suites.s.require.min_repeats: methodology 'bias-aware' requires at least 5, got 3" in _one_line(result)
+    cfg = _project(tmp_path, top='methodology = "bias-aware"', judge=GOOD_JUDGE, suite="[suites.s.require]\nlabel = false\n")
+    result = runner.invoke(app, ["validate", "--config", str(cfg)])
+    assert result.exit_code == 2
+    assert ("suites.s.require.label: methodology 'bias-aware' requires it (true); a suite may not turn it off"
+            in _one_line(result))
     cfg = _project(tmp_path, top='methodology = "bias-aware"', judge=GOOD_JUDGE,
                    suite="[suites.s.require]\nmin_repeats = 6\n")
     result = _run(cfg, *FULL, runs=tmp_path / "runs")
