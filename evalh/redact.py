@@ -220,8 +220,11 @@ def scrub_with_spans(value: Any, *, env: list[str] | None = None) -> tuple[Any, 
                 cuts[path] = cut
             return new
         if isinstance(v, dict):
-            return {_scrub_string(k, secrets)[0] if isinstance(k, str) else k:
-                    walk(x, f"{path}.{k}" if path else str(k)) for k, x in v.items()}
+            out = {}
+            for k, x in v.items():
+                key = _scrub_string(k, secrets)[0] if isinstance(k, str) else k  # the path names no secret
+                out[key] = walk(x, f"{path}.{key}" if path else str(key))
+            return out
         if isinstance(v, list):
             return [walk(x, f"{path}.{i}" if path else str(i)) for i, x in enumerate(v)]
         return v
