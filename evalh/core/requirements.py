@@ -163,9 +163,11 @@ def _why(req: Any, key: str) -> str:
 
 
 def _check_judges(plan: SuitePlan, req: Any) -> None:
-    name = plan.name
+    """Blind, calibrated, distinct: what the suite's judges must be (each refusal one line)."""
+    from evalh.scorers.judge_base import repeated_models
     from evalh.scorers.judge_config import JudgeConfigBase
 
+    name = plan.name
     for scorer in plan.scorers:
         cfg = scorer.config
         if not isinstance(cfg, JudgeConfigBase):
@@ -179,8 +181,6 @@ def _check_judges(plan: SuitePlan, req: Any) -> None:
         if req.calibrated and "calibration" in type(cfg).model_fields and getattr(cfg, "calibration", None) is None:
             raise RequirementNotMet(f"suite {name!r} requires calibration first: judge {shown!r} has no "
                                     f"`calibration` dataset of known verdicts ({_why(req, 'calibrated')})")
-        from evalh.scorers.judge_base import repeated_models
-
         repeated = repeated_models(cfg.models())
         if req.distinct_judges and repeated:
             raise RequirementNotMet(f"suite {name!r} requires distinct judge models: judge {shown!r} names "
