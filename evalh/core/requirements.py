@@ -188,6 +188,45 @@ def _check_judges(plan: SuitePlan, req: Any) -> None:
                                     f"different models ({_why(req, 'distinct_judges')})")
 
 
+def _check_request(suite: SuiteConfig, repeats: int, *, named: Sequence[str] | None, label: str | None,
+                   allow_self_judge: bool, destination_named: bool) -> None:
+    """What the command line must give a suite (named, repeats, label, destination, no
+    self-judging): known before any case is planned or generated."""
+    req = suite.require
+    if req is None:
+        return
+    if req.explicit and suite.name not in (named or ()):
+        raise RequirementNotMet(f"suite {suite.name!r} runs only when named: evalh run --suite "
+                                f"{suite.name} ({_why(req, 'explicit')})")
+    if req.min_repeats is not None and repeats < req.min_repeats:
+        raise RequirementNotMet(f"suite {suite.name!r} requires at least {req.min_repeats} repeats, "
+                                f"got {repeats}: pass --repeats {req.min_repeats} or more "
+                                f"({_why(req, 'min_repeats')})")
+    if req.label and not (label or "").strip():
+        raise RequirementNotMet(f"suite {suite.name!r} requires a run label: pass --label "
+                                f"({_why(req, 'label')})")
+    if req.destination and not destination_named:
+        raise RequirementNotMet(f"suite {suite.name!r} requires a named output destination: pass --runs-dir, "
+                                f"set $EVAL_RUNS_DIR or [evalh] runs_dir ({_why(req, 'destination')})")
+    if req.judge_not_subject and allow_self_judge:
+        raise RequirementNotMet(f"suite {suite.name!r} requires judge ≠ subject: "
+                                f"--allow-self-judge is refused ({_why(req, 'judge_not_subject')})")
+
+
+def check_request(
+    config: Config, suites: Sequence[str] | None, *, repeats: int | None, label: str | None,
+    allow_self_judge: bool, destination_named: bool, dry_run: bool = False,
+) -> None:
+    """`check_run`'s command-line part, before cases are generated (`[suites.S.generate]`
+    spends on a model): a run the requirements refuse spends nothing."""
+    from evalh.core.plan import select_suites
+
+    chosen, _ = select_suites(config, list(suites) if suites else None, require_credentials=not dry_run)
+    for suite in chosen:
+        _check_request(suite, repeats if repeats is not None else suite.repeats, named=suites, label=label,
+                       allow_self_judge=allow_self_judge, destination_named=destination_named)
+
+
 def check_run(
     config: Config, plans: Sequence[SuitePlan], *, named: Sequence[str] | None, label: str | None,
     allow_self_judge: bool = False, destination_named: bool = True,
@@ -200,22 +239,8 @@ def check_run(
         req = suite.require if suite is not None else None
         if suite is None or req is None:
             continue
-        if req.explicit and suite.name not in (named or ()):
-            raise RequirementNotMet(f"suite {suite.name!r} runs only when named: evalh run --suite "
-                                    f"{suite.name} ({_why(req, 'explicit')})")
-        if req.min_repeats is not None and plan.repeats < req.min_repeats:
-            raise RequirementNotMet(f"suite {suite.name!r} requires at least {req.min_repeats} repeats, "
-                                    f"got {plan.repeats}: pass --repeats {req.min_repeats} or more "
-                                    f"({_why(req, 'min_repeats')})")
-        if req.label and not (label or "").strip():
-            raise RequirementNotMet(f"suite {suite.name!r} requires a run label: pass --label "
-                                    f"({_why(req, 'label')})")
-        if req.destination and not destination_named:
-            raise RequirementNotMet(f"suite {suite.name!r} requires a named output destination: pass --runs-dir, "
-                                    f"set $EVAL_RUNS_DIR or [evalh] runs_dir ({_why(req, 'destination')})")
-        if req.judge_not_subject and allow_self_judge:
-            raise RequirementNotMet(f"suite {suite.name!r} requires judge ≠ subject: "
-                                    f"--allow-self-judge is refused ({_why(req, 'judge_not_subject')})")
+        _check_request(suite, plan.repeats, named=named, label=label, allow_self_judge=allow_self_judge,
+                       destination_named=destination_named)
         # a preset asks judge ≠ subject of the suites that are judged; a suite's own
         # `judge_not_subject = true` also asks that it be judged
         if req.judge_not_subject and not req.methodology and not judge_models(plan):

@@ -163,6 +163,13 @@ def prepare_request(
 
         config = with_pace(with_judge_model(config, request.judge_model), request.sleep_ms)
     directory = resolve_runs_dir(runs_dir, config.root, config.settings.runs_dir)
+    named = runs_dir_named(runs_dir, config.settings.runs_dir)
+    if request.resume is None and any(s.generate is not None for s in config.suites.values()):
+        from evalh.core.requirements import check_request
+
+        # generating cases spends on a model: a run its requirements refuse must not get there
+        check_request(config, request.suites, repeats=request.repeats, label=request.label,
+                      allow_self_judge=request.allow_self_judge, destination_named=named, dry_run=request.dry_run)
     gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
                   iterations=request.iterations, max_cost_usd=request.max_cost_usd,
                   max_tokens=request.max_tokens, resume=request.resume, dry_run=request.dry_run,
@@ -193,7 +200,7 @@ def prepare_request(
             max_cost_usd=request.max_cost_usd, max_tokens=request.max_tokens,
             use_cache=not request.no_cache, allow_self_judge=request.allow_self_judge,
             max_error_rate=request.max_error_rate, dry_run=request.dry_run,
-            destination_named=runs_dir_named(runs_dir, config.settings.runs_dir),
+            destination_named=named,
         )
         prepared = prepare_run(config, options, directory)
     from evalh.core.shard import apply_shard
