@@ -37,11 +37,22 @@ def leaky(inp):
 '''
 
 
+JUDGE = """
+[[suites.s.scorers]]
+type = "judge"
+provider = "anthropic"
+model = "judge-h29"
+base_url = "mock:judge.json"
+rubric = "ok?"
+"""
+
+
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def project(tmp: Path, rows: list[dict[str, Any]], *, target: str = "product29:text", require: str = "") -> Path:
+def project(tmp: Path, rows: list[dict[str, Any]], *, target: str = "product29:text", require: str = "",
+            judged: bool = False) -> Path:
     (tmp / "product29.py").write_text(PRODUCT, encoding="utf-8")
     (tmp / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     (tmp / "evalh.toml").write_text(f"""\
@@ -50,9 +61,13 @@ dataset = "cases.jsonl"
 target = "{target}"
 regime = "stochastic"
 max_error_rate = 1
-scorers = [{{ type = "exact", field = "missing" }}]
 {require}
-""", encoding="utf-8")
+
+[[suites.s.scorers]]
+type = "exact"
+field = "missing"
+{JUDGE if judged else ""}""", encoding="utf-8")
+    (tmp / "judge.json").write_text(json.dumps({"rules": [], "default": {"json": {"verdict": "pass", "rationale": "ok"}}}))
     return tmp / "evalh.toml"
 
 
@@ -172,7 +187,7 @@ def test_a_scrubbed_output_keeps_its_claims_true_and_refuses_only_the_case_quoti
                                                                      "text": "The retry count is 3"}]}},
         {"id": "across", "input": {"n": 4}, "expected": {"claims": [{"id": "c1", "start": 0, "end": at - 2}]}},
     ]
-    cfg = project(tmp_path, rows, target="product29:leaky")
+    cfg = project(tmp_path, rows, target="product29:leaky", judged=True)
     _, doc = run(cfg)
     by_id = {c["case_id"]: c for c in doc["suites"]["s"]["cases"]}
     assert by_id["offsets"]["output"] == {"text": "Key [REDACTED]. The retry count is 3."}
@@ -199,6 +214,15 @@ def test_a_scrubbed_output_keeps_its_claims_true_and_refuses_only_the_case_quoti
         assert claim["text"] == "The retry count is 3"  # not '. The retry count is'
         assert r["output"]["text"][claim["start"]:claim["end"]] == "The retry count is 3"
     assert SECRET not in out.read_text() and "quoted" not in out.read_text()
+    # a rejudged run replays the stored output: it keeps where the scrub cut
+    again = runner.invoke(app, ["rejudge", doc["run_id"], "--all", "--config", str(cfg), "--runs-dir",
+                                str(tmp_path / "runs"), "-q"])
+    assert again.exit_code in (0, 1), again.output
+    (newer,) = [p for p in (tmp_path / "runs").glob("*.json") if p.stem not in (doc["run_id"],)
+                and not p.name.endswith(".labels.json")]
+    cases = {c["case_id"]: c for c in json.loads(newer.read_text())["suites"]["s"]["cases"]}
+    assert cases["offsets"]["scrubbed"] == {"text": [[4, 4 + len(SECRET)]]}
+    assert cases["offsets"]["status"] == by_id["offsets"]["status"]
 
 
 def test_the_feedback_example_checks_its_evidence_digests(tmp_path: Path) -> None:

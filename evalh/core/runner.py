@@ -250,7 +250,7 @@ class Runner:
             produced = await self._produce(suite, item)
             self._first_reply.after_reply(suite, produced.output, self.plan.services.allow_self_judge)
         out, err = produced.output, produced.error
-        if out is not None and err is None:
+        if out is not None and err is None and prior is None:  # a replayed output was checked when produced
             err = self._claims_error(suite, case, out.output)  # require.claims over the output
         latency = round(produced.latency_ms, 3) if produced.latency_ms is not None else None
         base = dict(
@@ -262,6 +262,8 @@ class Runner:
             result = CaseResult(status="errored", error=err, **base)
         else:
             result = await self._scored(suite, item, out, base)
+            if prior is not None and prior.scrubbed and not result.scrubbed:
+                result.scrubbed = prior.scrubbed  # a replayed output was scrubbed when it was produced
         if not result.cached and not produced.recorded:
             self.plan.services.budget.charge(
                 cost_usd=result.cost_usd, tokens_in=result.tokens_in, tokens_out=result.tokens_out
