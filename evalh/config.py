@@ -27,6 +27,7 @@ from evalh.methodology_spec import (
     ContrastConfig,
     MetricConfig,
     RequireConfig,
+    apply_methodology,
     check_suite_methodology,
 )
 from evalh.scaffold import CONFIG_FILENAME as CONFIG_FILENAME
@@ -154,6 +155,9 @@ class SuiteConfig(_Strict):
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""
+    methodology: str | None = None
+    """A named preset of `require` (`"bias-aware"`): every requirement of the methodology,
+    for this suite; `[evalh] methodology` sets it for every suite (docs/methodology-bias.md)."""
     require: RequireConfig | None = None
     """`[suites.S.require]`: minimum repeats, explicit naming, a label, judge ≠ subject, case
     schemas; each unmet one refuses the run (exit 2) before anything is spent (docs/methodology-bias.md)."""
@@ -200,6 +204,17 @@ class Settings(_Strict):
     """Budget: once this many USD are spent no new case starts, and the run is `partial`."""
     max_tokens: int | None = Field(None, ge=0)
     """Budget in tokens (input + output), like `max_cost_usd`."""
+    methodology: str | None = None
+    """A named preset of every suite's `require` table (`"bias-aware"`): see the suite key."""
+
+    @field_validator("methodology")
+    @classmethod
+    def _known_methodology(cls, v: str | None) -> str | None:
+        from evalh.methodology_spec import METHODOLOGIES
+
+        if v is not None and v not in METHODOLOGIES:
+            raise ValueError(f"unknown methodology {v!r} (known: {', '.join(sorted(METHODOLOGIES))})")
+        return v
     max_retry_wait_s: float = Field(120.0, gt=0)
     """The longest a request waits for an endpoint's rate limit, in seconds: a `retry-after`
     beyond it makes the requests it would hold `errored` at once, saying so. Waiting for a
@@ -298,11 +313,22 @@ def _scorer(path: Path, where: str, raw: Any) -> ScorerConfig:
         raise _fail(path, where, exc) from None
 
 
-def _suite(path: Path, name: str, raw: Any) -> SuiteConfig:
+def _suite(path: Path, name: str, raw: Any, methodology: str | None = None) -> SuiteConfig:
     where = f"suites.{name}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: {where}: expected a table")
     raw = dict(raw)
+    chosen_methodology = raw.get("methodology", methodology)
+    if chosen_methodology is not None:  # a named preset of [suites.S.require]
+        if not isinstance(chosen_methodology, str):
+            raise ConfigError(f"{path}: {where}.methodology: expected a name such as \"bias-aware\"")
+        own = raw.get("require")
+        if own is not None and not isinstance(own, dict):
+            raise ConfigError(f"{path}: {where}.require: expected a table")
+        try:
+            raw["require"] = apply_methodology(chosen_methodology, own)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {where}.{exc}") from None
     if "target" not in raw:  # arms replace the target: the baseline arm's stands for the suite
         arm_list = raw.get("arms")
         named = [a for a in arm_list if isinstance(a, dict) and "target" in a] if isinstance(arm_list, list) else []
@@ -362,11 +388,11 @@ def load_config(path: Path | str | None = None, *, check_datasets: bool = True) 
     suites_raw = raw.get("suites", {})
     if not isinstance(suites_raw, dict):
         raise ConfigError(f"{cfg_path}: suites: expected a table of suites")
-    suites = {name: _suite(cfg_path, name, s) for name, s in suites_raw.items()}
     try:
         settings = Settings.model_validate(raw.get("evalh", {}))
     except ValidationError as exc:
         raise _fail(cfg_path, "evalh", exc) from None
+    suites = {name: _suite(cfg_path, name, s, settings.methodology) for name, s in suites_raw.items()}
     prices: dict[str, Price] = {}
     if not isinstance(raw.get("prices", {}), dict):
         raise ConfigError(f"{cfg_path}: prices: expected a table of models")

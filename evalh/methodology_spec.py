@@ -43,12 +43,57 @@ class _Strict(BaseModel):
     SNAPSHOT: ClassVar[frozenset[str]] = frozenset()
 
 
+class DigestCheck(_Strict):
+    """`[[suites.S.require.digests]]`: the texts at `path` (a table, or a list of tables) each
+    carry the SHA-256 of their exact UTF-8 bytes."""
+
+    SNAPSHOT = frozenset({"path", "text", "sha256"})
+
+    path: str
+    """Where the table(s) are: `input.evidence`, `metadata.output`."""
+    text: str = "text"
+    """The key of each table holding the exact text."""
+    sha256: str = "sha256"
+    """The key holding its SHA-256 (lower-case hex of the UTF-8 bytes)."""
+
+    @field_validator("path")
+    @classmethod
+    def _case_path(cls, v: str) -> str:
+        if not re.match(r"^(input|expected|metadata)(\.[^.\s]+)*$", v):
+            raise ValueError(f"{v!r}: a path starts with input, expected or metadata")
+        return v
+
+
+class ClaimsCheck(_Strict):
+    """`[suites.S.require.claims]`: the claims at `path` (`[{id, start, end, text?}]`) are
+    exact spans of the text at `text_path`."""
+
+    SNAPSHOT = frozenset({"path", "text_path"})
+
+    path: str
+    """Where the case holds its claims: `expected.claims`."""
+    text_path: str
+    """The text the offsets index: in the case (`metadata.output.text`: checked by
+    `evalh validate` and before the run) or in the output (`output.text`: checked on each
+    reply; a reply whose claims do not hold is an errored result, naming the claim)."""
+
+    @field_validator("path", "text_path")
+    @classmethod
+    def _rooted(cls, v: str, info: Any) -> str:
+        roots = "input|expected|metadata|output" if info.field_name == "text_path" else "input|expected|metadata"
+        if not re.match(rf"^({roots})(\.[^.\s]+)*$", v):
+            raise ValueError(f"{v!r}: a path starts with {roots.replace('|', ', ')}")
+        return v
+
+
 class RequireConfig(_Strict):
     """`[suites.S.require]`: inputs a run of the suite must have; each missing one is a
     one-line refusal (exit 2) before anything is spent."""
 
     SNAPSHOT = frozenset({"min_repeats", "explicit", "label", "judge_not_subject", "required_paths",
-                          "input_schema", "expected_schema", "input_schema_path", "expected_schema_path"})
+                          "input_schema", "expected_schema", "input_schema_path", "expected_schema_path",
+                          "blind", "calibrated", "distinct_judges", "destination", "methodology", "digests",
+                          "claims"})
 
     min_repeats: int | None = Field(None, ge=1)
     """Refuse a run with fewer repeats (`--repeats` or the suite's `repeats`): N = 1 is a
@@ -61,6 +106,24 @@ class RequireConfig(_Strict):
     """Every judge's model differs from the subject's, including the model a Python or HTTP
     target reports in `TargetOutput.model`: its first reply is awaited alone and checked
     before any other case starts, so a self-judged run stops having billed one call."""
+    blind: bool = False
+    """Blind judging: no judge of the suite is shown reference material (`reference_field`);
+    a judge sees the output, the task and the expected keywords only (never `expected`)."""
+    calibrated: bool = False
+    """Calibration first: every judge of the suite that can be calibrated (`type = "judge"`)
+    has a `calibration` dataset, judged before the suite's first case."""
+    distinct_judges: bool = False
+    """A panel of judges (`judges = [...]`) names distinct models: three votes of one model are
+    one model's bias, thrice."""
+    destination: bool = False
+    """Where the run is written is named: `[evalh] runs_dir`, `$EVAL_RUNS_DIR` or `--runs-dir`,
+    never the implicit `./eval_runs`."""
+    methodology: str | None = None
+    """Set by evalh: the preset (`methodology = "bias-aware"`) these requirements come from."""
+    digests: list[DigestCheck] = Field(default_factory=list)
+    """Texts whose SHA-256 must be that of their exact bytes (evidence, captured outputs)."""
+    claims: ClaimsCheck | None = None
+    """Claims whose offsets and quoted text must be the text's exact characters."""
     required_paths: list[str] = Field(default_factory=list)
     """Dotted paths every case must have (`input.user_prompt`, `expected.expected_keywords`,
     `metadata.bias_type`); a case missing one is refused by `evalh validate` and `run`."""
@@ -80,6 +143,40 @@ class RequireConfig(_Strict):
             if not re.match(r"^(input|expected|metadata)(\.[^.\s]+)*$", p):
                 raise ValueError(f"{p!r}: a path starts with input, expected or metadata")
         return v
+
+
+METHODOLOGIES: dict[str, dict[str, Any]] = {
+    "bias-aware": {
+        "min_repeats": 5, "explicit": True, "label": True, "judge_not_subject": True, "blind": True,
+        "calibrated": True, "distinct_judges": True, "destination": True,
+    },
+}
+"""Named presets of `[suites.S.require]`: `methodology = "bias-aware"` in `[evalh]` (every
+suite) or in `[suites.S]` turns on every requirement of the bias-aware methodology (N ≥ 5
+repeats, explicit suites, a label, judge ≠ subject, blind judging, calibration first,
+distinct judge models in a panel, a named output destination). A suite's own `require`
+table adds to it (required paths, schemas, more repeats) and may not loosen it."""
+
+
+def apply_methodology(name: str, table: dict[str, Any] | None) -> dict[str, Any]:
+    """The `require` table of a suite under the preset `name`: the preset's keys with the
+    suite's own table over them. Raises ValueError (`key: why`) for an unknown preset or a
+    key that loosens the preset."""
+    preset = METHODOLOGIES.get(name)
+    if preset is None:
+        raise ValueError(f"methodology: unknown methodology {name!r} (known: {', '.join(sorted(METHODOLOGIES))})")
+    own = dict(table or {})
+    for key, value in preset.items():
+        if key not in own:
+            continue
+        mine = own[key]
+        if isinstance(value, bool) and mine is not True:
+            raise ValueError(f"require.{key}: methodology {name!r} requires it (true); a suite may not turn it off")
+        if key == "min_repeats" and not (isinstance(mine, int) and mine >= value):
+            raise ValueError(f"require.min_repeats: methodology {name!r} requires at least {value}, got {mine!r}")
+    if "methodology" in own:
+        raise ValueError("require.methodology: set by evalh; write `methodology = ...` on the suite or in [evalh]")
+    return {**preset, **own, "methodology": name}
 
 
 class MetricConfig(_Strict):

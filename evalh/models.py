@@ -53,6 +53,23 @@ def sha256_of(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
+def output_sha256(output: Any) -> str:
+    """`CaseResult.output_sha256`: the SHA-256 of the exact output text's UTF-8 bytes when
+    the output is a string (what `sha256sum` of the text gives); of its canonical JSON when
+    it is anything else (a table, a list, a number)."""
+    if isinstance(output, str):
+        return hashlib.sha256(output.encode("utf-8")).hexdigest()
+    return sha256_of(output)
+
+
+def output_digest_matches(output: Any, digest: str | None) -> bool:
+    """Whether `digest` is the output's. Documents written before string outputs were
+    digested by their bytes hold the digest of the JSON-encoded string: both are accepted."""
+    if digest is None:
+        return False
+    return digest == output_sha256(output) or (isinstance(output, str) and digest == sha256_of(output))
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -138,6 +155,14 @@ class CaseResult(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     output: Any = None
     output_sha256: str | None = None
+    """`output_sha256(output)`: of the exact UTF-8 bytes of a text output, of the canonical
+    JSON of any other; an older document's text digest may be of the JSON-encoded string
+    (`output_digest_matches` accepts both)."""
+    scrubbed: dict[str, list[list[int]]] | None = None
+    """Where secrets were cut from the output: for each string changed, by its dotted path
+    in the output (`""`: the output itself), the `[start, end]` regions of the original
+    text replaced by `[REDACTED]`. Claims annotated as offsets into the original output are
+    mapped through it (`evalh.spans.through_scrub`). None when nothing was cut."""
     trace: list[dict[str, Any]] | None = None
     """Tool calls the target reported, in order."""
     latency_ms: float | None = None
@@ -257,6 +282,11 @@ class Run(_Model):
     """Why a run is `partial` or `failed` (budget reached, interrupted, …)."""
     started_at: str
     finished_at: str | None = None
+    """When the run completed normally (`status = "complete"`); None for any other run."""
+    stopped_at: str | None = None
+    """When a run that did not complete (`partial`: budget reached, SIGTERM, Ctrl-C;
+    `failed`) stopped. A document written before this field, with a `finished_at` on such a
+    run, is read with that time here instead."""
     git: GitInfo = Field(default_factory=GitInfo)
     environment: EnvironmentInfo
     config: dict[str, Any] = Field(default_factory=dict)
@@ -287,6 +317,11 @@ class Run(_Model):
     def _shard_from_config(self) -> Run:
         if self.shard is None and isinstance(self.config.get("shard"), str):
             self.shard = self.config["shard"]
+        if self.status != "complete" and self.finished_at is not None:
+            # finished_at means "completed": an earlier document's time of a run that
+            # stopped is its stop time
+            self.stopped_at = self.stopped_at or self.finished_at
+            self.finished_at = None
         return self
 
     def to_json_bytes(self) -> bytes:

@@ -181,27 +181,62 @@ def scrub_secrets(
     return data
 
 
+def _scrub_string(v: str, secrets: list[str]) -> tuple[str, list[list[int]]]:
+    """`v` with every secret occurrence replaced by the marker, and the replaced regions in
+    `v`'s own character offsets (`[start, end]`, in order): each became the marker."""
+    cut: list[list[int]] = []
+    out: list[str] = []
+    i = 0
+    while True:
+        hits = [(v.find(s, i), s) for s in secrets]
+        hits = [(at, s) for at, s in hits if at >= 0]
+        if not hits:
+            break
+        at, secret = min(hits, key=lambda h: (h[0], -len(h[1])))  # leftmost, then longest
+        out.append(v[i:at])
+        out.append(REDACTED)
+        cut.append([at, at + len(secret)])
+        i = at + len(secret)
+    if not cut:
+        return v, []
+    out.append(v[i:])
+    return "".join(out), cut
+
+
+def scrub_with_spans(value: Any, *, env: list[str] | None = None) -> tuple[Any, dict[str, list[list[int]]]]:
+    """`scrub_value`, and where it cut: for each string it changed, by its dotted path in
+    `value` (`""` for `value` itself, `text`, `items.0`), the regions replaced by the marker
+    in the string's original offsets. Claims annotated as offsets into the original are
+    mapped through these (`evalh.spans.through_scrub`), so their spans stay true."""
+    secrets = _with_registered(env)
+    cuts: dict[str, list[list[int]]] = {}
+    if not secrets:
+        return value, cuts
+
+    def walk(v: Any, path: str) -> Any:
+        if isinstance(v, str):
+            new, cut = _scrub_string(v, secrets)
+            if cut:
+                cuts[path] = cut
+            return new
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                key = _scrub_string(k, secrets)[0] if isinstance(k, str) else k  # the path names no secret
+                out[key] = walk(x, f"{path}.{key}" if path else str(key))
+            return out
+        if isinstance(v, list):
+            return [walk(x, f"{path}.{i}" if path else str(i)) for i, x in enumerate(v)]
+        return v
+
+    return walk(value, ""), cuts
+
+
 def scrub_value(value: Any, *, env: list[str] | None = None) -> Any:
     """A JSON-like value with every secret inside its strings (and keys) replaced by the
     marker: what `scrub_secrets` would leave of it once stored, so a digest taken of the
     result is the digest of what the document holds."""
-    secrets = _with_registered(env)
-    if not secrets:
-        return value
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, str):
-            for secret in secrets:
-                if secret in v:
-                    v = v.replace(secret, REDACTED)
-            return v
-        if isinstance(v, dict):
-            return {walk(k): walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        return v
-
-    return walk(value)
+    return scrub_with_spans(value, env=env)[0]
 
 
 def scrub_text(text: str, *, env: list[str] | None = None) -> str:

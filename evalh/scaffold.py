@@ -88,23 +88,42 @@ def _toml_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def config_text(target: str, *, stub: bool) -> str:
+METHODOLOGY_CHOICES = ("bias-aware",)
+"""The presets `evalh init --methodology` offers (`evalh.methodology_spec.METHODOLOGIES`)."""
+
+_PRESET_COMMENT = """\
+# methodology = "bias-aware"   # refuse every run the bias-aware methodology would not count:
+#                              # N >= 5 repeats, suites named, a --label, judge != subject, blind
+#                              # and calibrated judges, distinct models in a panel, a named
+#                              # runs_dir (docs/methodology-bias.md)"""
+
+
+def config_text(target: str, *, stub: bool, methodology: str | None = None) -> str:
     where = ("the stub evalh init wrote: replace its body with a call into your product"
              if stub else "your function: it receives each case's `input`")
+    if methodology is None:
+        preset, repeats = _PRESET_COMMENT, ""
+        runs = "`evalh run` runs every suite below"
+    else:
+        preset = (f"methodology = {_toml_string(methodology)}   # every requirement of the methodology "
+                  "(docs/methodology-bias.md)\nruns_dir = \"eval_runs\"          # where runs go, named")
+        repeats = "repeats = 5                               # the methodology refuses fewer\n"
+        runs = f"`evalh run --suite {SUITE} --label first` runs the suite"
     return f"""\
 # evalh's configuration (every key: evalh's docs/config.md).
-# `evalh run` runs every suite below; `evalh compare` tells whether a change made it worse.
+# {runs}; `evalh compare` tells whether a change made it worse.
 
 [evalh]
 concurrency = 4
 timeout_s = 30
+{preset}
 
 [suites.{SUITE}]
 description = "A first deterministic suite: every case must pass."
 dataset = "{DATASET}"        # JSONL, one case a line
 target = {_toml_string(target)}   # {where}
 regime = "deterministic"                  # zero tolerance by case; "stochastic" for sampled models
-scorers = [{{ type = "exact", field = "label" }}]   # output["label"] == the case's expected
+{repeats}scorers = [{{ type = "exact", field = "label" }}]   # output["label"] == the case's expected
 
 # A model as the target (needs its key; `evalh run` skips the suite without it):
 #
@@ -213,7 +232,7 @@ def _check_target(root: Path, target: str) -> None:
 
 
 def plan_init(root: Path, *, target: str | None = None, package: str | None = None,
-              ci: str | None = None) -> InitPlan:
+              ci: str | None = None, methodology: str | None = None) -> InitPlan:
     """What `evalh init` would write in `root`. `ConfigError` (nothing written) when a
     file it would create exists, or an option is bad."""
     root = root.resolve()
@@ -221,6 +240,9 @@ def plan_init(root: Path, *, target: str | None = None, package: str | None = No
         raise ConfigError(f"{root}: not a directory")
     if ci is not None and ci not in CI_CHOICES:
         raise ConfigError(f"--ci: unknown CI {ci!r} (known: {', '.join(CI_CHOICES)})")
+    if methodology is not None and methodology not in METHODOLOGY_CHOICES:
+        raise ConfigError(f"--methodology: unknown methodology {methodology!r} "
+                          f"(known: {', '.join(METHODOLOGY_CHOICES)})")
     if target is not None and package is not None:
         raise ConfigError("--target and --package exclude each other (the stub goes in --package)")
     files: dict[str, str] = {}
@@ -234,7 +256,7 @@ def plan_init(root: Path, *, target: str | None = None, package: str | None = No
             files["evals/__init__.py"] = ""
     else:
         _check_target(root, target)
-    files["evalh.toml"] = config_text(target, stub=stub_rel is not None)
+    files["evalh.toml"] = config_text(target, stub=stub_rel is not None, methodology=methodology)
     files[DATASET] = "\n".join(DATASET_LINES) + "\n"
     if ci == "github":
         files[WORKFLOW] = workflow_text(root)
@@ -302,9 +324,9 @@ def write_init(plan: InitPlan) -> list[Path]:
 
 
 def init_project(root: Path, *, target: str | None = None, package: str | None = None,
-                 ci: str | None = None) -> InitPlan:
+                 ci: str | None = None, methodology: str | None = None) -> InitPlan:
     """Plan and write a new project in `root` (see the module docstring)."""
-    plan = plan_init(root, target=target, package=package, ci=ci)
+    plan = plan_init(root, target=target, package=package, ci=ci, methodology=methodology)
     write_init(plan)
     return plan
 

@@ -77,6 +77,12 @@ def resolve_runs_dir(option: Path | str | None, root: Path | None = None, config
     return path
 
 
+def runs_dir_named(option: Path | str | None, configured: str | None = None) -> bool:
+    """Whether where runs go was named (--runs-dir, $EVAL_RUNS_DIR, the config's `runs_dir`),
+    not the implicit ./eval_runs (`require.destination`)."""
+    return bool(option or os.environ.get(RUNS_DIR_ENV) or configured)
+
+
 def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None, *,
                lines: ResultLines | None = None) -> Iterator[bytes]:
     """The document of `run` in the streamed layout (`evalh.document`), a few lines at a

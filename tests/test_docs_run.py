@@ -513,6 +513,10 @@ def test_labels_page_commands_run(repo_project: Path) -> None:
     write_files(cov.blocks, root)
     cov.done.update(b.line for b in cov.blocks if (b.mark or "").startswith("file "))
     assert parse_rubric((root / "rubric.toml").read_bytes(), "rubric.toml").fields  # the scheme loads
+    import tomllib
+
+    (checks,) = cov.take("toml", "[[suites.feedback.require.digests]]")  # what the feedback example says
+    subset(tomllib.loads(checks.text), tomllib.loads((REPO / "examples/feedback/evalh.toml").read_text()), checks.where())
 
     (panel,) = cov.take("toml", "[suites.panel]\n")
     (sweep,) = cov.take("toml", "[suites.panel.sweep]")
@@ -607,8 +611,8 @@ def test_methodology_bias_page_is_the_example_that_runs() -> None:
     cov = Coverage("docs/methodology-bias.md")
     (block,) = cov.take("bash", "evalh run")
     run, report = (shlex.split(c, comments=True) for c in block.text.replace("\\\n", " ").splitlines())
-    assert run == ["evalh", "run", "--config", "examples/bias/evalh.toml", *EXAMPLE_RUN_ARGS]
-    assert report == ["evalh", "report", "--config", "examples/bias/evalh.toml"]
+    assert run == ["evalh", "run", "--config", "examples/bias/evalh.toml", "--runs-dir", "outputs", *EXAMPLE_RUN_ARGS]
+    assert report == ["evalh", "report", "--config", "examples/bias/evalh.toml", "--runs-dir", "outputs"]
     example = tomllib.loads((REPO / "examples/bias/evalh.toml").read_text(encoding="utf-8"))
     for b in cov.take("toml"):
         subset(tomllib.loads(b.text), example, b.where())

@@ -394,3 +394,13 @@ def test_validate_checks_a_generating_suite_without_calling(tmp_path: Path, mock
     (row,) = json.loads(result.stdout)["suites"]
     assert row["suite"] == "p" and row["cases"] == 12
     assert generator_requests(mock) == []
+
+
+def test_a_run_its_requirements_refuse_generates_nothing(tmp_path: Path, mock: MockProvider) -> None:
+    """Issue 29: `[suites.S.require]` (or the preset) refuses before cases are generated."""
+    cfg = project(tmp_path, mock, count=3, extra="\n[suites.p.require]\nlabel = true\n")
+    runs = tmp_path / "runs"
+    result = invoke(cfg, "run", "--runs-dir", str(runs), "--seed", "9", "-q")
+    assert result.exit_code == 2, result.output
+    assert "suite 'p' requires a run label: pass --label (require.label)" in result.stderr
+    assert generator_requests(mock) == [] and not runs.exists()

@@ -5,6 +5,7 @@ resuming refuses a changed config or dataset."""
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import time
 from pathlib import Path
@@ -124,6 +125,8 @@ def test_interrupted_run_is_written_partial_and_keeps_its_journal(
     assert journal.exists()
     doc = load(runs / f"{run_id}.json")
     assert doc["status"] == "partial" and doc["status_reason"] == "interrupted"
+    # finished_at means "completed" (issue 29): a stopped run keeps its stop time apart
+    assert doc["finished_at"] is None and doc["stopped_at"] >= doc["started_at"]
     kept = {(r["case_id"], r["arm"], r["attempt"]) for r in journal_results(journal)}
     assert set(by_triple(doc)) == kept and 4 <= len(kept) < 60
 
@@ -132,6 +135,7 @@ def test_interrupted_run_is_written_partial_and_keeps_its_journal(
     assert result.exit_code == 1, result.output  # every fifth case fails by design
     doc = load(runs / f"{run_id}.json")
     assert doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 60
+    assert doc["finished_at"] and doc["stopped_at"] is None
     assert not journal.exists()
 
 
@@ -250,3 +254,20 @@ def test_dry_run_of_a_resume_counts_only_what_is_missing(
     est = json.loads(result.stdout)
     assert est["items"] == 7 and est["suites"][0]["done"] == 5
     assert {p.name: p.read_bytes() for p in runs.iterdir()} == before
+
+
+def test_a_budget_stopped_run_has_no_finished_at_and_says_when_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: `finished_at` means completed; the report shows the stop time instead."""
+    cfg, runs, run_id = _budget_stopped_run(tmp_path, monkeypatch)
+    doc = load(runs / f"{run_id}.json")
+    assert doc["finished_at"] is None and doc["stopped_at"] >= doc["started_at"]
+    assert doc["summary"].get("finished_at") is None
+    html = runner.invoke(app, ["report", run_id, "--config", str(cfg), "--runs-dir", str(runs), "--format", "html"])
+    assert html.exit_code == 0, html.output
+    assert f"· stopped {doc['stopped_at']}" in html.stdout and "· finished" not in html.stdout
+    js = json.loads(runner.invoke(app, ["report", run_id, "--config", str(cfg), "--runs-dir", str(runs),
+                                        "--format", "json"]).stdout)
+    (header,) = js["runs"]
+    assert header["finished_at"] is None and header["stopped_at"] == doc["stopped_at"]

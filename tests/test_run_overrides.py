@@ -75,13 +75,13 @@ def test_a_python_products_reported_model_is_recorded_and_guarded(tmp_path: Path
     assert doc is not None, result.output
     assert doc["suites"]["s"]["target"]["model"] == "prod-model-1"
     assert "model" not in doc["config"]["suites"]["s"]["target"]  # not declared, only reported
-    # a judge of the product's own (reported) model is refused on every case
+    # a judge of the product's own (reported) model stops the run at the first reply
+    # (issue 29: before the other cases are paid for), exit 2, nothing written
     (tmp_path / "b").mkdir()
     cfg = project(tmp_path / "b", '"product:answer"', judge_model="prod-model-1")
     result, doc = run(cfg)
-    assert doc is not None, result.output
-    assert {c["status"] for c in doc["suites"]["s"]["cases"]} == {"judge_error"}
-    assert all("prod-model-1" in c["scores"][0]["error"] for c in doc["suites"]["s"]["cases"])
+    assert result.exit_code == 2 and doc is None, result.output
+    assert "reported model 'prod-model-1', which is judge model 'prod-model-1'" in result.stderr
 
 
 def test_a_declared_product_model_is_refused_as_judge_before_the_run(tmp_path: Path) -> None:

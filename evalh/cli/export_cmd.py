@@ -61,8 +61,10 @@ def export_requests(
 
         only = draw_for_export(run, labels, store.runs_dir, rubric=rubric, suites=suite, arms=arm, sample=sample,
                                seed=seed, target_width=target_width, positive=positive, by=by or ["stratum"])
+    refused: list[str] = []
     document, counts = build_export(
-        run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm, only=only
+        run, labels, rubric=rubric.read_bytes(), rubric_name=rubric.name, suites=suite, arms=arm, only=only,
+        refused=refused
     )
     data = document_bytes(document)
     # The registry first: if writing the export fails, its ids are simply reused next time.
@@ -75,7 +77,11 @@ def export_requests(
         return
     from evalh.console import safe_text
 
+    for line in refused:  # a case whose claims quote scrubbed text: that case, not the run
+        err().print(safe_text(f"left out {line}"))
     skipped = f"; skipped {counts['skipped_errored']} without an output" if counts["skipped_errored"] else ""
+    if counts["refused_scrubbed"]:
+        skipped += f"; left out {counts['refused_scrubbed']} whose claims quote scrubbed text"
     where = "stdout" if str(output) == "-" else str(output)
     err().print(safe_text(
         f"wrote {counts['exported']} blinded requests to {where} "

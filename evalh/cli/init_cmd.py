@@ -17,6 +17,7 @@ def init(
     target: Annotated[str | None, typer.Option("--target", "-t", metavar="MODULE:FUNCTION", help="Point the suite at an existing function instead of writing a stub.")] = None,
     package: Annotated[str | None, typer.Option("--package", "-p", metavar="PACKAGE", help="Write the target stub into this package (default: the project's only package, else evals/).")] = None,
     ci: Annotated[str | None, typer.Option("--ci", metavar="CI", help="Also write a CI workflow: `github` (.github/workflows/evals.yml).")] = None,
+    methodology: Annotated[str | None, typer.Option("--methodology", metavar="NAME", help="Turn on a named methodology preset for every suite: `bias-aware` (N >= 5 repeats, suites named, a --label, judge != subject, blind and calibrated judges of distinct models, a named runs_dir; docs/methodology-bias.md).")] = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -38,11 +39,13 @@ def init(
         evalh init --target myapp.answer:answer_question
 
         evalh init --ci github
+
+        evalh init --methodology bias-aware     # refuse runs the methodology would not count
     """
     from evalh.console import err, out
     from evalh.scaffold import init_project
 
-    plan = init_project(directory, target=target, package=package, ci=ci)
+    plan = init_project(directory, target=target, package=package, ci=ci, methodology=methodology)
     if json_out:
         from evalh.jsonio import document_text
 
@@ -59,4 +62,5 @@ def init(
     where = "" if directory == Path(".") else f"cd {directory} && "
     step = (f"edit {plan.stub} and evals/smoke.jsonl, then" if plan.stub
             else "put your function's inputs and expected outputs in evals/smoke.jsonl, then")
-    err().print(f"next: {where}evalh run   ({step} `evalh run` again)", markup=False, highlight=False)
+    command = "evalh run --suite smoke --label first" if methodology else "evalh run"
+    err().print(f"next: {where}{command}   ({step} `{command}` again)", markup=False, highlight=False)

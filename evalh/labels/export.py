@@ -7,7 +7,7 @@ model, cost). Its id is opaque and random; the mapping back to the case stays in
 label sidecar. Requests are ordered by id, so file order does not leak dataset order.
 
 Each request carries `request_sha256`, the SHA-256 of the canonical JSON of the blinded
-request and nothing else — `{"input", "output"}`, plus `"claims"` (each claim's id and
+request (and, under a rubric with `bind = "attempt"`, the attempt's identity) and nothing else — `{"input", "output"}`, plus `"claims"` (each claim's id and
 exact output offsets) when the rubric rates claims: correcting a label leaves it
 unchanged; a changed input, output or claim span changes it, and ratings of the old
 content are then stale. Under a TOML rubric (`evalh.labels.rubric`) a request also names
@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from evalh.labels.models import ExportRecord, LabelError, LabelStore, RequestRef
+from evalh.labels.models import ExportRecord, LabelError, LabelStore, RequestRef, ScrubbedCase
 from evalh.labels.rubric import Rubric, claim_spans, parse_rubric, rubric_sha256
 from evalh.models import CaseResult, Run, sha256_of
 from evalh.store import now_iso
@@ -51,15 +51,24 @@ def blinded(result: CaseResult, rubric: Rubric | None = None) -> dict[str, Any]:
         view = {"input": result.input, "output": result.output, "expected": result.expected,
                 "metadata": result.metadata}
         try:
-            out["claims"] = claim_spans(rubric, view)
+            out["claims"] = claim_spans(rubric, view, result.scrubbed)
+        except ScrubbedCase as exc:
+            raise ScrubbedCase(f"case {result.case_id}: {exc.message}") from None
         except LabelError as exc:
             raise LabelError(f"case {result.case_id}: {exc.message}") from None
     return out
 
 
-def request_sha256(result: CaseResult, rubric: Rubric | None = None) -> str:
-    """SHA-256 over the blinded request only (see the module doc)."""
-    return sha256_of(blinded(result, rubric))
+def request_sha256(result: CaseResult, rubric: Rubric | None = None, suite: str | None = None,
+                   view: dict[str, Any] | None = None) -> str:
+    """SHA-256 over the blinded request only (see the module doc); under a rubric that binds
+    ratings to the attempt (`bind = "attempt"`), over the blinded request and the attempt's
+    identity (suite, case, arm, attempt: never shown to raters)."""
+    view = view if view is not None else blinded(result, rubric)
+    if rubric is not None and rubric.bind == "attempt":
+        return sha256_of({**view, "attempt": {"suite": suite, "case": result.case_id, "arm": result.arm,
+                                              "attempt": result.attempt}})
+    return sha256_of(view)
 
 
 def manifest_sha256(rubric_sha: str, pairs: Sequence[tuple[str, str]]) -> str:
@@ -82,12 +91,15 @@ def build_export(
     suites: Sequence[str] | None = None,
     arms: Sequence[str] | None = None,
     only: set[tuple[str, str, str, int]] | None = None,
+    refused: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The export document, registering its requests in `labels` (mutated; the caller saves).
 
     A result already exported keeps its request id, so ratings of an earlier export of the
     same content stay valid. Results without an output (the target failed) are skipped and
-    counted. Returns (document, counts).
+    counted. A result whose claims quote text a secret scrub cut from its output is left out
+    (`refused_scrubbed`), one line naming it appended to `refused` (never in the document:
+    it names the case). Returns (document, counts).
     """
     chosen = list(suites) if suites else list(run.suites)
     for name in chosen:
@@ -103,7 +115,8 @@ def build_export(
     known_ids = {(r.suite, r.case_id, r.arm, r.attempt): rid for rid, r in labels.requests.items()}
     taken = set(labels.requests)
     requests: list[dict[str, Any]] = []
-    counts = {"exported": 0, "skipped_errored": 0, "skipped_arm": 0}
+    counts = {"exported": 0, "skipped_errored": 0, "skipped_arm": 0, "refused_scrubbed": 0}
+    refused = refused if refused is not None else []
     for name in chosen:
         for result in run.suites[name].cases:
             if arms and result.arm not in arms:
@@ -112,13 +125,18 @@ def build_export(
             if result.status in ("errored", "skipped") or result.output is None:
                 counts["skipped_errored"] += 1
                 continue
+            try:
+                view = blinded(result, scheme)
+            except ScrubbedCase as exc:  # this case's claims lost their words: this case, not the run
+                counts["refused_scrubbed"] += 1
+                refused.append(f"{name}/{exc.message}")
+                continue
             key = (name, result.case_id, result.arm, result.attempt)
             if only is not None and key not in only:
                 continue
             rid = known_ids.get(key) or _new_id(taken)
             taken.add(rid)
-            view = blinded(result, scheme)
-            sha = sha256_of(view)
+            sha = request_sha256(result, scheme, name, view)
             labels.requests[rid] = RequestRef(
                 suite=name, case_id=result.case_id, arm=result.arm, attempt=result.attempt, sha256=sha
             )

@@ -29,6 +29,11 @@ class LabelError(EvalhError):
     """A ratings file or label sidecar that cannot be used (stale, unknown, malformed)."""
 
 
+class ScrubbedCase(LabelError):
+    """A result whose claims quote text a secret scrub cut from its output: that case cannot
+    be shown to raters (it is left out of the export, named), the run's others can."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 

@@ -34,11 +34,11 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.errors import first_validation_error
-from evalh.labels.export import blinded, rubric_of
+from evalh.labels.export import blinded, request_sha256, rubric_of
 from evalh.labels.models import Label, LabelError, LabelStore
 from evalh.labels.rubric import ITEM_REQUEST, Rubric
 from evalh.labels.store import Origin, RatingRecord, RatingsStore
-from evalh.models import CaseResult, Run, sha256_of
+from evalh.models import CaseResult, Run
 from evalh.store import now_iso
 
 
@@ -120,7 +120,7 @@ def rating_records(
     if result is None:
         raise LabelError(f"{where}: request {r.request_id} has no result in run {labels.run_id}")
     view = blinded(result, rubric)
-    current = sha256_of(view)
+    current = request_sha256(result, rubric, ref.suite, view)
     if r.request_sha256 != current:
         raise LabelError(
             f"{where}: stale rating: request {r.request_id} was rated as {_short(r.request_sha256)}, "

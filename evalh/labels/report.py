@@ -40,9 +40,9 @@ from typing import Any
 from evalh.core.stats.intervals import cohens_kappa, raw_agreement
 from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
 from evalh.labels.corrected import corrected_rates
-from evalh.labels.export import blinded, rubric_of
+from evalh.labels.export import blinded, request_sha256, rubric_of
 from evalh.labels.intervals import WorkItem, interval_where_valid, work_item_key
-from evalh.labels.models import LabelError, LabelStore, SampleRecord, label_key
+from evalh.labels.models import LabelError, LabelStore, SampleRecord, ScrubbedCase, label_key
 from evalh.labels.report_models import (
     Agreement,
     ClaimCounts,
@@ -62,7 +62,7 @@ from evalh.labels.report_models import (
 )
 from evalh.labels.rubric import ITEM_REQUEST, RateSpec, Rubric
 from evalh.labels.store import RatingsStore
-from evalh.models import CaseResult, Run, sha256_of
+from evalh.models import CaseResult, Run
 
 REPORT_SCHEMA = "evalh.label-report/2"
 RELEASE_DECISION = "not-assessed"
@@ -194,8 +194,11 @@ def label_report(
     for name, r in results:
         if r.status in ("errored", "skipped") or r.output is None:
             continue
-        view = blinded(r, scheme)
-        sha = sha256_of(view)
+        try:
+            view = blinded(r, scheme)
+        except ScrubbedCase:  # left out of every export: never a request to rate
+            continue
+        sha = request_sha256(r, scheme, name, view)
         shas_by_origin[(name, r.case_id, r.arm, r.attempt)] = sha
         req = Request(suite=name, result=r, sha=sha, claims=view.get("claims", []))
         review = r.metadata.get("review_state")
@@ -231,6 +234,7 @@ def label_report(
         corrected=corrected_rates(run, labels.samples if samples is None else samples, store, scheme,
                                   suites=chosen, arm=arm, positive=positive or "pass", by=by,
                                   target_width=target_width, before=before),
+        ratings_store=store.summary(),
     )
 
 

@@ -284,6 +284,9 @@ class LabelReport:
     strata: list[Stratum]
     corrected: list[Any] = field(default_factory=list)
     """Judge rates corrected by the labels (`evalh.labels.corrected.CorrectedRate`)."""
+    ratings_store: dict[str, Any] = field(default_factory=dict)
+    """The ratings store read: files, records, its digest (keep it apart to check that no
+    file was rewritten, removed or added) and the files without record digests."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -295,4 +298,5 @@ class LabelReport:
             "claims": asdict(self.claims), "inter_rater": self.inter_rater.to_dict(),
             "judges": [j.to_dict() for j in self.judges], "strata": [s.to_dict() for s in self.strata],
             "corrected": [c.to_dict() for c in self.corrected],
+            "ratings_store": self.ratings_store,
         }

@@ -45,7 +45,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalh.labels.models import Label, LabelError, label_key
+from evalh.labels.models import Label, LabelError, ScrubbedCase, label_key
 
 ITEM_REQUEST = "request"
 DEFAULT_KIND = "default"
@@ -98,6 +98,10 @@ class Kind:
     dimensions: tuple[str, ...]
 
 
+BINDS = ("content", "attempt")
+"""What a rubric's ratings bind to (`bind = ...` in a TOML rubric)."""
+
+
 @dataclass
 class Rubric:
     sha256: str
@@ -110,6 +114,11 @@ class Rubric:
     kinds: dict[str, Kind] = field(default_factory=dict)
     rates: list[RateSpec] = field(default_factory=list)
     structured: bool = False
+    bind: str = "content"
+    """What a rating binds to: `content` (default: every request whose blinded content is
+    byte-identical shares its ratings, across attempts and re-runs) or `attempt` (each
+    captured attempt is rated on its own: identical repeated outputs may get different
+    labels; a re-run keeps a rating only for the same suite, case, arm and attempt)."""
 
     def kind_of(self, metadata: dict[str, Any]) -> Kind:
         """The kind a case is rated as (`metadata.rating_kind`); LabelError when unknown."""
@@ -197,9 +206,12 @@ def parse_rubric(data: bytes, name: str | None = None) -> Rubric:
         raw = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise LabelError(f"{shown}: invalid TOML rubric: {exc}") from None
-    unknown = set(raw) - {"text", "fields", "claims", "dimensions", "kinds", "rates"}
+    unknown = set(raw) - {"text", "fields", "claims", "dimensions", "kinds", "rates", "bind"}
     if unknown:
         raise LabelError(f"{shown}: unknown key {sorted(unknown)[0]!r}")
+    bind = raw.get("bind", "content")
+    if bind not in BINDS:
+        raise LabelError(f"{shown}: bind: {bind!r} is not one of {', '.join(BINDS)}")
     text = raw.get("text", "")
     if not isinstance(text, str):
         raise LabelError(f"{shown}: text: a string")
@@ -252,7 +264,7 @@ def parse_rubric(data: bytes, name: str | None = None) -> Rubric:
                               **{src: r[src]}))
     return Rubric(sha256=sha, text=text, fields=fields, claim_fields=claim_fields,
                   claims_path=claims.get("path"), claims_text_path=claims.get("text_path"),
-                  dimensions=dims, kinds=kinds, rates=rates, structured=True)
+                  dimensions=dims, kinds=kinds, rates=rates, structured=True, bind=bind)
 
 
 def dotted(root: dict[str, Any], path: str) -> Any:
@@ -268,34 +280,25 @@ def dotted(root: dict[str, Any], path: str) -> Any:
     return cur
 
 
-def claim_spans(rubric: Rubric, result_view: dict[str, Any]) -> list[dict[str, Any]]:
+def claim_spans(rubric: Rubric, result_view: dict[str, Any],
+                scrubbed: dict[str, list[list[int]]] | None = None) -> list[dict[str, Any]]:
     """The claims of one result as raters see them: id, exact output offsets, the span's
     text. Only these keys leave the result (a claim's provisional verdict stays hidden).
     LabelError when a claim's offsets are not inside the text or its quoted text differs."""
     if not rubric.claim_fields or rubric.claims_path is None or rubric.claims_text_path is None:
         return []
+    from evalh.redact import REDACTED
+    from evalh.spans import ScrubbedClaim, SpanError, checked_claims, through_scrub
+
     raw = dotted(result_view, rubric.claims_path)
-    text = dotted(result_view, rubric.claims_text_path)
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise LabelError(f"{rubric.claims_path}: a list of claims")
-    if not isinstance(text, str):
-        raise LabelError(f"{rubric.claims_text_path}: the text claims index is not a string")
-    out = []
-    seen: set[str] = set()
-    for i, c in enumerate(raw):
-        where = f"{rubric.claims_path}[{i}]"
-        if not isinstance(c, dict) or not isinstance(c.get("id"), str) or not c["id"]:
-            raise LabelError(f"{where}: a claim needs a string `id`")
-        start, end = c.get("start"), c.get("end")
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
-            raise LabelError(f"{where}: start/end must be offsets inside {rubric.claims_text_path} "
-                             f"(0 ≤ start < end ≤ {len(text)})")
-        if "text" in c and text[start:end] != c["text"]:
-            raise LabelError(f"{where}: its text is not the output's characters {start}–{end}")
-        if c["id"] in seen:
-            raise LabelError(f"{where}: repeated claim id {c['id']!r}")
-        seen.add(c["id"])
-        out.append({"id": c["id"], "start": start, "end": end, "text": text[start:end]})
-    return out
+    root, _, key = rubric.claims_text_path.partition(".")
+    cuts = (scrubbed or {}).get(key) if root == "output" else None
+    try:
+        # offsets annotated on the output as produced, mapped onto the output as stored
+        raw = through_scrub(raw, cuts or [], len(REDACTED), rubric.claims_path)
+        return checked_claims(raw, dotted(result_view, rubric.claims_text_path),
+                              rubric.claims_path, rubric.claims_text_path)
+    except ScrubbedClaim as exc:
+        raise ScrubbedCase(str(exc)) from None
+    except SpanError as exc:
+        raise LabelError(str(exc)) from None

@@ -8,14 +8,21 @@ its ratings; a changed item's ratings are stale for the new content (reported, n
 
 The store is a folder beside the runs, `<runs dir>/ratings/`, of append-only files: each
 import (or each save of the labelling page) writes one new file atomically and no file is
-ever rewritten. A file starts with a header line `{"schema", "records"}` and holds that
-many records, one a line; loading validates every file (schema, every record, the count),
-so a truncated or hand-edited file is refused with its name and line. A later record of
+ever rewritten. A file starts with a header line `{"schema", "records", "sha256"}` and
+holds that many records, one a line; `sha256` lists the SHA-256 of each record line's
+bytes, in order. Loading validates every file (schema, every record, the count, every
+record against its digest), so a truncated file, or one with a record edited, added,
+removed or moved — even keeping the count — is refused with its name and line. A file of
+the first layout (`evalh.ratings/1`, no digests) is still read, its count checked, and
+counted as unverified (`RatingsStore.unverified`). The digests are written by evalh, not
+signed: whoever rewrites a file *and* its header is not caught by them; `digest()` (shown
+by `evalh label report`) covers every file, to be kept apart and compared. A later record of
 the same key replaces an earlier one only when it says `replaces: true` (`--replace`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import time
@@ -29,11 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.atomic import atomic_write_bytes
 from evalh.errors import first_validation_error
-from evalh.jsonio import jsonl_bytes
 from evalh.labels.models import Label, LabelError, label_key
 from evalh.redact import scrub_secrets
 
-RATINGS_SCHEMA = "evalh.ratings/1"
+RATINGS_SCHEMA = "evalh.ratings/2"
+RATINGS_SCHEMAS = ("evalh.ratings/1", RATINGS_SCHEMA)
+"""Every layout read: /1 without record digests (unverified), /2 with them."""
 RATINGS_DIR = "ratings"
 _NAME = re.compile(r"\d{8}T\d{6}\d*Z-[0-9a-f]{8}\.jsonl")
 
@@ -90,6 +98,19 @@ class RatingsStore:
     folder: Path
     records: list[RatingRecord] = field(default_factory=list)
     current: dict[Key, RatingRecord] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    """Each file's name → the SHA-256 of its bytes."""
+    unverified: list[str] = field(default_factory=list)
+    """Files of the first layout (no record digests): an edit of their records is not caught."""
+
+    def digest(self) -> str:
+        """SHA-256 over every file's name and digest: keep it apart to check later that no
+        file was rewritten, removed or added."""
+        return hashlib.sha256(orjson.dumps(sorted(self.files.items()))).hexdigest()
+
+    def summary(self) -> dict[str, object]:
+        return {"files": len(self.files), "records": len(self.records), "sha256": self.digest(),
+                "unverified_files": sorted(self.unverified)}
 
     def add(self, rec: RatingRecord, where: str) -> None:
         prior = self.current.get(rec.key())
@@ -115,9 +136,13 @@ class RatingsStore:
             if prior is not None and not rec.same_value(prior) and not rec.replaces:
                 raise LabelError(f"{rec.source}: changes {rec.rater}'s rating of {rec.item} without `replaces`")
         path = self.folder / f"{_stamp()}-{secrets.token_hex(4)}.jsonl"
-        header = {"schema": RATINGS_SCHEMA, "records": len(recs)}
+        lines = [scrub_secrets(orjson.dumps(_compact(r))) for r in recs]  # as stored: digests of these bytes
+        header = {"schema": RATINGS_SCHEMA, "records": len(recs),
+                  "sha256": [hashlib.sha256(line).hexdigest() for line in lines]}
+        data = b"".join(line + b"\n" for line in [orjson.dumps(header), *lines])
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, scrub_secrets(jsonl_bytes([header, *map(_compact, recs)])))
+        atomic_write_bytes(path, data)
+        self.files[path.name] = hashlib.sha256(data).hexdigest()
         for rec in recs:
             self.records.append(rec)
             self.current[rec.key()] = rec
@@ -157,21 +182,33 @@ def load_store(runs_dir: Path) -> RatingsStore:
 
 def _load_file(path: Path, store: RatingsStore) -> None:
     try:
-        lines = path.read_bytes().splitlines()
+        data = path.read_bytes()
     except OSError as exc:
         raise LabelError(f"{path}: cannot read: {exc}") from None
+    lines = data.splitlines()
     try:
         header = orjson.loads(lines[0]) if lines else None
     except orjson.JSONDecodeError:
         header = None
-    if not isinstance(header, dict) or header.get("schema") != RATINGS_SCHEMA or not isinstance(header.get("records"), int):
+    if not isinstance(header, dict) or header.get("schema") not in RATINGS_SCHEMAS \
+            or not isinstance(header.get("records"), int):
         raise LabelError(f"{path}:1: not an evalh ratings file (no `schema: {RATINGS_SCHEMA}` header)")
     body = [(i, line) for i, line in enumerate(lines[1:], start=2) if line.strip()]
     if len(body) != header["records"]:
         raise LabelError(f"{path}: holds {len(body)} records, its header says {header['records']}: "
                          "truncated or edited")
-    for lineno, line in body:
+    listed = header.get("sha256")
+    digests: list[object] = listed if isinstance(listed, list) else []
+    if header["schema"] == RATINGS_SCHEMA:
+        if len(digests) != len(body):
+            raise LabelError(f"{path}:1: the header does not list one SHA-256 per record: edited")
+    else:
+        store.unverified.append(path.name)
+    for i, (lineno, line) in enumerate(body):
         where = f"{path}:{lineno}"
+        if header["schema"] == RATINGS_SCHEMA and hashlib.sha256(line).hexdigest() != digests[i]:
+            raise LabelError(f"{where}: the record does not match its SHA-256 in the header: edited "
+                             "(a rating is corrected by a later record with `replaces`, never in place)")
         try:
             rec = RatingRecord.model_validate(orjson.loads(line))
         except orjson.JSONDecodeError as exc:
@@ -180,3 +217,4 @@ def _load_file(path: Path, store: RatingsStore) -> None:
             loc, msg = first_validation_error(exc)
             raise LabelError(f"{where}: {loc or 'record'}: {msg}") from None
         store.add(rec, where)
+    store.files[path.name] = hashlib.sha256(data).hexdigest()

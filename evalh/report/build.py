@@ -61,7 +61,7 @@ def build_report(
         report.runs.append(RunHeader(
             run_id=run.run_id, label=run.label, status=run.status,
             status_reason=run.status_reason, started_at=run.started_at,
-            finished_at=run.finished_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
+            finished_at=run.finished_at, stopped_at=run.stopped_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
             derived_from=run.derived_from.model_dump(mode="json") if run.derived_from else None,
         ))
         from evalh.core.results.outcome import advisory_suites

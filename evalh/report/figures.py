@@ -79,6 +79,13 @@ def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
     return fig
 
 
+def _panel_flag(fig: Figure, scorer: str, fact: Mapping[str, Any]) -> None:
+    repeated = fact.get("panel_not_distinct")
+    if isinstance(repeated, list) and repeated:
+        fig.flags.append(f"{scorer}: the judge panel is not distinct: {', '.join(str(m) for m in repeated)} votes "
+                         "more than once (one model's bias, not a consensus of models)")
+
+
 def judge(scorer: str, fact: Mapping[str, Any]) -> Figure:
     keys = [("scored", "scored"), ("judged", "judged"), ("abstained", "abstained"), ("judge_error", "judge error"),
             ("no_majority", "no majority"), ("truncated", "truncated"), ("low_confidence", "low confidence")]
@@ -89,6 +96,7 @@ def judge(scorer: str, fact: Mapping[str, Any]) -> Figure:
     low = _int(fact.get("low_confidence"))
     if low:
         fig.flags.append(f"{scorer}: {low} of {scored} verdicts low-confidence (the judges' repeats split)")
+    _panel_flag(fig, scorer, fact)
     verdicts = fact.get("verdicts")
     if isinstance(verdicts, Mapping) and verdicts:
         total = sum(_int(v) for v in verdicts.values())
@@ -117,6 +125,7 @@ def pairwise(scorer: str, fact: Mapping[str, Any]) -> Figure:
                          f"{num(_f(fact.get('min_consistency')), '.0%')}")
     if fact.get("stopped"):
         fig.flags.append(f"{scorer}: stopped: {fact['stopped']}")
+    _panel_flag(fig, scorer, fact)
     controls = fact.get("length_control")
     if controls:
         fig.notes.append(f"length control: {controls}")

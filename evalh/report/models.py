@@ -309,6 +309,8 @@ class RunHeader(_Out):
     status_reason: str | None = None
     started_at: str
     finished_at: str | None = None
+    stopped_at: str | None = None
+    """When a run that did not complete stopped (`finished_at` is for completed runs only)."""
     git_sha: str | None = None
     git_dirty: bool | None = None
     derived_from: dict[str, Any] | None = None

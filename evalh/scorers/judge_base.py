@@ -52,6 +52,14 @@ def model_key(model: str) -> str:
     return re.sub(r"-latest$", "", m)
 
 
+def repeated_models(models: Iterable[str]) -> list[str]:
+    """The models a panel names more than once (as `model_key` compares them), in order."""
+    seen: dict[str, int] = {}
+    for m in models:
+        seen[model_key(m)] = seen.get(model_key(m), 0) + 1
+    return [m for m, n in seen.items() if n > 1]
+
+
 class JudgeScorerBase(Scorer):
     """Base of `judge`, `pairwise_judge` and `citation_judge`."""
 
@@ -162,6 +170,9 @@ class JudgeScorerBase(Scorer):
         self_judge = self.guard_self_judge(suite, services)
         if self_judge:
             info["self_judge"] = self_judge
+        repeated = repeated_models(self.config.models())
+        if repeated:  # a panel of one model votes with one model's bias (refused by require.distinct_judges)
+            info["panel_not_distinct"] = repeated
         return info
 
     async def finalize(self, suite: SuiteView, results: list[CaseResult], services: RunServices) -> dict[str, Any] | None:

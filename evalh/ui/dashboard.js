@@ -454,7 +454,7 @@
       var git = s.git && s.git.sha ? short(s.git.sha) + (s.git.dirty ? "-dirty" : "") + (s.git.branch ? " (" + s.git.branch + ")" : "") : "no git";
       add(app, el("div", { "class": "row" }, [el("h1", { "class": "mono" }, s.run_id), badge(s.status, "st-" + s.status),
         data.baseline ? badge("BASELINE", "base") : null, s.label ? el("span", null, s.label) : null]));
-      add(app, el("div", { "class": "dim" }, "started " + when(s.started_at) + " · finished " + when(s.finished_at) + " · git " + git));
+      add(app, el("div", { "class": "dim" }, "started " + when(s.started_at) + (s.finished_at ? " · finished " + when(s.finished_at) : s.stopped_at ? " · stopped " + when(s.stopped_at) : "") + " · git " + git));
       if (s.status !== "complete") add(app, el("div", { "class": "warnbox" }, "run is " + s.status + ": " + (s.status_reason || "no reason recorded")));
       var suitesCard = el("div", { "class": "card", "data-testid": "suites-card" }, [el("h2", null, "Suites"), el("p", { "class": "dim" }, "computing the report…")]);
       add(app, suitesCard);

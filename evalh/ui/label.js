@@ -147,7 +147,9 @@
       .then(function (r) { return r.json().then(function (j) { return [r.ok, j]; }); })
       .then(function (res) {
         if (!res[0]) { status(res[1].error || "not saved", true); return; }
-        S.ratings[req.request_id] = clone(answers);
+        // the server's view: a rating bound to content is every identical request's too
+        S.ratings = res[1].ratings || S.ratings;
+        S.ratings[req.request_id] = S.ratings[req.request_id] || clone(answers);
         var next = S.requests.findIndex(function (q, k) { return k > idx && !S.ratings[q.request_id]; });
         if (next < 0) next = S.requests.findIndex(function (q) { return !S.ratings[q.request_id]; });
         if (next < 0) { render(); status("saved; every request is rated"); return; }

@@ -33,11 +33,11 @@ from urllib.parse import urlsplit
 import orjson
 
 from evalh.errors import EvalhError
-from evalh.labels.export import blinded, rubric_of
+from evalh.labels.export import blinded, request_sha256, rubric_of
 from evalh.labels.models import LabelError, LabelStore
 from evalh.labels.ratings import results_by_key, stage_ratings
 from evalh.labels.store import RatingsStore
-from evalh.models import Run, sha256_of
+from evalh.models import Run
 from evalh.ui.server import Handler, _host_name, _sha256_source, is_loopback
 
 MAX_BODY = 1 << 20
@@ -74,7 +74,7 @@ class LabelSession:
             if r is None or r.output is None:
                 continue
             view = blinded(r, self.scheme)
-            req: dict[str, Any] = {"request_id": rid, "request_sha256": sha256_of(view)}
+            req: dict[str, Any] = {"request_id": rid, "request_sha256": request_sha256(r, self.scheme, ref.suite, view)}
             if self.scheme.structured:
                 req["kind"] = self.scheme.kind_of(r.metadata).name
             self.requests.append({**req, **view})
@@ -82,20 +82,25 @@ class LabelSession:
             raise LabelError(f"run {run.run_id}: no exported request to label (run `evalh export-requests`)")
 
     def mine(self) -> dict[str, dict[str, Any]]:
-        """This rater's current ratings of these requests, in the shape the page sends."""
-        by_sha = {q["request_sha256"]: q["request_id"] for q in self.requests}
+        """This rater's current ratings of these requests, in the shape the page sends. A
+        rating bound to content is every request's of that content: repeated attempts with
+        identical outputs share it (each request id gets it, so the page resumes right)."""
+        by_sha: dict[str, list[str]] = {}
+        for q in self.requests:
+            by_sha.setdefault(q["request_sha256"], []).append(q["request_id"])
         out: dict[str, dict[str, Any]] = {}
         for rec in self.store.current.values():
-            rid = by_sha.get(rec.request_sha256)
-            if rid is None or rec.rater != self.rater or rec.rubric_sha256 != self.scheme.sha256 or rec.kind != "rating":
+            rids = by_sha.get(rec.request_sha256)
+            if not rids or rec.rater != self.rater or rec.rubric_sha256 != self.scheme.sha256 or rec.kind != "rating":
                 continue
-            entry = out.setdefault(rid, {})
-            if rec.item == "request":
-                entry.setdefault("fields", {})[rec.field] = rec.value
-            elif rec.item.startswith("claim:"):
-                entry.setdefault("claims", {}).setdefault(rec.item.split(":", 1)[1], {})[rec.field] = rec.value
-            else:
-                entry.setdefault("dimensions", {})[rec.field] = rec.value
+            for rid in rids:
+                entry = out.setdefault(rid, {})
+                if rec.item == "request":
+                    entry.setdefault("fields", {})[rec.field] = rec.value
+                elif rec.item.startswith("claim:"):
+                    entry.setdefault("claims", {}).setdefault(rec.item.split(":", 1)[1], {})[rec.field] = rec.value
+                else:
+                    entry.setdefault("dimensions", {})[rec.field] = rec.value
         return out
 
     def session(self) -> dict[str, Any]:
@@ -113,7 +118,8 @@ class LabelSession:
             recs, _, _ = stage_ratings(self.run, self.labels, self.store, [("label page", raw)],
                                        rubric=self.scheme.sha256, replace=True)
             path = self.store.append(recs)
-        return {"saved": True, "written": path.name if path else None, "rated": len(self.mine())}
+        mine = self.mine()
+        return {"saved": True, "written": path.name if path else None, "rated": len(mine), "ratings": mine}
 
 
 class LabelHandler(Handler):

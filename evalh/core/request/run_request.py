@@ -128,6 +128,22 @@ class RunOutcome:
         return doc
 
 
+def _panel_warnings(plan: Any) -> list[str]:
+    """A judge panel that names one model more than once (refused by `require.distinct_judges`,
+    flagged otherwise: here, in the run document and in every report)."""
+    from evalh.scorers.judge_base import repeated_models
+
+    out = []
+    for suite in plan.suites:
+        for scorer in suite.scorers:
+            models = getattr(scorer.config, "models", None)
+            repeated = repeated_models(models()) if callable(models) else []
+            if repeated:
+                out.append(f"suite {suite.name!r}: judge {scorer.config.display_name!r}: the panel is not distinct: "
+                           f"{', '.join(repeated)} votes more than once (one model's bias, not a consensus of models)")
+    return out
+
+
 def prepare_request(
     config: Config, request: RunRequest, runs_dir: Path | None = None,
     *, say: Callable[[str], None] | None = None,
@@ -140,13 +156,20 @@ def prepare_request(
     from dataclasses import replace
 
     from evalh.core.generate.generate import for_run
-    from evalh.store import RunStore, resolve_runs_dir
+    from evalh.store import RunStore, resolve_runs_dir, runs_dir_named
 
     if request.judge_model or request.sleep_ms is not None:  # before anything is planned
         from evalh.core.request.overrides import with_judge_model, with_pace
 
         config = with_pace(with_judge_model(config, request.judge_model), request.sleep_ms)
     directory = resolve_runs_dir(runs_dir, config.root, config.settings.runs_dir)
+    named = runs_dir_named(runs_dir, config.settings.runs_dir)
+    if request.resume is None and any(s.generate is not None for s in config.suites.values()):
+        from evalh.core.run.requirements import check_request
+
+        # generating cases spends on a model: a run its requirements refuse must not get there
+        check_request(config, request.suites, repeats=request.repeats, label=request.label,
+                      allow_self_judge=request.allow_self_judge, destination_named=named, dry_run=request.dry_run)
     gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
                   iterations=request.iterations, max_cost_usd=request.max_cost_usd,
                   max_tokens=request.max_tokens, resume=request.resume, dry_run=request.dry_run,
@@ -177,6 +200,7 @@ def prepare_request(
             max_cost_usd=request.max_cost_usd, max_tokens=request.max_tokens,
             use_cache=not request.no_cache, allow_self_judge=request.allow_self_judge,
             max_error_rate=request.max_error_rate, dry_run=request.dry_run,
+            destination_named=named,
         )
         prepared = prepare_run(config, options, directory)
     from evalh.core.run.shard import apply_shard
@@ -187,6 +211,7 @@ def prepare_request(
         for suite_plan in prepared.plan.suites:
             suite_plan.processes = request.processes
     warnings = [f"skipped suite {name!r}: needs {', '.join(missing)}" for name, missing in prepared.skipped]
+    warnings += _panel_warnings(prepared.plan)
     return PreparedRequest(request, config, RunStore(directory), prepared, warnings)
 
 

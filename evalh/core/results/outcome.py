@@ -171,6 +171,7 @@ class RunSummary:
     git: GitInfo
     derived_from: DerivedFrom | None
     suites: dict[str, SuiteSummary]
+    stopped_at: str | None = None
 
     @property
     def cost_usd(self) -> float | None:
@@ -218,7 +219,7 @@ class RunSummary:
         return {
             "run_id": self.run_id, "label": self.label, "status": self.status,
             "status_reason": self.status_reason, "started_at": self.started_at,
-            "finished_at": self.finished_at, "git": self.git.model_dump(mode="json"),
+            "finished_at": self.finished_at, "stopped_at": self.stopped_at, "git": self.git.model_dump(mode="json"),
             "derived_from": self.derived_from.model_dump(mode="json") if self.derived_from else None,
             "suites": {
                 name: {
@@ -238,7 +239,7 @@ def run_summary(run: Run) -> RunSummary:
     gates = {g.suite: g for g in error_gates(run)}
     return RunSummary(
         run_id=run.run_id, label=run.label, status=run.status, status_reason=run.status_reason,
-        started_at=run.started_at, finished_at=run.finished_at, git=run.git,
+        started_at=run.started_at, finished_at=run.finished_at, stopped_at=run.stopped_at, git=run.git,
         derived_from=run.derived_from,
         suites={
             name: SuiteSummary(regime=s.regime, cases=s.dataset.cases, aggregate=s.aggregate,

@@ -311,11 +311,13 @@ def merge_runs(runs: Sequence[Run], config: Config, *, label: str | None = None)
             cases=results,
         )
     status, reason = _status(shards)
-    finished = [s.run.finished_at for s in shards if s.run.finished_at]
+    finished = [t for s in shards if (t := s.run.finished_at or s.run.stopped_at)]
+    stamp = max(finished) if finished else now_iso()
     run = Run(
         run_id=new_run_id(), label=label, status=status,  # type: ignore[arg-type]
         status_reason=reason, started_at=min(s.run.started_at for s in shards),
-        finished_at=max(finished) if finished else now_iso(), git=first.git,
+        finished_at=stamp if status == "complete" else None, stopped_at=None if status == "complete" else stamp,
+        git=first.git,
         environment=first.environment, config=merged_config([s.run for s in shards]), seed=first.seed,
         merged_from=[s.run.run_id for s in shards], limits=first.limits, suites=suites,
     )

@@ -39,6 +39,9 @@ class RunOptions:
     dry_run: bool = False
     """Only estimating: a suite named without its key is planned (nothing will be called)."""
     extra_snapshot: dict[str, object] = field(default_factory=dict)
+    destination_named: bool = True
+    """Where the run is written was named (`--runs-dir`, `$EVAL_RUNS_DIR`, `[evalh] runs_dir`):
+    `require.destination` refuses the run otherwise."""
 
     def overrides(self) -> dict[str, Any]:
         """Options given on the command line that change what runs, what it may spend or
@@ -104,7 +107,7 @@ def prepare_run(config: Config, options: RunOptions, runs_dir: Path) -> Prepared
     from evalh.core.run.requirements import check_run
 
     check_run(config, suites, named=options.suites, label=options.label,  # [suites.S.require]
-              allow_self_judge=options.allow_self_judge)
+              allow_self_judge=options.allow_self_judge, destination_named=options.destination_named)
     services = make_services(config, options, runs_dir)
     extra = dict(options.extra_snapshot)
     if options.allow_self_judge:

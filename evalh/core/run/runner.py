@@ -53,10 +53,10 @@ from evalh.models import (
     Run,
     Score,
     SuiteResult,
-    sha256_of,
+    output_sha256,
 )
 from evalh.provenance import environment_info, git_info
-from evalh.redact import scrub_value, secret_env_values
+from evalh.redact import scrub_with_spans, secret_env_values
 from evalh.run_lock import RunLock
 from evalh.store import RunStore, now_iso
 from evalh.targets.base import CallContext, Produced, TargetOutput
@@ -252,6 +252,8 @@ class Runner:
             produced = await self._produce(suite, item)
             self._first_reply.after_reply(suite, produced.output, self.plan.services.allow_self_judge)
         out, err = produced.output, produced.error
+        if out is not None and err is None and prior is None:  # a replayed output was checked when produced
+            err = self._claims_error(suite, case, out.output)  # require.claims over the output
         latency = round(produced.latency_ms, 3) if produced.latency_ms is not None else None
         base = dict(
             case_id=case.id, case_digest=digest, arm=item.arm.name, attempt=item.attempt,
@@ -262,11 +264,27 @@ class Runner:
             result = CaseResult(status="errored", error=err, **base)
         else:
             result = await self._scored(suite, item, out, base)
+            if prior is not None and prior.scrubbed and not result.scrubbed:
+                result.scrubbed = prior.scrubbed  # a replayed output was scrubbed when it was produced
         if not result.cached and not produced.recorded:
             self.plan.services.budget.charge(
                 cost_usd=result.cost_usd, tokens_in=result.tokens_in, tokens_out=result.tokens_out
             )
         return result
+
+    @staticmethod
+    def _claims_error(suite: SuitePlan, case: Case, output: Any) -> ErrorInfo | None:
+        """A reply whose claims (`require.claims` with `text_path = "output…"`) are not its
+        exact spans is an errored result of its case, naming the claim: never the run's."""
+        req = suite.config.require if suite.config is not None else None
+        if req is None or req.claims is None or not req.claims.text_path.startswith("output"):
+            return None
+        from evalh.core.run.requirements import exact_text_problem
+
+        parts = {"input": case.input, "expected": case.expected, "metadata": case.metadata.model_dump(mode="json"),
+                 "output": output}
+        problem = exact_text_problem(req, parts, with_output=True)
+        return ErrorInfo(type="ClaimSpanError", message=problem) if problem is not None else None
 
     async def _scored(self, suite: SuitePlan, item: WorkItem, out: TargetOutput, base: dict[str, Any]) -> CaseResult:
         scores = await self._score(suite, item, out)
@@ -284,10 +302,10 @@ class Runner:
         # The output as the document will hold it (secrets replaced), and its digest of that.
         if self._secrets is None:
             self._secrets = secret_env_values()
-        output = scrub_value(out.output, env=self._secrets)
+        output, cuts = scrub_with_spans(out.output, env=self._secrets)
         return CaseResult(
             status=status, score=score, scores=scores, output=output,
-            output_sha256=sha256_of(output), trace=out.trace,
+            output_sha256=output_sha256(output), scrubbed=cuts or None, trace=out.trace,
             tokens_in=out.tokens_in, tokens_out=out.tokens_out,
             cost_usd=0.0 if out.cached else cost, cached=out.cached, truncated=out.truncated,
             error=error, measured=measure(output, out.tokens_out), **base,
@@ -442,9 +460,12 @@ class Runner:
                 details=suite.details, metrics=metrics, contrasts=contrasts,
                 sweep=suite_sweep(suite.name, suite.config, results, suite.arms[0].name if suite.arms else None),
             )
+        stamp = now_iso()
         run = Run(
             run_id=plan.run_id, label=plan.label, status=status,  # type: ignore[arg-type]
-            status_reason=reason, started_at=self.started_at, finished_at=now_iso(),
+            status_reason=reason, started_at=self.started_at,
+            finished_at=stamp if status == "complete" else None,  # finished_at means "completed"
+            stopped_at=None if status == "complete" else stamp,
             git=self._git_info(), environment=environment_info(), config=plan.config_snapshot,
             seed=plan.seed, derived_from=plan.derived_from,
             limits=_limits(plan.services.limits), suites=suites,

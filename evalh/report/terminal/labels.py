@@ -32,6 +32,13 @@ def render_label_report(rep: LabelReport, console: Console) -> None:
     console.print(safe_text(f"releaseDecision: {rep.release_decision}"))
     console.print(safe_text(f"judgeUse: {rep.judge_use}"))
     console.print(safe_text(f"rubric {rep.rubric_sha256[:12]}…"))
+    st = rep.ratings_store
+    if st:
+        unverified = st.get("unverified_files") or []
+        console.print(safe_text(
+            f"ratings store: {st.get('files')} files, {st.get('records')} records, sha256 {str(st.get('sha256'))[:16]}…"
+            + (f"; {len(unverified)} file(s) of the first layout, without record digests: an edit of them "
+               "is not detected" if unverified else "")))
     console.print(safe_text(
         f"{c.results} results: {c.failed_captures} failed captures, {c.withheld} withheld, "
         f"{c.not_reviewed} not reviewed, {c.agreed} agreed, {c.disputed} disputed, "
