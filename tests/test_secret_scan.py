@@ -122,12 +122,13 @@ def _env() -> dict[str, str]:
 
 
 class Project:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.root = root
+        self.env = {**_env(), **(env or {})}
         self.outputs: list[tuple[str, str]] = []
 
     def evalh(self, *args: str, codes: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([sys.executable, "-m", "evalh.cli.main", *args], cwd=self.root, env=_env(),
+        proc = subprocess.run([sys.executable, "-m", "evalh.cli.main", *args], cwd=self.root, env=self.env,
                               capture_output=True, text=True, timeout=60)
         self.outputs.append((" ".join(args), proc.stdout + proc.stderr))
         assert proc.returncode in codes, (args, proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
@@ -149,7 +150,7 @@ def _kill_mid_run(project: Project) -> str:
     runs = project.root / "eval_runs"
     before = set(runs.glob("*.journal.jsonl"))
     proc = subprocess.Popen([sys.executable, "-m", "evalh.cli.main", "run", "--suite", "slow"], cwd=project.root,
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            env=project.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30
     journal: Path | None = None
     while time.monotonic() < deadline:

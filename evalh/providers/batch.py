@@ -429,7 +429,7 @@ class _OpenAIWire:
             raise PermanentError(f"cannot send to {backend._shown()}: {backend._problem}")
         session = backend._session or backend._open()
         try:
-            async with session.request(method, backend.base_url + path, **kw) as resp:
+            async with session.request(method, backend.url(path), **kw) as resp:
                 status, raw, headers = resp.status, await resp.read(), resp.headers
         except TimeoutError:
             raise TransientError(f"request to {backend._shown()} timed out") from None

@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from evalh.models import sha256_of
 from evalh.providers.base import (
@@ -165,7 +166,8 @@ def _resolved_base_url(config: ProviderConfig, services: RunServices) -> str:
 
 def limits_name(provider: str, base_url: str) -> str:
     """`provider@base_url` with any credentials in the URL removed."""
-    return f"{provider}@{redact_url(base_url.rstrip('/'))}"
+    # a model's base_url has a query only to carry a gateway's credential, whatever its name
+    return f"{provider}@{redact_url(base_url.rstrip('/'), every_query=provider != 'http')}"
 
 
 def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient:
@@ -200,8 +202,10 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
         cache_url = f"{stable_url}#{script_digest(stable_url, services)}"
     from evalh.providers.cache import credential_id
 
+    # a base URL's query carries a gateway's credential: replies under another are not shared
+    query = urlsplit(base_url).query
     client = providers[memo] = ManagedClient(
-        config, backend, limits, services, cache_url, credential_id(key)
+        config, backend, limits, services, cache_url, credential_id(f"{key}\0{query}" if query else key)
     )
     if config.batch:  # through the provider's batch API (docs/batch.md)
         from evalh.providers.batch import BatchSender
