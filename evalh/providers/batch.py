@@ -326,7 +326,8 @@ async def _retried(client: Any, what: str, call: Any) -> Any:
     cfg = client.config
     return await call_with_retries(
         call, policy=RetryPolicy(cfg.max_retries, cfg.backoff_base_s, cfg.backoff_max_s),
-        limits=client.limits, what=f"{client.backend.provider} {cfg.model}: {what}", tokens=0, sleep=client.sleep,
+        limits=client.limits, what=f"{client.backend.provider} {cfg.model}: {what}", tokens=0,
+        sleep=client.sleep, clock=client.clock,
     )
 
 

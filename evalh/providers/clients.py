@@ -67,7 +67,9 @@ class ManagedClient:
         self.services = services
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-        """How retries wait (tests swap it to observe the waits without spending them)."""
+        """How retries wait (tests swap it and `clock` to observe the waits without spending them)."""
+        self.clock: Callable[[], float] = time.monotonic
+        """The monotonic clock of a retry's deadline (re-slept until it has passed)."""
         self.batch: Any = None
         """With `batch = true`, the `evalh.providers.batch.BatchSender` that sends its
         uncached requests in batches instead of one by one."""
@@ -103,6 +105,7 @@ class ManagedClient:
                 what=f"{self.backend.provider} {request.model}",
                 tokens=_estimate_tokens(request),
                 sleep=self.sleep,
+                clock=self.clock,
             )
         response.latency_ms = round((time.perf_counter() - t0 - clock.waited_s) * 1000, 3)
         response.cost_usd = cost_usd(
