@@ -10,7 +10,12 @@ import asyncio
 import pytest
 
 from evalh.providers.base import ProviderError
-from evalh.providers.resilience import EndpointLimits, RetryPolicy, TransientError, call_with_retries
+from evalh.providers.resilience import (
+    EndpointLimits,
+    RetryPolicy,
+    TransientError,
+    call_with_retries,
+)
 
 
 class EarlyClock:
