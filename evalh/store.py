@@ -169,6 +169,30 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 
     writes of about `buffer` bytes, so memory holds one buffer, never the whole file. Then
     each (position, bytes) of `patches` (filled while the chunks were made) is written in
     place, before the file is synced and renamed."""
+    tmp = _staged(path, chunks, buffer=buffer, patches=patches)
+    _commit([(tmp, path)])
+
+
+def atomic_write_files(files: list[tuple[Path, bytes]]) -> None:
+    """Write several files, all or none: each is written to a temporary file beside it and
+    synced first, and only when every one of them could be is each renamed into place (in
+    the order given). A file that cannot be written (a read-only folder, a full disk) is a
+    `WriteFailed` naming it, and no file of the set is touched."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            staged.append((_staged(path, [data]), path))
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    _commit(staged)
+
+
+def _staged(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20,
+            patches: list[tuple[int, bytes]] | None = None) -> str:
+    """The data written and synced to a temporary file beside `path`: its name."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -192,14 +216,29 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise write_failed(path, exc) from None
         raise
-    _fsync_dir(path.parent)
+    return tmp
+
+
+def _commit(staged: list[tuple[str, Path]]) -> None:
+    """Rename each staged temporary file onto its path, then sync the folders."""
+    for i, (tmp, path) in enumerate(staged):
+        try:
+            os.replace(tmp, path)
+        except BaseException as exc:
+            for left, _ in staged[i:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(left)
+            if isinstance(exc, OSError):
+                raise write_failed(path, exc) from None
+            raise
+    for directory in dict.fromkeys(path.parent for _, path in staged):
+        _fsync_dir(directory)
 
 
 def _fsync_dir(directory: Path) -> None:
