@@ -260,6 +260,20 @@ def scrub_secrets(
     return data
 
 
+def scrub_file_bytes(data: bytes, *, env: list[str] | None = None) -> bytes:
+    """`scrub_secrets` for a file of any format (a report in HTML or Markdown, JUnit XML, a
+    dataset): each secret as it appears raw, JSON-escaped and HTML-escaped is replaced.
+    Every file `evalh.store.atomic_write_bytes` writes goes through it."""
+    import html
+
+    for secret in _with_registered(env):
+        for form in dict.fromkeys((secret, orjson.dumps(secret)[1:-1].decode(), html.escape(secret))):
+            encoded = form.encode()
+            if encoded and encoded in data:
+                data = data.replace(encoded, REDACTED.encode())
+    return data
+
+
 def scrub_value(value: Any, *, env: list[str] | None = None) -> Any:
     """A JSON-like value with every secret inside its strings (and keys) replaced by the
     marker: what `scrub_secrets` would leave of it once stored, so a digest taken of the

@@ -42,7 +42,7 @@ from evalh.errors import (
 )
 from evalh.gcpause import gc_paused
 from evalh.jsonio import jsonl_line
-from evalh.redact import scrub_secrets, secret_env_values
+from evalh.redact import scrub_file_bytes, scrub_secrets, secret_env_values
 
 if TYPE_CHECKING:  # imported where a model is made: listing runs and ids needs none
     from evalh.models import CaseResult, Run
@@ -123,13 +123,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, env: list[str] | None = None) -> None:
     """Write `data` to `path` atomically: temp file, fsync, rename, fsync the directory.
 
-    The file gets the permissions a newly created file has under the umask (mkstemp's
-    0600 would hide a report from the web server or CI step meant to read it). An OS error
-    is a `WriteFailed` naming `path`; the temporary file is removed."""
-    atomic_write_chunks(path, [data])
+    Every secret (`evalh.redact`: credential-named variables, every registered value) is
+    scrubbed first, whatever the file is (a report, JUnit, a dataset, an export): no file
+    evalh writes holds one. The file gets the permissions a newly created file has under the
+    umask (mkstemp's 0600 would hide a report from the web server or CI step meant to read
+    it). An OS error is a `WriteFailed` naming `path`; the temporary file is removed. `env`
+    is a precomputed `evalh.redact.secret_env_values()` (a writer of many files)."""
+    atomic_write_chunks(path, [scrub_file_bytes(data, env=env)])
 
 
 def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None, *,
@@ -176,12 +179,13 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 
 def atomic_write_files(files: list[tuple[Path, bytes]]) -> None:
     """Write several files, all or none: each is written to a temporary file beside it and
     synced first, and only when every one of them could be is each renamed into place (in
-    the order given). A file that cannot be written (a read-only folder, a full disk) is a
+    the order given), secrets scrubbed as `atomic_write_bytes` does. A file that cannot be written (a read-only folder, a full disk) is a
     `WriteFailed` naming it, and no file of the set is touched."""
     staged: list[tuple[str, Path]] = []
+    env = secret_env_values()
     try:
         for path, data in files:
-            staged.append((_staged(path, [data]), path))
+            staged.append((_staged(path, [scrub_file_bytes(data, env=env)]), path))
     except BaseException:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):

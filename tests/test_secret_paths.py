@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import json
 import secrets
-import threading
 from pathlib import Path
 
-import httpx
 import pytest
 
 from evalh.mock import MockProvider
-from tests.test_secret_scan import Project, _cases
+from tests.test_secret_scan import Project, _cases, ui_api
 
 MODEL_KEY = f"sk-model-{secrets.token_hex(12)}"
 QUERY_KEY = f"gw-query-{secrets.token_hex(12)}"
@@ -36,31 +34,6 @@ GEN_KEY = f"gen-access-{secrets.token_hex(12)}"
 SECRETS = {"model key": MODEL_KEY, "base_url ?api_key=": QUERY_KEY, "body literal": BODY_LITERAL,
            "body bearer literal": BEARER_LITERAL, "generator key": GEN_KEY}
 ENV = {"ANTHROPIC_API_KEY": MODEL_KEY, "OPENAI_API_KEY": MODEL_KEY, "GEN_ACCESS": GEN_KEY}
-
-
-def _ui_api(root: Path, run_ids: list[str]) -> list[str]:
-    """What the pages' API serves of the runs (every run, its report, its cases, a case)."""
-    from evalh.ui.server import make_server
-
-    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        api = f"http://127.0.0.1:{server.server_address[1]}/api"
-        pages = [httpx.get(f"{api}/runs").text]
-        for run_id in run_ids:
-            base = f"{api}/runs/{run_id}"
-            pages += [httpx.get(base).text, httpx.get(f"{base}/report").text,
-                      httpx.get(f"{base}/cases", params={"suite": "s"}).text,
-                      httpx.get(f"{base}/case", params={"suite": "s", "i": 0}).text]
-        if len(run_ids) == 2:
-            pages.append(httpx.get(f"{api}/compare", params={"base": run_ids[0], "candidate": run_ids[1]}).text)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-    assert all('"output"' in page for page in pages[-2 if len(run_ids) == 2 else -1:][:1]), pages[-1][:500]
-    return pages
 
 
 def _every_format(p: Project, a: str, b: str) -> None:
@@ -75,7 +48,7 @@ def _every_format(p: Project, a: str, b: str) -> None:
     )
 
 
-def _assert_nothing_leaked(p: Project, extra: list[tuple[str, str]] = ()) -> None:  # type: ignore[assignment]
+def _assert_nothing_leaked(p: Project, extra: list[tuple[str, str]]) -> None:
     files = [f for f in sorted(p.root.rglob("*")) if f.is_file() and f.name != "evalh.toml"]
     hits = [(what, str(f.relative_to(p.root))) for f in files for what, value in SECRETS.items()
             if value.encode() in f.read_bytes()]
@@ -116,8 +89,7 @@ def test_a_model_base_url_query_stays_the_query_and_is_a_credential(tmp_path: Pa
     assert echo["path"] == f"{endpoint}?api_key=[REDACTED]&team=evals"  # sent as the query, scrubbed
     assert "[REDACTED]" in doc["config"]["suites"]["s"]["target"]["base_url"]
     _every_format(p, str(a["run_id"]), str(b["run_id"]))
-    api = _ui_api(p.root, [str(a["run_id"]), str(b["run_id"])])
-    _assert_nothing_leaked(p, [("ui api", page) for page in api])
+    _assert_nothing_leaked(p, ui_api(p.root, [str(a["run_id"]), str(b["run_id"])]))
 
 
 def test_a_credential_literal_in_an_http_body_template_is_scrubbed(tmp_path: Path) -> None:
@@ -137,8 +109,7 @@ def test_a_credential_literal_in_an_http_body_template_is_scrubbed(tmp_path: Pat
     echo = json.loads(doc["suites"]["s"]["cases"][0]["output"].split("\n")[1])
     assert echo["body"]["api_key"] == "[REDACTED]" and echo["body"]["user"] == "evals-ci-runner"
     _every_format(p, str(a["run_id"]), str(b["run_id"]))
-    api = _ui_api(p.root, [str(a["run_id"]), str(b["run_id"])])
-    _assert_nothing_leaked(p, [("ui api", page) for page in api])
+    _assert_nothing_leaked(p, ui_api(p.root, [str(a["run_id"]), str(b["run_id"])]))
 
 
 GENERATE = """\
