@@ -56,6 +56,14 @@ _CREDENTIAL_KEY = re.compile(
     r"api[_-]?key|secret|passw|pwd|credential|private[_-]?key|access[_-]?key|signature"
     r"|(^|[_-])(auth|authorization|key|token|session)$|(?<=[a-z])(Key|Token|Secret|Password)$",
 )
+# A key of evalh.toml whose string value is a credential (in `params`, a judge's or a
+# generator's table): stricter than _CREDENTIAL_KEY, since evalh's own settings end in
+# `_key` too (`verdict_key`, `text_key` name fields, not credentials).
+_CONFIG_CREDENTIAL_KEY = re.compile(
+    r"api[_-]?key|apiKey|secret|passw|pwd|credential|private[_-]?key|access[_-]?key|signature"
+    r"|^(key|token|auth|authorization|session)$|[_-](token|auth|authorization)$",
+    re.I,
+)
 _ENV_REF_ONLY = re.compile(r'"\$\{[A-Za-z_][A-Za-z0-9_]*\}"')
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.I)
@@ -201,7 +209,7 @@ def register_config_secrets(tree: Any) -> None:
             elif key == "body":
                 for literal in credential_literals(node):
                     register_secret(literal)
-            elif _is_credential_key(key):
+            elif _CONFIG_CREDENTIAL_KEY.search(key):
                 register_secret(_expanded(node))
 
     walk(tree, "")

@@ -147,3 +147,28 @@ def test_a_generator_key_the_provider_echoes_is_not_written_to_generated_cases(t
     assert frozen and "Bearer [REDACTED]" in frozen[0].read_text()
     assert run["status"] == "complete", run
     _assert_nothing_leaked(p, [("generate", out)])
+
+
+def test_which_config_values_are_registered_as_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credential-shaped places of evalh.toml are registered when it is read; evalh's own
+    settings that end in `_key` (they name fields) and ordinary values are not."""
+    from evalh import redact
+
+    monkeypatch.setattr(redact, "_REGISTERED", set())
+    monkeypatch.setenv("PLAIN_NAMED", "from-env-0123456789")
+    monkeypatch.setenv("HDR_VALUE", "hdr-0123456789")
+    tree = {"suites": {"s": {
+        "target": {"kind": "openai", "base_url": "http://gw/v1?team=evals-0123&api_key=gw-0123456789",
+                   "api_key_env": "PLAIN_NAMED", "params": {"api_key": "param-0123456789", "user": "some.user-42"}},
+        "scorers": [{"type": "judge", "verdict_key": "answer.verdict", "text_key": "doc.text-1",
+                     "headers": {"Authorization": "Bearer ${HDR_VALUE}"}}],
+        "product": {"kind": "http", "url": "http://u:pw-0123456789@h/a?token=tok-0123456789&region=eu-west-1",
+                    "body": '{"q": "{{ input.q }}", "api_key": "literal-0123456789", "user": "evals-ci-runner"}'},
+    }}}
+    redact.register_config_secrets(tree)
+    registered = set(redact._REGISTERED)
+    assert registered == {
+        "evals-0123", "gw-0123456789", "from-env-0123456789", "param-0123456789", "hdr-0123456789",
+        "Bearer hdr-0123456789", "pw-0123456789", "tok-0123456789", "literal-0123456789",
+        "dTpwdy0wMTIzNDU2Nzg5",  # the Basic value of u:pw-…
+    }
