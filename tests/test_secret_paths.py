@@ -65,18 +65,22 @@ def _project(tmp_path: Path, toml: str) -> Project:
     return Project(root, ENV)
 
 
+@pytest.mark.parametrize("where", ["config", "variable"])
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_a_model_base_url_query_stays_the_query_and_is_a_credential(tmp_path: Path, kind: str) -> None:
-    """`base_url = "http://…/v1?api_key=…"`: each request goes to `…/v1/chat/completions?api_key=…`
-    (openai) or `…/v1/messages?api_key=…` (anthropic), and the key the gateway echoes is
-    in no file and no output (it was in the run document, JUnit, HTML, `show --json`,
-    `report --format json` and the pages' API)."""
+def test_a_model_base_url_query_stays_the_query_and_is_a_credential(tmp_path: Path, kind: str, where: str) -> None:
+    """`base_url = "http://…/v1?api_key=…"` (or the provider's base URL variable): each
+    request goes to `…/v1/chat/completions?api_key=…` (openai) or `…/v1/messages?api_key=…`
+    (anthropic), and the key the gateway echoes is in no file and no output (it was in the
+    run document, JUnit, HTML, `show --json`, `report --format json` and the pages' API)."""
     with MockProvider([{"text": "an answer", "echo": True}]) as mp:
         base = mp.openai_base_url if kind == "openai" else mp.base_url
-        target = (f'{{ kind = "{kind}", model = "m-1", base_url = "{base}?api_key={QUERY_KEY}&team=evals", '
-                  'prompt = "{{ input.q }}", max_retries = 0 }')
+        url = f"{base}?api_key={QUERY_KEY}&team=evals"
+        configured = f'base_url = "{url}", ' if where == "config" else ""
+        target = f'{{ kind = "{kind}", model = "m-1", {configured}prompt = "{{{{ input.q }}}}", max_retries = 0 }}'
         p = _project(tmp_path, f'[suites.s]\ndataset = "cases.jsonl"\nregime = "stochastic"\n'
-                                            f'target = {target}\nscorers = [{{ type = "contains" }}]\n')
+                               f'target = {target}\nscorers = [{{ type = "contains" }}]\n')
+        if where == "variable":  # OPENAI_BASE_URL / ANTHROPIC_BASE_URL stand in for base_url
+            p.env[f"{kind.upper()}_BASE_URL"] = url
         a = p.run_json("--junit-xml", "run.xml")
         b = p.run_json("--no-cache")
         paths = [r.path for r in mp.requests]
@@ -87,7 +91,8 @@ def test_a_model_base_url_query_stays_the_query_and_is_a_credential(tmp_path: Pa
     assert [c["status"] for c in cases] == ["passed", "passed"], cases
     echo = json.loads(cases[0]["output"].split("\n")[1])
     assert echo["path"] == f"{endpoint}?api_key=[REDACTED]&team=evals"  # sent as the query, scrubbed
-    assert "[REDACTED]" in doc["config"]["suites"]["s"]["target"]["base_url"]
+    if where == "config":
+        assert doc["config"]["suites"]["s"]["target"]["base_url"].endswith("?api_key=[REDACTED]&team=[REDACTED]")
     _every_format(p, str(a["run_id"]), str(b["run_id"]))
     _assert_nothing_leaked(p, ui_api(p.root, [str(a["run_id"]), str(b["run_id"])]))
 
@@ -100,7 +105,7 @@ def test_a_credential_literal_in_an_http_body_template_is_scrubbed(tmp_path: Pat
                 '"auth": {"authorization": "Bearer ' + BEARER_LITERAL + '"}, "user": "evals-ci-runner"}')
         target = f"{{ kind = \"http\", url = \"{mp.base_url}/v1/product/answer\", body = '{body}', max_retries = 0 }}"
         p = _project(tmp_path, f'[suites.s]\ndataset = "cases.jsonl"\nregime = "stochastic"\n'
-                                            f'target = {target}\nscorers = [{{ type = "contains" }}]\n')
+                               f'target = {target}\nscorers = [{{ type = "contains" }}]\n')
         a = p.run_json("--junit-xml", "run.xml")
         b = p.run_json()
         sent = mp.requests[0].body

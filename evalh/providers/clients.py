@@ -32,7 +32,7 @@ from evalh.providers.base import (
 )
 from evalh.providers.prices import cost_usd
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_retries
-from evalh.redact import redact_url
+from evalh.redact import redact_url, register_url_secrets
 
 if TYPE_CHECKING:
     from evalh.services import RunServices
@@ -182,6 +182,9 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
     if client is not None:
         return client
     base_url = _resolved_base_url(config, services)
+    # OPENAI_BASE_URL / ANTHROPIC_BASE_URL stand in for an unset base_url: its query is a
+    # gateway's credential as much as a configured one (evalh.redact), before the first call
+    register_url_secrets(base_url, every_query=True)
     # A mock endpoint is named by its script, not its port of the day, so the cache and
     # the recorded limits stay stable from run to run.
     stable_url = config.base_url if config.base_url and config.base_url.startswith("mock:") else base_url
