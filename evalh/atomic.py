@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalh.errors import WriteFailed
+from evalh.redact import scrub_file_bytes, secret_env_values
 
 _BAD_PATH = frozenset({
     errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP,
@@ -55,13 +56,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, env: list[str] | None = None) -> None:
     """Write `data` to `path` atomically: temp file, fsync, rename, fsync the directory.
 
-    The file gets the permissions a newly created file has under the umask (mkstemp's
-    0600 would hide a report from the web server or CI step meant to read it). An OS error
-    is a `WriteFailed` naming `path`; the temporary file is removed."""
-    atomic_write_chunks(path, [data])
+    Every secret (`evalh.redact`: credential-named variables, every registered value) is
+    scrubbed first, whatever the file is (a report, JUnit, a dataset, an export): no file
+    evalh writes holds one. The file gets the permissions a newly created file has under the
+    umask (mkstemp's 0600 would hide a report from the web server or CI step meant to read
+    it). An OS error is a `WriteFailed` naming `path`; the temporary file is removed. `env`
+    is a precomputed `evalh.redact.secret_env_values()` (a writer of many files)."""
+    atomic_write_chunks(path, [scrub_file_bytes(data, env=env)])
 
 
 def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20,
@@ -70,6 +74,31 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 
     writes of about `buffer` bytes, so memory holds one buffer, never the whole file. Then
     each (position, bytes) of `patches` (filled while the chunks were made) is written in
     place, before the file is synced and renamed."""
+    tmp = _staged(path, chunks, buffer=buffer, patches=patches)
+    _commit([(tmp, path)])
+
+
+def atomic_write_files(files: list[tuple[Path, bytes]]) -> None:
+    """Write several files, all or none: each is written to a temporary file beside it and
+    synced first, and only when every one of them could be is each renamed into place (in
+    the order given), secrets scrubbed as `atomic_write_bytes` does. A file that cannot be written (a read-only folder, a full disk) is a
+    `WriteFailed` naming it, and no file of the set is touched."""
+    staged: list[tuple[str, Path]] = []
+    env = secret_env_values()
+    try:
+        for path, data in files:
+            staged.append((_staged(path, [scrub_file_bytes(data, env=env)]), path))
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    _commit(staged)
+
+
+def _staged(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 << 20,
+            patches: list[tuple[int, bytes]] | None = None) -> str:
+    """The data written and synced to a temporary file beside `path`: its name."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -93,14 +122,29 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, buffer: int = 1 
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise write_failed(path, exc) from None
         raise
-    _fsync_dir(path.parent)
+    return tmp
+
+
+def _commit(staged: list[tuple[str, Path]]) -> None:
+    """Rename each staged temporary file onto its path, then sync the folders."""
+    for i, (tmp, path) in enumerate(staged):
+        try:
+            os.replace(tmp, path)
+        except BaseException as exc:
+            for left, _ in staged[i:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(left)
+            if isinstance(exc, OSError):
+                raise write_failed(path, exc) from None
+            raise
+    for directory in dict.fromkeys(path.parent for _, path in staged):
+        _fsync_dir(directory)
 
 
 def _fsync_dir(directory: Path) -> None:

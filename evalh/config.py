@@ -381,6 +381,9 @@ def load_config(path: Path | str | None = None, *, check_datasets: bool = True) 
     from evalh.toml_input import read_toml
 
     raw = read_toml(cfg_path)  # one line naming the line or the key, whatever is wrong
+    from evalh.redact import register_config_secrets
+
+    register_config_secrets(raw)  # before any call: every writer scrubs what it sends
     known = {"evalh", "prices", "suites"}
     for key in raw:
         if key not in known:

@@ -80,12 +80,17 @@ def safe_text(text: str, style: str = "", **kwargs: Any) -> Text:
 
 
 def error_line(message: str) -> None:
-    """One line on stderr, no markup interpretation (messages may quote user input)."""
-    sys.stderr.write(f"error: {inert(message)}\n")
+    """One line on stderr, no markup interpretation (messages may quote user input), no
+    secret (a message may quote what a product or provider echoed)."""
+    from evalh.redact import scrub_text
+
+    sys.stderr.write(f"error: {inert(scrub_text(message))}\n")
     sys.stderr.flush()
 
 
 def warn(message: str) -> None:
     from rich.text import Text
 
-    err().print(Text(f"warning: {inert(message)}", style="yellow"))
+    from evalh.redact import scrub_text
+
+    err().print(Text(f"warning: {inert(scrub_text(message))}", style="yellow"))

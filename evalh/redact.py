@@ -12,6 +12,13 @@ Which values are secrets (docs/providers.md, "Secrets", states the same rule):
 * every credential evalh itself sends (`register_secret`): model keys, whatever the
   variable's name, HTTP target header values, `${VAR}` values in a body, the user, password
   and `Authorization: Basic` value of a `user:pass@` URL, credential query values;
+* by construction, every credential-shaped value of the config, registered when it is
+  loaded, before the first call (`register_config_secrets`): the value of every `${VAR}` it
+  names and of every `api_key_env`, the userinfo and credential query values of every
+  `url`, every query value of a model's `base_url` (a gateway's key), every header value,
+  the literal value of a credential-named key in a JSON body template (`"api_key":
+  "literal-…"`), and a string under a credential-named key of any table (`params`,
+  generator and judge settings);
 
 and, of those, only a value that could not be ordinary text: 8 characters or more, not a
 word (letters only, lower case, Title case or UPPER case), not a file-system path
@@ -49,13 +56,22 @@ _CREDENTIAL_KEY = re.compile(
     r"api[_-]?key|secret|passw|pwd|credential|private[_-]?key|access[_-]?key|signature"
     r"|(^|[_-])(auth|authorization|key|token|session)$|(?<=[a-z])(Key|Token|Secret|Password)$",
 )
+# A key of evalh.toml whose string value is a credential (in `params`, a judge's or a
+# generator's table): stricter than _CREDENTIAL_KEY, since evalh's own settings end in
+# `_key` too (`verdict_key`, `text_key` name fields, not credentials).
+_CONFIG_CREDENTIAL_KEY = re.compile(
+    r"api[_-]?key|apiKey|secret|passw|pwd|credential|private[_-]?key|access[_-]?key|signature"
+    r"|^(key|token|auth|authorization|session)$|[_-](token|auth|authorization)$",
+    re.I,
+)
 _ENV_REF_ONLY = re.compile(r'"\$\{[A-Za-z_][A-Za-z0-9_]*\}"')
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", re.I)
 
 
-def redact_url(url: str) -> str:
-    """Drop credentials from a URL: userinfo and secret-looking query values."""
+def redact_url(url: str, *, every_query: bool = False) -> str:
+    """Drop credentials from a URL: userinfo and secret-looking query values (with
+    `every_query`, every query value: a model's `base_url`)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -67,9 +83,14 @@ def redact_url(url: str) -> str:
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode(
-            [(k, REDACTED if _SECRET_NAME.search(k) else v) for k, v in pairs], safe="[]"
+            [(k, REDACTED if every_query or _SECRET_NAME.search(k) else v) for k, v in pairs], safe="[]"
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _is_credential_key(key: str) -> bool:
+    """A key that names a credential (`api_key`, `token`, `apiKey`; not `author`, `max_tokens`)."""
+    return bool(_CREDENTIAL_KEY.search(key) or _CREDENTIAL_KEY.search(key.lower()))
 
 
 def redact_json_text(text: str) -> str:
@@ -77,7 +98,7 @@ def redact_json_text(text: str) -> str:
 
     def pair(m: re.Match[str]) -> str:
         key, sep, value = m.groups()
-        if (_CREDENTIAL_KEY.search(key) or _CREDENTIAL_KEY.search(key.lower())) and not _ENV_REF_ONLY.fullmatch(value):
+        if _is_credential_key(key) and not _ENV_REF_ONLY.fullmatch(value):
             return f'"{key}"{sep}"{REDACTED}"'
         return m.group(0)
 
@@ -102,10 +123,12 @@ def register_secret(value: str | None) -> None:
         _REGISTERED.add(value)
 
 
-def register_url_secrets(url: str) -> None:
+def register_url_secrets(url: str, *, every_query: bool = False) -> None:
     """Register the credentials a URL makes a client send: the user and password of
     `user:pass@` (decoded and as written), the `Authorization: Basic` value derived from
-    them, and the values of credential-looking query parameters (decoded and as written)."""
+    them, and the values of credential-looking query parameters (decoded and as written);
+    with `every_query`, of every query parameter (a model's `base_url` has a query only to
+    carry a gateway's credential, whatever its name)."""
     import base64
     from urllib.parse import unquote
 
@@ -123,9 +146,73 @@ def register_url_secrets(url: str) -> None:
         register_secret(base64.b64encode(basic).decode())
     for chunk in parts.query.split("&") if parts.query else []:
         name, _, raw = chunk.partition("=")
-        if _SECRET_NAME.search(unquote(name)):
+        if every_query or _SECRET_NAME.search(unquote(name)):
             register_secret(raw)
             register_secret(unquote(raw.replace("+", " ")))
+
+
+def credential_literals(template: str) -> list[str]:
+    """The literal values of credential-named keys in a JSON template (an HTTP target's
+    body): `"api_key": "literal-…"` gives `literal-…` (JSON-decoded), `"token": 12345678901`
+    its digits; a `${VAR}` reference is not a literal (its variable's value is registered)."""
+    found: list[str] = []
+    for m in _JSON_PAIR.finditer(template):
+        key, _, value = m.groups()
+        if not _is_credential_key(key):
+            continue
+        if _ENV_REF_ONLY.fullmatch(value):
+            continue
+        try:
+            decoded = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            continue
+        found.append(str(decoded))
+        if isinstance(decoded, str) and " " in decoded:  # "Bearer abc…": the token alone too
+            found.append(decoded.split(" ", 1)[1])
+    return found
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _expanded(text: str) -> str:
+    return _ENV_REF.sub(lambda m: os.environ.get(m.group(1), m.group(0)), text)
+
+
+def register_config_secrets(tree: Any) -> None:
+    """Register every credential-shaped value of a config as read (a TOML tree), before any
+    call is made with it: see the module doc. Called by `evalh.config.load_config`, so
+    every command that reads evalh.toml scrubs what that file makes evalh send."""
+
+    def walk(node: Any, key: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if str(k) == "headers" and isinstance(v, dict):
+                    for value in v.values():
+                        if isinstance(value, str):
+                            full = _expanded(value)
+                            register_secret(full)
+                            register_secret(full.split(" ", 1)[-1])  # "Bearer …": the token
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str):
+            for name in _ENV_REF.findall(node):
+                register_secret(os.environ.get(name))
+            if key == "api_key_env":
+                register_secret(os.environ.get(node))
+            elif key == "base_url":
+                register_url_secrets(_expanded(node), every_query=True)
+            elif _URL.match(node):
+                register_url_secrets(_expanded(node))
+            elif key == "body":
+                for literal in credential_literals(node):
+                    register_secret(literal)
+            elif _CONFIG_CREDENTIAL_KEY.search(key):
+                register_secret(_expanded(node))
+
+    walk(tree, "")
 
 
 def _is_path(value: str) -> bool:
@@ -230,6 +317,18 @@ def scrub_with_spans(value: Any, *, env: list[str] | None = None) -> tuple[Any, 
         return v
 
     return walk(value, ""), cuts
+def scrub_file_bytes(data: bytes, *, env: list[str] | None = None) -> bytes:
+    """`scrub_secrets` for a file of any format (a report in HTML or Markdown, JUnit XML, a
+    dataset): each secret as it appears raw, JSON-escaped and HTML-escaped is replaced.
+    Every file `evalh.atomic.atomic_write_bytes` writes goes through it."""
+    import html
+
+    for secret in _with_registered(env):
+        for form in dict.fromkeys((secret, orjson.dumps(secret)[1:-1].decode(), html.escape(secret))):
+            encoded = form.encode()
+            if encoded and encoded in data:
+                data = data.replace(encoded, REDACTED.encode())
+    return data
 
 
 def scrub_value(value: Any, *, env: list[str] | None = None) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evalh.redact import REDACTED, is_secret_key, redact_json_text, redact_urls
+from evalh.redact import REDACTED, is_secret_key, redact_json_text, redact_url, redact_urls
 
 
 def _value(v: Any) -> Any:
@@ -43,5 +43,7 @@ def snapshot(model: BaseModel) -> dict[str, Any]:
                 continue
             if name in json_text and isinstance(value, str):
                 value = redact_json_text(value)
+            elif name == "base_url" and isinstance(value, str):  # its query carries a gateway's key
+                value = redact_url(value, every_query=True)
             out[name] = _value(value)
     return out

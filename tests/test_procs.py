@@ -56,6 +56,7 @@ def kill_always(inp):
     import os, signal
     if os.getpid() != int(os.environ["RUN_PID"]):
         os.kill(os.getpid(), signal.SIGKILL)
+    _log()
     return {"verdict": "even" if inp["n"] % 2 == 0 else "odd"}
 '''
 
@@ -184,6 +185,29 @@ def test_when_every_worker_dies_the_run_fails_cleanly_and_resume_finishes_it(
     done = load(tmp_path / "runs" / f"{doc['run_id']}.json")
     assert done["status"] == "complete", resumed.output
     assert len(done["suites"]["s"]["cases"]) == 12
+
+
+def test_resume_runs_again_the_cases_a_dying_worker_left_errored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both workers killed: the cases they had in flight are `WorkerDied`, which measured
+    nothing about the product. `--resume` runs them again (they were kept errored for good),
+    and the resumed run has a real result for every case."""
+    cfg = _killer_project(tmp_path, "kill_always", monkeypatch)
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv("CALLS_FILE", str(calls))
+    result, doc = _run(cfg, tmp_path / "runs", "--seed", "1", "--procs", "2")
+    assert doc is not None and doc["status"] == "failed", result.output
+    died = {r["case_id"] for r in doc["suites"]["s"]["cases"] if r["error"]["type"] == "WorkerDied"}
+    assert died
+    calls.write_text("")
+    resumed, _ = _run(cfg, tmp_path / "runs", "--resume", doc["run_id"], "--procs", "1")
+    done = load(tmp_path / "runs" / f"{doc['run_id']}.json")
+    assert done["status"] == "complete", resumed.output
+    cases = done["suites"]["s"]["cases"]
+    assert len(cases) == 12 and all(r["status"] in ("passed", "failed") for r in cases), cases
+    ran = {line.split(" ")[0] for line in calls.read_text().splitlines()}
+    assert died <= ran and len(ran) == 12, (died, ran)
 
 
 def test_the_budget_holds_over_processes_and_a_resume_over_processes_finishes_the_run(

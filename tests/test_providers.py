@@ -74,19 +74,25 @@ def request(text: str = "hello", **kw: Any) -> ChatRequest:
 
 
 class Waits:
-    """Records the waits between retries instead of spending them."""
+    """Records the waits between retries instead of spending them: a clock of its own that
+    moves by what is slept (a retry waits to a deadline on its clock)."""
 
     def __init__(self) -> None:
         self.delays: list[float] = []
+        self.now = 0.0
 
     async def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
 
 
 def client_for(cfg: ProviderConfig, svc: RunServices) -> tuple[ManagedClient, Waits]:
     client = get_provider(cfg, svc)
     waits = Waits()
-    client.sleep = waits
+    client.sleep, client.clock = waits, waits.clock
     return client, waits
 
 

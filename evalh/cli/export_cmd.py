@@ -44,11 +44,11 @@ def export_requests(
 
         evalh export-requests RUN_ID --rubric rubric.md --sample 100 --seed 7 -o requests.json
     """
-    from evalh.atomic import atomic_write_bytes
+    from evalh.atomic import atomic_write_files
     from evalh.cli.project import open_store
     from evalh.console import err, out
     from evalh.jsonio import document_bytes
-    from evalh.labels import build_export, load_labels, save_labels, sidecar_path
+    from evalh.labels import build_export, labels_bytes, load_labels, save_labels, sidecar_path
 
     store = open_store(runs_dir, config)
     run_path = store.resolve(run_id)
@@ -67,12 +67,12 @@ def export_requests(
         refused=refused
     )
     data = document_bytes(document)
-    # The registry first: if writing the export fails, its ids are simply reused next time.
-    save_labels(side, labels)
     if str(output) == "-":
+        # The registry first: if printing the export fails, its ids are simply reused next time.
+        save_labels(side, labels)
         out().file.write(data.decode())
-    else:
-        atomic_write_bytes(output, data)
+    else:  # both or neither: a folder that cannot take the export leaves the registry as it was
+        atomic_write_files([(side, labels_bytes(labels)), (output, data)])
     if quiet:
         return
     from evalh.console import safe_text

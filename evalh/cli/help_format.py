@@ -17,6 +17,8 @@ from typing import Any
 
 from typer.core import TyperCommand
 
+from evalh.cli.usage_errors import OneLineUsage
+
 
 def _argument_name(param: Any) -> str:
     name = param.metavar or (param.name or "").upper()
@@ -36,9 +38,10 @@ def _option_metavar(param: Any, ctx: Any) -> str:
     return (param.name or "value").upper()
 
 
-class EvalhCommand(TyperCommand):
+class EvalhCommand(OneLineUsage, TyperCommand):
     """A command whose help names arguments by their metavar alone (no Python type), and
-    options by a word when they name no metavar."""
+    options by a word when they name no metavar; a mistake in its command line is one line
+    (evalh.cli.usage_errors)."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []

@@ -36,9 +36,11 @@ from evalh.cli import (
     validate_cmd,
 )
 from evalh.cli.help_format import use_evalh_help
+from evalh.cli.usage_errors import EvalhGroup
 
 _SETTINGS: dict[str, Any] = dict(
     name="evalh",
+    cls=EvalhGroup,  # a mistake in the command line is one line, exit 2
     help=__doc__,
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from evalh.labels.models import (
         LabelError,
         LabelStore,
+        labels_bytes,
         load_labels,
         save_labels,
         sidecar_path,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "export": ("REQUESTS_SCHEMA", "build_export", "request_sha256"),
-    "models": ("LabelError", "LabelStore", "load_labels", "save_labels", "sidecar_path"),
+    "models": ("LabelError", "LabelStore", "labels_bytes", "load_labels", "save_labels", "sidecar_path"),
     "ratings": ("ImportSummary", "import_ratings"),
     "report": ("JUDGE_USE", "RELEASE_DECISION", "label_report"),
     "store": ("RatingRecord", "RatingsStore", "load_store"),
@@ -38,7 +39,7 @@ _HOME = {name: module for module, names in _HOMES.items() for name in names}
 __all__ = [
     "JUDGE_USE", "RELEASE_DECISION", "REQUESTS_SCHEMA", "ImportSummary", "LabelError",
     "LabelStore", "RatingRecord", "RatingsStore", "build_export", "import_ratings", "label_report",
-    "load_labels", "load_store", "request_sha256", "save_labels", "sidecar_path",
+    "labels_bytes", "load_labels", "load_store", "request_sha256", "save_labels", "sidecar_path",
 ]
 
 

@@ -135,8 +135,12 @@ def load_labels(path: Path, run_id: str) -> LabelStore:
 def save_labels(path: Path, store: LabelStore) -> None:
     """Write the sidecar atomically (temporary file, fsync, rename), scrubbed of secrets
     like a run document (a rater's note or a source path may quote one)."""
-    data = document_bytes(store.model_dump(mode="json", by_alias=True))
-    atomic_write_bytes(path, scrub_secrets(data))
+    atomic_write_bytes(path, labels_bytes(store))
+
+
+def labels_bytes(store: LabelStore) -> bytes:
+    """The sidecar's bytes as `save_labels` writes them."""
+    return scrub_secrets(document_bytes(store.model_dump(mode="json", by_alias=True)))
 
 
 def label_key(value: Label) -> str | None:

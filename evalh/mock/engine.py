@@ -104,9 +104,9 @@ _FAULT_MESSAGES = {
 }
 
 
-def _echoed(reply: Reply, target: str, headers: dict[str, str]) -> Reply:
+def _echoed(reply: Reply, target: str, headers: dict[str, str], body: Any) -> Reply:
     """`reply` with the request it answers added (see `Reply.echo`)."""
-    echo = {"path": target, "headers": dict(headers)}
+    echo = {"path": target, "headers": dict(headers), "body": body}
     if isinstance(reply.json_, dict) and reply.text is None:
         return reply.model_copy(update={"json_": {**reply.json_, "echo": echo}})
     text = reply.render_text()
@@ -227,7 +227,7 @@ class Engine:
             return Action(drop=True, delay_s=delay)
 
         if replies and replies[0].echo:
-            replies = [_echoed(replies[0], target or path, headers), *replies[1:]]
+            replies = [_echoed(replies[0], target or path, headers, body), *replies[1:]]
         truncate = fault if fault is not None and fault.kind == "truncate" else None
         payload = self._payload(endpoint, body, model or "", prompts, pairs, replies, truncate)
         data = json.dumps(payload).encode()

@@ -113,7 +113,8 @@ class Reply(_Strict):
     fault: Fault | None = None
     echo: bool = False
     """Echo the request as received, credentials included (a careless product or proxy):
-    `{"path": <path and query>, "headers": {<every header, unmasked>}}` is added under
+    `{"path": <path and query>, "headers": {<every header, unmasked>}, "body": <the JSON
+    body>}` is added under
     `echo` to a `json` object reply, else appended to the text on a line of its own."""
 
     @model_validator(mode="before")

@@ -6,7 +6,8 @@ mapped to `TransientError` (429, 5xx, 529 overloaded, timeouts, dropped connecti
 malformed replies) or `PermanentError` (400, 401, 403, 404, …).
 
 The base URL is the config's `base_url`, else `ANTHROPIC_BASE_URL`, else the SDK default
-(`https://api.anthropic.com`; no `/v1`: the SDK adds it). The key is read from the
+(`https://api.anthropic.com`; no `/v1`: the SDK adds it). A query in the base URL (a
+gateway's `?api_key=…`) is sent as the query of every request. The key is read from the
 environment variable the config names (`api_key_env`, default `ANTHROPIC_API_KEY`).
 
 Errors name the server called: "Anthropic" for the API itself, else the proxy or compatible
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from evalh.providers.base import ChatRequest, ChatResponse, ProviderConfig
 from evalh.providers.resilience import (
@@ -60,13 +61,17 @@ class AnthropicBackend:
         except ImportError:  # pragma: no cover - a dependency of evalh
             raise PermanentError("the `anthropic` package is not installed: pip install anthropic") from None
         self._sdk = anthropic
-        self.base_url = resolve_base_url(config)
+        from evalh.providers.openai import split_query
+
+        base, query = split_query(resolve_base_url(config))
+        self.base_url = base
         self.server = server_name(self.base_url)
         # The SDK's aiohttp transport (the `anthropic[aiohttp]` extra, `DefaultAioHttpClient`):
         # ~1.6 ms of CPU per request against ~2.7-3 ms with its default httpx2 pool, which is
         # what bounds throughput at 32-64 requests in flight (bench/runner_results.md).
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=config.timeout_s,
+            default_query=dict(parse_qsl(query, keep_blank_values=True)) or None,
             http_client=anthropic.DefaultAioHttpClient(timeout=config.timeout_s),
         )
 

@@ -326,7 +326,8 @@ async def _retried(client: Any, what: str, call: Any) -> Any:
     cfg = client.config
     return await call_with_retries(
         call, policy=RetryPolicy(cfg.max_retries, cfg.backoff_base_s, cfg.backoff_max_s),
-        limits=client.limits, what=f"{client.backend.provider} {cfg.model}: {what}", tokens=0, sleep=client.sleep,
+        limits=client.limits, what=f"{client.backend.provider} {cfg.model}: {what}", tokens=0,
+        sleep=client.sleep, clock=client.clock,
     )
 
 
@@ -429,7 +430,7 @@ class _OpenAIWire:
             raise PermanentError(f"cannot send to {backend._shown()}: {backend._problem}")
         session = backend._session or backend._open()
         try:
-            async with session.request(method, backend.base_url + path, **kw) as resp:
+            async with session.request(method, backend.url(path), **kw) as resp:
                 status, raw, headers = resp.status, await resp.read(), resp.headers
         except TimeoutError:
             raise TransientError(f"request to {backend._shown()} timed out") from None

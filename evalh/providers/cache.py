@@ -142,7 +142,7 @@ class ResponseCache:
             if self._secrets is None:
                 self._secrets = secret_env_values()
             data = scrub_secrets(orjson.dumps(record), env=self._secrets)
-            atomic_write_bytes(self.path_for(key), data)
+            atomic_write_bytes(self.path_for(key), data, env=self._secrets)
         except OSError:
             self.write_errors += 1  # a read-only cache must not fail the run
             return False

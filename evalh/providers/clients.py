@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from evalh.models import sha256_of
 from evalh.providers.base import (
@@ -31,7 +32,7 @@ from evalh.providers.base import (
 )
 from evalh.providers.prices import cost_usd
 from evalh.providers.resilience import EndpointLimits, RetryPolicy, call_with_retries
-from evalh.redact import redact_url
+from evalh.redact import redact_url, register_url_secrets
 
 if TYPE_CHECKING:
     from evalh.services import RunServices
@@ -66,7 +67,9 @@ class ManagedClient:
         self.services = services
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-        """How retries wait (tests swap it to observe the waits without spending them)."""
+        """How retries wait (tests swap it and `clock` to observe the waits without spending them)."""
+        self.clock: Callable[[], float] = time.monotonic
+        """The monotonic clock of a retry's deadline (re-slept until it has passed)."""
         self.batch: Any = None
         """With `batch = true`, the `evalh.providers.batch.BatchSender` that sends its
         uncached requests in batches instead of one by one."""
@@ -102,6 +105,7 @@ class ManagedClient:
                 what=f"{self.backend.provider} {request.model}",
                 tokens=_estimate_tokens(request),
                 sleep=self.sleep,
+                clock=self.clock,
             )
         response.latency_ms = round((time.perf_counter() - t0 - clock.waited_s) * 1000, 3)
         response.cost_usd = cost_usd(
@@ -165,7 +169,8 @@ def _resolved_base_url(config: ProviderConfig, services: RunServices) -> str:
 
 def limits_name(provider: str, base_url: str) -> str:
     """`provider@base_url` with any credentials in the URL removed."""
-    return f"{provider}@{redact_url(base_url.rstrip('/'))}"
+    # a model's base_url has a query only to carry a gateway's credential, whatever its name
+    return f"{provider}@{redact_url(base_url.rstrip('/'), every_query=provider != 'http')}"
 
 
 def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient:
@@ -177,6 +182,9 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
     if client is not None:
         return client
     base_url = _resolved_base_url(config, services)
+    # OPENAI_BASE_URL / ANTHROPIC_BASE_URL stand in for an unset base_url: its query is a
+    # gateway's credential as much as a configured one (evalh.redact), before the first call
+    register_url_secrets(base_url, every_query=True)
     # A mock endpoint is named by its script, not its port of the day, so the cache and
     # the recorded limits stay stable from run to run.
     stable_url = config.base_url if config.base_url and config.base_url.startswith("mock:") else base_url
@@ -200,8 +208,10 @@ def get_provider(config: ProviderConfig, services: RunServices) -> ManagedClient
         cache_url = f"{stable_url}#{script_digest(stable_url, services)}"
     from evalh.providers.cache import credential_id
 
+    # a base URL's query carries a gateway's credential: replies under another are not shared
+    query = urlsplit(base_url).query
     client = providers[memo] = ManagedClient(
-        config, backend, limits, services, cache_url, credential_id(key)
+        config, backend, limits, services, cache_url, credential_id(f"{key}\0{query}" if query else key)
     )
     if config.batch:  # through the provider's batch API (docs/batch.md)
         from evalh.providers.batch import BatchSender

@@ -3,7 +3,8 @@
 `base_url` includes the API version, as the OpenAI SDK and these servers document it —
 `https://api.openai.com/v1`, `http://localhost:8000/v1` (vLLM), `http://localhost:11434/v1`
 (Ollama), `http://localhost:8080/v1` (llama.cpp) — and evalh POSTs to
-`{base_url}/chat/completions`. Unset, it is `OPENAI_BASE_URL`, else the OpenAI API. The
+`{base_url}/chat/completions` (a query in `base_url`, as some gateways take their key,
+stays the query: `…/v1/chat/completions?api_key=…`). Unset, it is `OPENAI_BASE_URL`, else the OpenAI API. The
 key (from `api_key_env`, default `OPENAI_API_KEY`) goes in `Authorization: Bearer`; local
 servers that need none accept any value.
 
@@ -28,7 +29,7 @@ import os
 import ssl
 import urllib.request
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -52,7 +53,16 @@ def make_backend(config: ProviderConfig, api_key: str) -> OpenAIBackend:
 
 def resolve_base_url(config: ProviderConfig) -> str:
     url = config.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    return url.rstrip("/")
+    base, query = split_query(url)
+    return base.rstrip("/") + (f"?{query}" if query else "")
+
+
+def split_query(url: str) -> tuple[str, str]:
+    """`url` without its query string, and the query string (`""` when none). A base URL's
+    query (`http://gateway/v1?api_key=…`, as some gateways take their key) is sent on every
+    request after the endpoint's path, never glued before it."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment)), parts.query
 
 
 def env_proxy(url: str) -> str | None:
@@ -93,13 +103,21 @@ class OpenAIBackend:
     provider = "openai"
 
     def __init__(self, config: ProviderConfig, api_key: str) -> None:
-        self.base_url = resolve_base_url(config)
-        self._url = self.base_url + "/chat/completions"
+        base, self._query = split_query(resolve_base_url(config))
+        self.base_url = base.rstrip("/")
+        """The server's URL without its query (the query, a gateway's credential, is added
+        by `url`)."""
+        self._url = self.url("/chat/completions")
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self._timeout_s = config.timeout_s
         self._proxy = env_proxy(self.base_url)
         self._problem = _setup_problem(api_key, self._proxy)
         self._session: Any = None
+
+    def url(self, path: str) -> str:
+        """The URL of an endpoint `path` (`/chat/completions`, `/batches`) of this server,
+        with the base URL's query parameters, if any, as its query."""
+        return self.base_url + path + (f"?{self._query}" if self._query else "")
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         messages = list(request.messages)

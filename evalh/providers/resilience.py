@@ -126,9 +126,14 @@ class EndpointLimits:
 
     def __init__(
         self, name: str, max_in_flight: int, rpm: int | None = None, tpm: int | None = None,
-        max_wait_s: float = DEFAULT_MAX_WAIT_S,
+        max_wait_s: float = DEFAULT_MAX_WAIT_S, *, clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.name = name
+        self.clock = clock
+        """Monotonic seconds: the clock of every deadline (`retry-after`, backoff)."""
+        self.sleep = sleep
+        """How a wait is slept; a wait re-sleeps until its deadline on `clock` has passed."""
         self.max_wait_s = max_wait_s
         """A pause longer than this fails the requests that meet it instead of holding them."""
         self.ceiling = max_in_flight
@@ -173,11 +178,11 @@ class EndpointLimits:
         with waiting():
             await self._rate(tokens)
             while True:
-                pause = self._pause_until - time.monotonic()
+                pause = self._pause_until - self.clock()
                 if pause > self.max_wait_s:
                     raise WaitTooLong(pause)
-                if pause > 0:
-                    await asyncio.sleep(pause)
+                if pause > 0:  # re-checked after the sleep: a sleep may end early
+                    await self.sleep(pause)
                     continue
                 if self.in_flight < self.current:
                     break
@@ -223,7 +228,7 @@ class EndpointLimits:
             self.current = max(1, self.current // 2)
             self.min_reached = min(self.min_reached, self.current)
         if retry_after:
-            self._pause_until = max(self._pause_until, time.monotonic() + retry_after)
+            self._pause_until = max(self._pause_until, self.clock() + retry_after)
 
     def describe(self) -> dict[str, Any]:
         """What the run document records under `limits[name]`."""
@@ -242,6 +247,14 @@ class EndpointLimits:
         }
 
 
+async def wait_until(deadline: float, clock: Callable[[], float],
+                     sleep: Callable[[float], Awaitable[None]]) -> None:
+    """Sleep until `deadline` on `clock` has passed, however early a sleep returns (a busy
+    machine, a coarse timer): a wait after a 429 is never shorter than its `retry-after`."""
+    while (left := deadline - clock()) > 0:
+        await sleep(left)
+
+
 async def call_with_retries(
     attempt: Callable[[], Awaitable[T]],
     *,
@@ -249,14 +262,20 @@ async def call_with_retries(
     limits: EndpointLimits,
     what: str,
     tokens: int = 1,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> T:
-    """Run `attempt` under `limits`, retrying transient failures per `policy`.
+    """Run `attempt` under `limits`, retrying transient failures per `policy`. The wait
+    before a retry runs to a deadline taken when the failure arrived, on `clock`, slept
+    with `sleep` (by default the limits' own) until it has passed.
 
     Raises `ProviderError` (with `status`, `attempts`, `retryable`) when a permanent error
     occurs or the last attempt fails; its message names `what` and the last error.
     """
     last: TransientError | None = None
+    sleep = sleep or limits.sleep
+    clock = clock or limits.clock
+    failed_at = 0.0
     total = policy.max_retries + 1
 
     def too_long(wait_s: float, attempts: int) -> ProviderError:
@@ -275,6 +294,7 @@ async def call_with_retries(
                 try:
                     result = await attempt()
                 except TransientError as exc:
+                    failed_at = clock()  # the wait counts from here, not from after the slot
                     last = exc
                     if exc.status == 429:
                         limits.on_rate_limited(epoch, exc.retry_after)
@@ -292,7 +312,7 @@ async def call_with_retries(
             raise too_long(exc.wait_s, n) from None
         if n + 1 < total:
             with waiting():
-                await sleep(policy.delay(n, last.retry_after if last else None))
+                await wait_until(failed_at + policy.delay(n, last.retry_after if last else None), clock, sleep)
     limits.failures += 1
     assert last is not None
     noun = "attempt" if total == 1 else "attempts"

@@ -17,7 +17,7 @@ never reach the run document (only `url`, with any credentials stripped, and the
 non-header keys do; a secret-looking key written literally in the body template has its
 value redacted there). Every credential evalh sends is a registered secret, scrubbed from
 everything evalh writes or shows should the product echo it: header values, `${VAR}`
-values, the user, password and `Authorization: Basic` value of a `user:pass@` URL, and
+values, the literal value of a credential-named key in the body template, the user, password and `Authorization: Basic` value of a `user:pass@` URL, and
 the values of credential-looking query parameters (`?token=`, `?api_key=`, `?sig=`). Every
 request carries `X-Evalh-Run-Id`, `X-Evalh-Case-Id`, `X-Evalh-Attempt` and `X-Evalh-Seed` (the
 attempt's seed, `evalh.core.run.shuffle`); the body template sees `attempt` and `seed` too.
@@ -41,7 +41,7 @@ from pydantic import Field
 from evalh.errors import TargetError
 from evalh.models import Case
 from evalh.providers.base import ProviderError
-from evalh.redact import register_secret, register_url_secrets
+from evalh.redact import credential_literals, register_secret, register_url_secrets
 from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
 
@@ -170,6 +170,8 @@ class HttpTarget(Target):
         # variables' values and the header values (a bearer token's token) are registered
         # once, here, before the run's journal is opened, not on every request.
         register_url_secrets(config.url)  # user:pass@ (and the Basic header), ?token=
+        for literal in credential_literals(config.body or ""):  # "api_key": "literal-…"
+            register_secret(literal)
         for name in config.requires_env():
             register_secret(os.environ.get(name))
         for value in config.headers.values():

@@ -418,9 +418,13 @@ def generate_suite(config: Config, suite: SuiteConfig, *, seed: int, count: int 
 
 
 def cases_jsonl(cases: list[Case]) -> bytes:
-    return jsonl_bytes({"id": c.id, "input": c.input, "expected": c.expected,
-                        "metadata": c.metadata.model_dump(mode="json", exclude_none=True)}
-                       for c in cases)
+    """The cases as a dataset file, every registered secret scrubbed: a generator that
+    quotes its request (its key) must not put the key in a file people commit."""
+    from evalh.redact import scrub_secrets
+
+    return scrub_secrets(jsonl_bytes({"id": c.id, "input": c.input, "expected": c.expected,
+                                      "metadata": c.metadata.model_dump(mode="json", exclude_none=True)}
+                                     for c in cases))
 
 
 # --------------------------------------------------------------------------- freezing

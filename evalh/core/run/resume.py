@@ -1,5 +1,7 @@
 """`evalh run --resume RUN_ID`: finish a run that was interrupted, killed or stopped by its
-budget, running only the (case, arm, attempt) triples it has no result for.
+budget, running only the (case, arm, attempt) triples it has no trustworthy result for: none
+at all, or one errored because evalh's own worker process died while running it
+(`WorkerDied`, `--procs N`).
 
 What the run already finished is read from its journal (`<run_id>.journal.jsonl`, one line
 per result, appended as each finished) and from its partial document, whichever exist; the
@@ -83,7 +85,22 @@ class RunRecord:
     """Suite → scorer → what its set-up before the suite recorded (a judge's calibration)."""
 
     def add(self, suite: str, result: CaseResult) -> None:
-        self.done[(suite, result.case_id, result.arm, result.attempt)] = result
+        """Keep a finished result; one that is not trustworthy (see `trustworthy`) is not
+        finished: the resume runs its case again."""
+        if trustworthy(result):
+            self.done[(suite, result.case_id, result.arm, result.attempt)] = result
+
+
+UNTRUSTED_ERRORS = frozenset({"WorkerDied"})
+"""Errors that say nothing about the product: evalh's own worker process died while it ran
+the case (killed, out of memory), so the case was never measured."""
+
+
+def trustworthy(result: CaseResult) -> bool:
+    """Whether a recorded result measured its case: every result but one errored by the
+    harness itself (`UNTRUSTED_ERRORS`), which `evalh run --resume` runs again."""
+    return not (result.status == "errored" and result.error is not None
+                and result.error.type in UNTRUSTED_ERRORS)
 
 
 def _from_header(run_id: str, header: dict[str, Any], shown: str) -> RunRecord:
