@@ -103,8 +103,20 @@ def recipe_steps(section: str = "## GitHub Actions", index: int = 0) -> list[dic
     return list(workflow)  # a fragment: a list of steps
 
 
+def test_ci_recipe_is_what_init_writes(tmp_path: Path) -> None:
+    """One recipe: docs/ci.md's workflow is what `evalh init --ci github` writes for a
+    project with a pyproject.toml whose evalh was installed from the wheel at its root."""
+    from evalh.scaffold import InstallSpec, workflow_text
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "yourpkg"\nversion = "0"\n')
+    shown = blocks("docs/ci.md", "yaml", "## GitHub Actions")[0]
+    assert shown == workflow_text(tmp_path, InstallSpec("./evalh-0.1.0-py3-none-any.whl"))
+
+
 def test_ci_recipe_step_by_step(repo_project: Path) -> None:
     root = repo_project
+    toml = root / "evalh.toml"  # the offline deterministic suites (the recipe runs every suite)
+    toml.write_text(toml.read_text().split("[suites.panel]")[0])
     summary = root / "summary.md"
     env = env_for(root, GITHUB_SHA="0123456789abcdef", GITHUB_RUN_ID="1", GITHUB_STEP_SUMMARY=str(summary))
     git_init(root, env)
@@ -122,8 +134,8 @@ def test_ci_recipe_step_by_step(repo_project: Path) -> None:
                 assert "uses" in step
                 continue
             name, script = str(step["name"]), str(step["run"])
-            if name == "Install":
-                assert "pip install evalh" in script
+            if name == "Install":  # tests/test_installed.py runs it, from a fresh venv
+                assert script == "pip install ./evalh-0.1.0-py3-none-any.whl -e ."
                 continue
             proc = bash(script, root, env)
             assert proc.returncode == expect.get(name, 0), (name, proc.returncode, proc.stderr[-2000:])
@@ -138,7 +150,6 @@ def test_ci_recipe_step_by_step(repo_project: Path) -> None:
         "from examples.citecheck import check as _check\n\n\n"
         "def check(inp):\n    out = _check(inp)\n"
         "    return {**out, 'verdict': 'accept'} if isinstance(out, dict) else out\n")
-    toml = root / "evalh.toml"
     toml.write_text(toml.read_text().replace("examples.citecheck:check", "examples.broken:check"))
     run_steps({"Compare with the baseline": 1})
     failures = (root / "reports" / "evalh-run.xml").read_text()
