@@ -21,7 +21,7 @@ WIDTH = 80
 # A user's order: run and check, look at runs, gate, read, then the specialised commands.
 ORDER = [
     ["init"], ["run"], ["merge"], ["generate"], ["validate"], ["runs"], ["show"], ["baseline"], ["baseline", "set"],
-    ["baseline", "show"], ["baseline", "noise"], ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"],
+    ["baseline", "show"], ["baseline", "noise"], ["compare"], ["report"], ["ui"], ["rejudge"], ["import"], ["sweep"],
     ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["label", "serve"], ["mock-provider"], ["plugins"],
 ]
 

@@ -22,6 +22,7 @@ from evalh.cli import (
     compare_cmd,
     export_cmd,
     generate_cmd,
+    import_cmd,
     init_cmd,
     label_cmd,
     merge_cmd,
@@ -86,6 +87,7 @@ _COMMANDS: dict[str, tuple[Any, dict[str, Any]]] = {  # in the order `evalh --he
     "mock-provider": (mock_provider_cmd.mock_provider, {}),
     "plugins": (plugins_cmd.plugins, {}),
     "rejudge": (rejudge_cmd.rejudge, {}),
+    "import": (import_cmd.import_, {}),
     "compare": (compare_cmd.compare, {}),
     "baseline": (baseline_cmd.app, {}),
 }

@@ -1,0 +1,54 @@
+"""Readers of other evaluation tools' results (the adapter layer, like `evalh.providers`).
+
+Each reader turns one tool's result file into an `ImportedRun` (`evalh.importers.base`):
+cases with their recorded outputs and every score the tool gave, errors, usage, cost,
+latency, the model and task config, and notes naming what could not be mapped. The core
+(`evalh.core.run_import`) makes an evalh run document of it through the one runner, the
+outputs given back by a stored source (as `evalh rejudge` does).
+
+- `inspect_log`: inspect_ai logs, `.eval` (zip) and `.json`;
+- `promptfoo`: promptfoo's `promptfoo eval -o results.json`.
+
+`read_file` tells them apart by their content.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalh.importers.base import ForeignFileError, ImportedRun, load_json
+
+FORMATS = ("inspect_ai", "promptfoo")
+
+
+def sniff(path: Path) -> str:
+    """Which tool wrote `path`: `inspect_ai` or `promptfoo` (ForeignFileError otherwise)."""
+    if path.suffix == ".eval":
+        return "inspect_ai"
+    doc = load_json(path)
+    if isinstance(doc, dict):
+        if isinstance(doc.get("eval"), dict) and "version" in doc:
+            return "inspect_ai"
+        results = doc.get("results")
+        if isinstance(results, dict) and isinstance(results.get("results"), list):
+            return "promptfoo"
+    raise ForeignFileError(f"{path}: neither an inspect_ai log (.eval, .json) nor a promptfoo result "
+                       "file (`promptfoo eval -o results.json`)")
+
+
+def read_file(path: Path) -> ImportedRun:
+    """The run a tool's result file holds (ForeignFileError, one line naming the file, when it
+    cannot be read)."""
+    if not path.is_file():
+        raise ForeignFileError(f"{path}: no such file")
+    kind = sniff(path)
+    if kind == "inspect_ai":
+        from evalh.importers.inspect_log import read_inspect_log
+
+        return read_inspect_log(path)
+    from evalh.importers.promptfoo import read_promptfoo
+
+    return read_promptfoo(path)
+
+
+__all__ = ["FORMATS", "ForeignFileError", "ImportedRun", "read_file", "sniff"]
