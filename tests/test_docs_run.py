@@ -85,6 +85,31 @@ def test_readme_start_and_the_adopting_page_run_as_written(tmp_path: Path) -> No
             assert "BASELINE" in staged and "eval_runs/" in staged  # `git add -f` of the baseline run
 
 
+@pytest.mark.parametrize(("section", "files"), [
+    ("## Coming from inspect_ai", {"logs/main.eval": "inspect-v1.eval", "logs/pr.json": "inspect-v2.json"}),
+    ("## Coming from promptfoo", {"main-results.json": "promptfoo-v1.json", "pr-results.json": "promptfoo-v2.json"}),
+])
+def test_the_adopting_page_coming_from_other_tools_runs_as_written(
+    tmp_path: Path, section: str, files: dict[str, str]
+) -> None:
+    """Each line of the section's block, in order, on files the real tool made
+    (tests/data/imports, named as the page names them): the baseline set from an import,
+    the change imported, and the gate failing on the case the change broke."""
+    env = env_for(tmp_path)
+    for name, fixture in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / "tests" / "data" / "imports" / fixture, tmp_path / name)
+    (block,) = blocks("docs/adopting.md", "bash", section)
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    assert len(lines) == 3 and "evalh baseline set" in lines[0] and "evalh compare --fail-on-regression" in lines[2]
+    ok(bash(lines[0], tmp_path, env), lines[0])
+    ok(bash(lines[1], tmp_path, env), lines[1])
+    gate = bash(lines[2], tmp_path, env)
+    assert gate.returncode == 1, gate.stderr  # "exit 1: a ... that passed fails now"
+    assert "capital.australia" in gate.stdout
+    assert len(list((tmp_path / "eval_runs").glob("*.json"))) == 2
+
+
 @pytest.fixture
 def repo_project(tmp_path: Path) -> Path:
     """A scratch copy of this repository's project (config, datasets, example product)."""
