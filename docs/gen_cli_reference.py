@@ -22,7 +22,7 @@ WIDTH = 80
 ORDER = [
     ["init"], ["run"], ["merge"], ["generate"], ["validate"], ["runs"], ["show"], ["baseline"], ["baseline", "set"],
     ["baseline", "show"], ["baseline", "noise"], ["compare"], ["report"], ["ui"], ["rejudge"], ["import"], ["sweep"],
-    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["label", "serve"], ["mock-provider"], ["plugins"],
+    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["label", "serve"], ["mock-provider"], ["plugins"], ["ci"], ["ci", "comment"],
 ]
 
 HEADER = """\

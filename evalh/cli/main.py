@@ -19,6 +19,7 @@ import typer
 
 from evalh.cli import (
     baseline_cmd,
+    ci_cmd,
     compare_cmd,
     export_cmd,
     generate_cmd,
@@ -90,6 +91,7 @@ _COMMANDS: dict[str, tuple[Any, dict[str, Any]]] = {  # in the order `evalh --he
     "import": (import_cmd.import_, {}),
     "compare": (compare_cmd.compare, {}),
     "baseline": (baseline_cmd.app, {}),
+    "ci": (ci_cmd.app, {}),
 }
 
 
