@@ -31,8 +31,7 @@ def import_(
     `report`, `ui`, `rejudge` and `label` work on the imported runs as on any.
 
     Prints each new run's id (with --json, what `evalh run --json` prints: one object a
-    file). Exit 0; 2 when a file cannot be read (one line naming it; nothing written for
-    it or the files after it).
+    file). Exit 0; 2 when a file cannot be read (one line naming it; nothing is written).
 
     Examples:
 
@@ -44,7 +43,7 @@ def import_(
     """
     from evalh.cli.project import open_project
     from evalh.console import err, out
-    from evalh.core.run_import import import_run
+    from evalh.core.run_import import import_runs
     from evalh.errors import ConfigError
     from evalh.importers import read_file
 
@@ -52,9 +51,8 @@ def import_(
         raise ConfigError(f"--regime: {regime!r} is neither deterministic nor stochastic")
     chosen: Literal["deterministic", "stochastic"] | None = regime  # type: ignore[assignment]
     root, store = open_project(config, runs_dir)
-    imported = [read_file(p) for p in paths]  # every file read before anything is written
-    for item in imported:
-        run = import_run(item, store, root, regime=chosen, label=label)
+    imported = [read_file(p) for p in paths]  # every file read and planned before anything is written
+    for item, run in zip(imported, import_runs(imported, store, root, regime=chosen, label=label), strict=True):
         path = store.path_for(run.run_id)
         if json_out:
             from evalh.core.run_request import RunOutcome

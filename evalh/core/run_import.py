@@ -19,7 +19,6 @@ the others have is `errored` ("not in the imported file") and noted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -38,11 +37,6 @@ from evalh.store import RunStore, new_run_id
 Regime = Literal["deterministic", "stochastic"]
 IMPORT_CONCURRENCY = 16
 """Results scored at once: the scores are replayed, nothing is called."""
-
-
-@dataclass(frozen=True)
-class _ImportedDataset(Dataset):
-    """The cases of an imported suite, under the name the tool gave its dataset."""
 
 
 def _iso(value: str | None) -> str | None:
@@ -91,7 +85,7 @@ def _suite_plan(suite: ImportedSuite, run: ImportedRun, regime: Regime | None) -
     model = suite.target.get("model")
     plan = SuitePlan(
         name=suite.name, regime=chosen, tier=0,
-        dataset=_ImportedDataset(Path(suite.dataset or suite.name), cases),
+        dataset=Dataset(Path(suite.dataset or suite.name), cases),
         dataset_display=suite.dataset or suite.name, cases=cases,
         arms=[ArmPlan(a, StoredSource(stored, suite.target)) for a in arms],
         scorers=scorers, repeats=repeats, timeout_s=60.0, concurrency=IMPORT_CONCURRENCY,
@@ -115,6 +109,7 @@ def plan_import(imported: ImportedRun, root: Path, *, regime: Regime | None = No
         plan, snap = _suite_plan(suite, imported, regime)
         suites.append(plan)
         snaps[suite.name] = snap
+    # after planning: the notes it made (missing results, metadata) belong in the record too
     record = {"format": imported.format, "tool_version": imported.tool_version, "file": imported.source.name,
               "notes": list(imported.notes)}
     return RunPlan(
@@ -126,12 +121,12 @@ def plan_import(imported: ImportedRun, root: Path, *, regime: Regime | None = No
     )
 
 
-def import_run(imported: ImportedRun, store: RunStore, root: Path, *, regime: Regime | None = None,
-               label: str | None = None) -> Run:
-    """Write the run document of `imported` and return it (without its results)."""
+def import_runs(imported: list[ImportedRun], store: RunStore, root: Path, *, regime: Regime | None = None,
+                label: str | None = None) -> list[Run]:
+    """Write a run document for each of `imported` and return them (without their
+    results). Every one is planned before the first is written: a file that cannot be
+    imported stops them all, with nothing written."""
     from evalh.core.runner import run_plan
 
-    plan = plan_import(imported, root, regime=regime, label=label)
-    # notes made while planning (missing results, metadata) belong in the record too
-    plan.config_snapshot["import"]["notes"] = list(imported.notes)
-    return run_plan(plan, store, None, results=False)
+    plans = [plan_import(item, root, regime=regime, label=label) for item in imported]
+    return [run_plan(plan, store, None, results=False) for plan in plans]

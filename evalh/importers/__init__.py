@@ -15,17 +15,18 @@ outputs given back by a stored source (as `evalh rejudge` does).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from evalh.importers.base import ForeignFileError, ImportedRun, load_json
 
 FORMATS = ("inspect_ai", "promptfoo")
 
 
-def sniff(path: Path) -> str:
-    """Which tool wrote `path`: `inspect_ai` or `promptfoo` (ForeignFileError otherwise)."""
+def sniff(path: Path, doc: Any) -> str:
+    """Which tool wrote `path` (`doc`: its JSON, None for a `.eval` zip): `inspect_ai` or
+    `promptfoo` (ForeignFileError otherwise)."""
     if path.suffix == ".eval":
         return "inspect_ai"
-    doc = load_json(path)
     if isinstance(doc, dict):
         if isinstance(doc.get("eval"), dict) and "version" in doc:
             return "inspect_ai"
@@ -33,22 +34,22 @@ def sniff(path: Path) -> str:
         if isinstance(results, dict) and isinstance(results.get("results"), list):
             return "promptfoo"
     raise ForeignFileError(f"{path}: neither an inspect_ai log (.eval, .json) nor a promptfoo result "
-                       "file (`promptfoo eval -o results.json`)")
+                           "file (`promptfoo eval -o results.json`)")
 
 
 def read_file(path: Path) -> ImportedRun:
-    """The run a tool's result file holds (ForeignFileError, one line naming the file, when it
-    cannot be read)."""
+    """The run a tool's result file holds (ForeignFileError, one line naming the file, when
+    it cannot be read). A JSON file is parsed once."""
     if not path.is_file():
-        raise ForeignFileError(f"{path}: no such file")
-    kind = sniff(path)
-    if kind == "inspect_ai":
+        raise ForeignFileError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+    doc = None if path.suffix == ".eval" else load_json(path)
+    if sniff(path, doc) == "inspect_ai":
         from evalh.importers.inspect_log import read_inspect_log
 
-        return read_inspect_log(path)
+        return read_inspect_log(path, doc)
     from evalh.importers.promptfoo import read_promptfoo
 
-    return read_promptfoo(path)
+    return read_promptfoo(path, doc)
 
 
 __all__ = ["FORMATS", "ForeignFileError", "ImportedRun", "read_file", "sniff"]

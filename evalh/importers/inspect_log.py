@@ -179,8 +179,9 @@ def _result(sample: dict[str, Any], run: ImportedRun, kinds: dict[str, ScorerKin
     )
 
 
-def read_inspect_log(path: Path) -> ImportedRun:
-    log = _read_eval_zip(path) if path.suffix == ".eval" else load_json(path)
+def read_inspect_log(path: Path, doc: Any = None) -> ImportedRun:
+    """`path` (`doc`: its JSON when parsed already)."""
+    log = _read_eval_zip(path) if path.suffix == ".eval" else (doc if doc is not None else load_json(path))
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
         raise ForeignFileError(f"{path}: no `eval` header: not an inspect_ai log")
     ev: dict[str, Any] = log["eval"]
@@ -195,19 +196,20 @@ def read_inspect_log(path: Path) -> ImportedRun:
     revision = ev.get("revision")
     if isinstance(revision, dict) and revision.get("type") == "git" and revision.get("commit"):
         run.git = GitInfo(sha=str(revision["commit"]), dirty=revision.get("dirty") if isinstance(revision.get("dirty"), bool) else None)
-    kinds: dict[str, ScorerKind] = {}
-    for s in ev.get("scorers") or []:  # the order the task named them
-        if isinstance(s, dict) and isinstance(s.get("name"), str):
-            kinds.setdefault(s["name"], "pass_fail")  # replaced below by what the values say
-    order = list(kinds)
-    kinds = {}
-    results = [_result(s, run, kinds, path) for s in log["samples"] if isinstance(s, dict)]
-    results.sort(key=lambda r: (r.case_id, r.attempt))
-    ids = (ev.get("dataset") or {}).get("sample_ids")
-    if isinstance(ids, list):
-        rank = {str(i): n for n, i in enumerate(ids)}
-        results.sort(key=lambda r: (rank.get(r.case_id, len(rank)), r.attempt))
-    scorers = {n: kinds[n] for n in [*order, *kinds] if n in kinds}
+    order = [s["name"] for s in ev.get("scorers") or []  # the order the task named them
+             if isinstance(s, dict) and isinstance(s.get("name"), str)]
+    kinds: dict[str, ScorerKind] = {}  # what each scorer's values say it is
+    samples = [s for s in log["samples"] if isinstance(s, dict)]
+    results = [_result(s, run, kinds, path) for s in samples]
+    ids = as_dict(ev.get("dataset")).get("sample_ids")
+    rank = {str(i): n for n, i in enumerate(ids)} if isinstance(ids, list) else {}
+    results.sort(key=lambda r: (rank.get(r.case_id, len(rank)), r.case_id, r.attempt))  # the dataset's order
+    scorers = {n: kinds[n] for n in dict.fromkeys([*order, *kinds]) if n in kinds}
+    if any(len(s.get("messages") or []) > 2 or s.get("events") for s in samples):
+        run.note("the samples' message histories and event transcripts are not imported: the output is "
+                 "the final completion")
+    if any(s.get("store") for s in samples):
+        run.note("the samples' store (state a solver kept) is not imported")
     task = safe_name(str(ev.get("task") or "task"), "task")
     model = ev.get("model")
     target = {"kind": "inspect_ai", "model": model if isinstance(model, str) else None}

@@ -85,8 +85,9 @@ def _provider(row: dict[str, Any]) -> tuple[str, str | None]:
     return (str(p) if p else "provider"), None
 
 
-def read_promptfoo(path: Path) -> ImportedRun:
-    doc = as_dict(load_json(path))
+def read_promptfoo(path: Path, parsed: Any = None) -> ImportedRun:
+    """`path` (`parsed`: its JSON when parsed already)."""
+    doc = as_dict(parsed if parsed is not None else load_json(path))
     results = as_dict(doc.get("results"))
     rows = results.get("results")
     if not isinstance(rows, list):
@@ -168,4 +169,5 @@ def read_promptfoo(path: Path) -> ImportedRun:
     if any(isinstance(r, dict) and r.get("namedScores") for r in rows):
         run.note("promptfoo's namedScores are the assertions' scores by metric: kept as those scorers' values")
     run.note("promptfoo records no git state: the run's git is empty")
+    run.note("the rendered prompts are not kept per result: the prompt templates are in the config snapshot")
     return run
