@@ -191,3 +191,20 @@ def test_the_workflow_installs_evalh_as_it_was_installed(
     steps = yaml.safe_load(workflow_text(tmp_path, spec))["jobs"]["evals"]["steps"]
     (install,) = [s["run"] for s in steps if s.get("name") == "Install"]
     assert install == "pip install " + (f'"{requirement}"' if " " in requirement else requirement)
+
+
+def test_an_editable_checkout_with_an_origin_installs_from_its_commit(tmp_path: Path) -> None:
+    import subprocess
+
+    from evalh.scaffold import install_spec
+
+    checkout = tmp_path / "evalh-src"
+    checkout.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}
+    for cmd in (["init", "-q"], ["remote", "add", "origin", "https://example.org/acme/evalh.git"],
+                ["commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", *cmd], cwd=checkout, env=env, check=True, capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
+    spec = install_spec(tmp_path / "project", {"url": checkout.as_uri(), "dir_info": {"editable": True}})
+    assert spec.requirement == f"evalh @ git+https://example.org/acme/evalh.git@{sha}" and spec.note is None
