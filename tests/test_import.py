@@ -201,3 +201,27 @@ def test_rejudge_and_labelling_work_on_an_imported_run(tmp_path: Path, monkeypat
     assert result.exit_code == 0, result.output
     requests = json.loads((tmp_path / "requests.json").read_text())["requests"]
     assert len(requests) == 5  # the outputs there are: the errored case has none
+
+
+def test_the_dashboard_serves_imported_runs(tmp_path: Path) -> None:
+    import threading
+
+    import httpx
+
+    from evalh.ui.server import make_server
+
+    base, cand = (imported(tmp_path, f)["run_id"] for f in FILES["inspect"])
+    server = make_server(tmp_path / "eval_runs", tmp_path, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        listed = httpx.get(url + "/api/runs").json()
+        assert {base, cand} <= {r["run_id"] for r in listed["runs"]}
+        got = httpx.get(url + "/api/compare", params={"base": base, "candidate": cand}).json()
+        assert got["suites"]["capitals"]["verdict"] == "regressed"
+        assert [c["case_id"] for c in got["suites"]["capitals"]["cases"]["regressed"]] == ["capital.australia"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
