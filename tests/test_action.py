@@ -307,3 +307,19 @@ def test_the_comment_escapes_what_runs_say_and_a_refusal_is_one_line(api: Commen
     result = CliRunner().invoke(app, ["ci", "comment", "--compare-json", str(tmp_path / "cmp.json"), "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["posted"] is None
     assert len(api.requests) == 1  # the refused listing; nothing on a push
+
+
+def test_run_compare_baseline_says_how_old_the_baseline_is(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    monkeypatch.chdir(project)
+    env = {**os.environ, "EVALH_BASE_REF": "origin/main"}  # in a process of its own: the broken stub, imported anew
+    proc = subprocess.run([sys.executable, "-m", "evalh.cli.main", "run", "--compare-baseline", "--json"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr  # statement.plain regressed
+    age = json.loads(proc.stdout)["comparison"]["baseline_age"]
+    assert age["commits_behind"] == 3 and age["against"] == "the candidate's merge base with origin/main"
+    result = CliRunner().invoke(app, ["compare", "--baseline-max-age", "0"])
+    assert "warning: the baseline is 0 days old, older than 0 days" in " ".join(result.stdout.split())
