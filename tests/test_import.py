@@ -225,3 +225,25 @@ def test_the_dashboard_serves_imported_runs(tmp_path: Path) -> None:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@pytest.mark.slow
+def test_inspect_ai_makes_the_same_fixtures_today(tmp_path: Path) -> None:
+    """The committed inspect_ai logs are what the script makes with the inspect_ai
+    installed (the `bench` extra): made again, imported, the same outcomes per case."""
+    pytest.importorskip("inspect_ai")
+    import subprocess
+    import sys
+
+    out = tmp_path / "made"
+    out.mkdir()
+    proc = subprocess.run([sys.executable, str(DATA / "make_fixtures.py"), "--only", "inspect", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from evalh.importers import read_file
+
+    for name in ("inspect-v1.eval", "inspect-v2.json", "inspect-epochs.eval"):
+        fresh, kept = read_file(out / name), read_file(DATA / name)
+        outcome = [[(r.case_id, r.attempt, r.error is not None, [(s.scorer, s.passed, s.value) for s in r.scores])
+                    for r in run.suites["capitals"].results] for run in (fresh, kept)]
+        assert outcome[0] == outcome[1], name

@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 from answers import CASES, answer  # noqa: E402
 
 
-def inspect_logs() -> None:
+def inspect_logs(out: Path) -> None:
     from inspect_ai import Task, eval
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.log import read_eval_log, write_eval_log
@@ -81,10 +81,10 @@ def inspect_logs() -> None:
                 sample.events = []
                 if sample.error is not None:
                     sample.error.traceback = sample.error.traceback_ansi = ""
-            write_eval_log(full, str(HERE / f"{name}.{fmt}"), format=fmt)
+            write_eval_log(full, str(out / f"{name}.{fmt}"), format=fmt)
 
 
-def promptfoo_results(promptfoo: str) -> None:
+def promptfoo_results(promptfoo: str, out_dir: Path) -> None:
     tests = "".join(
         f"  - description: {c['id']}\n    vars:\n      question: \"{c['input']['question']}\"\n"
         f"      expected: {c['expected']}\n    metadata:\n      group: {c['metadata']['group']}\n"
@@ -109,18 +109,19 @@ def promptfoo_results(promptfoo: str) -> None:
                                   cwd=work, env=env, capture_output=True, text=True, timeout=600)
             if not out.is_file():
                 sys.exit(f"promptfoo eval failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-            shutil.copy2(out, HERE / f"promptfoo-{version}.json")
+            shutil.copy2(out, out_dir / f"promptfoo-{version}.json")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--promptfoo", help="the promptfoo executable (skipped without it)")
     parser.add_argument("--only", choices=["inspect", "promptfoo"])
+    parser.add_argument("--out", type=Path, default=HERE, help="where to write them (default: beside this script)")
     args = parser.parse_args()
     if args.only != "promptfoo":
-        inspect_logs()
+        inspect_logs(args.out)
     if args.promptfoo and args.only != "inspect":
-        promptfoo_results(args.promptfoo)
+        promptfoo_results(args.promptfoo, args.out)
 
 
 if __name__ == "__main__":
