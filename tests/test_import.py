@@ -247,3 +247,20 @@ def test_inspect_ai_makes_the_same_fixtures_today(tmp_path: Path) -> None:
         outcome = [[(r.case_id, r.attempt, r.error is not None, [(s.scorer, s.passed, s.value) for s in r.scores])
                     for r in run.suites["capitals"].results] for run in (fresh, kept)]
         assert outcome[0] == outcome[1], name
+
+
+def test_a_suite_of_graded_scorers_only_is_stochastic_and_noted(tmp_path: Path) -> None:
+    """The inspect_ai log with its pass/fail scorer left out (a log whose task scored with
+    `brevity` alone): no case passes, the suite compares by mean score, the notes say so."""
+    log = json.loads((DATA / "inspect-v2.json").read_text())
+    log["eval"]["scorers"] = [s for s in log["eval"]["scorers"] if s["name"] == "brevity"]
+    for sample in log["samples"]:
+        sample["scores"] = {k: v for k, v in (sample.get("scores") or {}).items() if k == "brevity"}
+    (tmp_path / "graded.json").write_text(json.dumps(log))
+    result = invoke(tmp_path, "import", str(tmp_path / "graded.json"), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / json.loads(result.stdout)["path"]).read_bytes())
+    suite = doc["suites"]["capitals"]
+    assert suite["regime"] == "stochastic" and suite["aggregate"]["passed"] == 0
+    assert suite["aggregate"]["mean_score"] is not None
+    assert any("every scorer is graded" in n for n in doc["config"]["import"]["notes"])

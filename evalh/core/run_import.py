@@ -7,7 +7,8 @@ the runner decides each result's status from its scores, aggregates, summarizes 
 writes the document as for any run: `errored` where the tool recorded an error, `failed`
 where a pass/fail scorer failed or nothing passed (an unscored result is never a pass).
 Graded scorers are recorded (their values make the case's score) and decide nothing
-alone. The target is never called.
+alone; a suite whose every scorer is graded is stochastic (its mean score compares) and
+noted so. The target is never called.
 
 The run's config snapshot holds, per suite, the regime, what answered (the tool's model
 and settings), the scorers and the tool's own task config; and an `import` record: the
@@ -80,7 +81,11 @@ def _suite_plan(suite: ImportedSuite, run: ImportedRun, regime: Regime | None) -
                     stored[(case.id, arm, attempt)] = CaseResult(
                         case_id=case.id, arm=arm, attempt=attempt, status="errored",
                         error=ErrorInfo(type="NotImported", message="not in the imported file"))
-    chosen: Regime = regime or suite.regime or ("stochastic" if repeats > 1 else "deterministic")
+    graded_only = bool(suite.scorers) and all(k == "graded" for k in suite.scorers.values())
+    if graded_only:
+        run.note(f"suite {suite.name}: every scorer is graded (no verdict), so no case passes (an unjudged "
+                 "result is never a pass): the suite is stochastic and its mean score is what compares")
+    chosen: Regime = regime or suite.regime or ("stochastic" if repeats > 1 or graded_only else "deterministic")
     scorers: list[Scorer] = [StoredScorer(name, stored, "deterministic") for name in suite.scorers]
     model = suite.target.get("model")
     plan = SuitePlan(
