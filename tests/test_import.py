@@ -153,8 +153,11 @@ def test_the_same_eval_three_ways_gives_the_same_outcomes_and_verdict(tmp_path: 
         assert [statuses(d) for d in docs] == [V1, V2], tool
         result = invoke(tmp_path, "compare", docs[0]["run_id"], docs[1]["run_id"], "--format", "json")
         suite = json.loads(result.stdout)["suites"]["capitals"]
-        verdicts[tool] = (suite["verdict"], result.exit_code)
-    assert set(verdicts.values()) == {("regressed", 0)}, verdicts
+        pass_rate = [(m["base"], m["candidate"], m["n"], m["verdict"]) for m in suite["metrics"] if m["name"] == "pass_rate"]
+        verdicts[tool] = (suite["verdict"], result.exit_code, json.dumps(pass_rate),
+                          json.dumps([(c["case_id"], c["base"], c["candidate"]) for c in suite["cases"]["regressed"]]))
+    assert len(set(verdicts.values())) == 1, verdicts  # the same verdict, pass-rate row and regressed cases
+    assert verdicts["evalh"][:2] == ("regressed", 0)
 
 
 @pytest.mark.parametrize(("content", "says"), [
