@@ -21,8 +21,8 @@ WIDTH = 80
 # A user's order: run and check, look at runs, gate, read, then the specialised commands.
 ORDER = [
     ["init"], ["run"], ["merge"], ["generate"], ["validate"], ["runs"], ["show"], ["baseline"], ["baseline", "set"],
-    ["baseline", "show"], ["baseline", "noise"], ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"],
-    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["label", "serve"], ["mock-provider"], ["plugins"],
+    ["baseline", "show"], ["baseline", "noise"], ["compare"], ["report"], ["ui"], ["rejudge"], ["import"], ["sweep"],
+    ["export-requests"], ["label"], ["label", "import"], ["label", "report"], ["label", "serve"], ["mock-provider"], ["plugins"], ["ci"], ["ci", "comment"],
 ]
 
 HEADER = """\

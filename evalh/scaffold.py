@@ -4,7 +4,8 @@
 that exists is ever overwritten: when any planned file exists, `plan_init` raises
 `ConfigError` naming it (exit 2) and nothing is written. The one exception is
 `.gitignore`, which gets the lines it lacks appended (an existing one is kept as it was
-otherwise).
+otherwise). CI added later (`evalh init --ci github` where an `evalh.toml` is already)
+plans only the CI files: the project's are kept as they are.
 
 After `evalh init`, `evalh run` works at once and offline: a deterministic suite `smoke`
 whose target is either a stub written into the user's package or an existing
@@ -39,14 +40,18 @@ _PACKAGE_FORM = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 @dataclass
 class InitPlan:
     root: Path
-    target: str
-    """The suite's target, `module:function`."""
+    target: str | None
+    """The suite's target, `module:function` (None when only CI files are added)."""
     files: dict[str, str] = field(default_factory=dict)
     """Path relative to `root` → content, each one new."""
     gitignore: list[str] = field(default_factory=list)
     """Lines `.gitignore` lacks (appended; the file is created when absent)."""
     stub: str | None = None
     """The relative path of the target stub written, if any."""
+    kept: list[str] = field(default_factory=list)
+    """Files of the project that exist and are kept as they are (CI added later)."""
+    install: InstallSpec | None = None
+    """How the CI workflow written installs evalh (None: no workflow)."""
 
     @property
     def written(self) -> list[str]:
@@ -163,12 +168,114 @@ def answer(input: dict[str, Any]) -> dict[str, Any]:
 '''
 
 
-def workflow_text(root: Path) -> str:
-    install = "pip install evalh"
-    if (root / "pyproject.toml").is_file() or (root / "setup.py").is_file():
-        install = "pip install evalh -e ."
+WHEEL_NAME = "evalh-{version}-py3-none-any.whl"
+
+
+@dataclass(frozen=True)
+class InstallSpec:
+    """How the generated workflow installs evalh: the pip argument, and a note for the
+    person who commits the workflow when the argument needs something of them."""
+
+    requirement: str
+    note: str | None = None
+
+
+def _version() -> str:
+    from evalh import __version__
+
+    return __version__
+
+
+def _direct_url() -> dict[str, object] | None:
+    """PEP 610's record of where the installed evalh came from (None: from an index, or
+    not installed at all)."""
+    import importlib.metadata
+    import json
+
+    try:
+        text = importlib.metadata.distribution("evalh").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def install_spec(root: Path, direct_url: dict[str, object] | None = None) -> InstallSpec:
+    """The pip argument that installs, in CI, the evalh installed here (`direct_url`: PEP
+    610's record, read from the installed distribution when not given):
+
+    - a wheel file inside the project → its path relative to the project root (`./…`);
+      a wheel elsewhere → `./<its file name>`, with a note to commit it there;
+    - a wheel or archive at an http(s) URL → that URL;
+    - a VCS checkout (`pip install git+…`) → `evalh @ git+URL@COMMIT`;
+    - a local directory (an editable checkout) → `evalh @ git+ORIGIN@COMMIT` when it is a
+      git checkout with an `origin` remote, else a version pin with a note;
+    - from a package index → `evalh==VERSION`.
+    """
+    from urllib.parse import unquote, urlparse
+
+    info = direct_url if direct_url is not None else _direct_url()
+    version = _version()
+    pin = InstallSpec(f"evalh=={version}")
+    if not info or not isinstance(info.get("url"), str):
+        return pin
+    url = str(info["url"])
+    parsed = urlparse(url)
+    vcs = info.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs"):
+        commit = vcs.get("commit_id") or vcs.get("requested_revision")
+        return InstallSpec(f"evalh @ {vcs['vcs']}+{url}" + (f"@{commit}" if commit else ""))
+    if isinstance(info.get("dir_info"), dict):
+        directory = Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+        origin = _git(directory, "remote", "get-url", "origin") if directory else None
+        commit = _git(directory, "rev-parse", "HEAD") if directory else None
+        if origin and commit and not origin.startswith(("/", ".", "file:")):
+            return InstallSpec(f"evalh @ git+{origin}@{commit}")
+        return InstallSpec(pin.requirement, "evalh was installed from a local directory: "
+                                            "replace this line with how CI gets evalh")
+    if parsed.scheme in ("http", "https"):
+        return InstallSpec(url)
+    if parsed.scheme == "file":
+        path = Path(unquote(parsed.path))
+        try:
+            return InstallSpec("./" + path.resolve().relative_to(root.resolve()).as_posix())
+        except ValueError:
+            return InstallSpec(f"./{path.name}", f"commit the wheel evalh was installed from "
+                                                 f"({path.name}) at the project root")
+    return pin
+
+
+def _yaml_arg(arg: str) -> str:
+    """A pip argument as the `run:` line says it (quoted when it has a space)."""
+    return f'"{arg}"' if " " in arg else arg
+
+
+def workflow_text(root: Path, spec: InstallSpec | None = None) -> str:
+    """`.github/workflows/evals.yml` for the project in `root`: the one CI recipe (docs/ci.md
+    shows it as written for a project with a pyproject.toml and the wheel at its root;
+    `tests/test_docs_run.py` checks they are the same)."""
+    spec = spec or install_spec(root)
+    project = (root / "pyproject.toml").is_file() or (root / "setup.py").is_file()
+    install = f"pip install {_yaml_arg(spec.requirement)}" + (" -e ." if project else "")
+    cache_key = "pyproject.toml" if (root / "pyproject.toml").is_file() else "evalh.toml"
+    note = f"\n        # {spec.note}" if spec.note else ""
     return f"""\
-# evalh in CI (written by `evalh init --ci github`; see evalh's docs/ci.md).
+# evalh in CI (written by `evalh init --ci github`; evalh's docs/ci.md explains each step).
 # Commit a baseline first: `evalh run`, then `evalh baseline set RUN_ID`, then
 # `git add BASELINE && git add -f eval_runs/RUN_ID.json`.
 name: evals
@@ -191,12 +298,16 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.11"
+          cache: pip
+          cache-dependency-path: {cache_key}   # what keys the pip cache
 
       - name: Install
+        # evalh as it was installed where `evalh init` ran{" (and the project's own code)" if project else ""}{note}
         run: {install}
 
       - name: Run the suites
-        # Exit 1 (a case failed) is left to the comparison; 2 (bad config) stops here.
+        # `evalh run` exits 1 when a deterministic case fails; the comparison below decides
+        # whether that is a regression. Exit 2 (bad config, bad dataset) stops here.
         run: |
           set +e
           evalh run --label "ci ${{GITHUB_SHA::10}}" --quiet --junit-xml reports/evalh-run.xml
@@ -205,10 +316,22 @@ jobs:
           exit 0
 
       - name: Compare with the baseline
+        # BASELINE vs the newest run (the one just made). Markdown goes to the job summary,
+        # JUnit XML to the test reporter, and a regression fails the job.
         run: |
           if [ ! -f BASELINE ]; then echo "no BASELINE committed yet: nothing to compare"; exit 0; fi
           evalh compare --fail-on-regression --format markdown \\
             --junit-xml reports/evalh-compare.xml >> "$GITHUB_STEP_SUMMARY"
+
+      - name: Upload the JUnit reports and the run documents
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: evalh-${{{{ github.run_id }}}}
+          path: |
+            reports/*.xml
+            eval_runs/*.json
+          if-no-files-found: ignore
 
       - name: Show failing cases in the checks tab
         if: always() && hashFiles('reports/*.xml') != ''
@@ -247,7 +370,12 @@ def plan_init(root: Path, *, target: str | None = None, package: str | None = No
         raise ConfigError("--target and --package exclude each other (the stub goes in --package)")
     files: dict[str, str] = {}
     stub_rel: str | None = None
-    if target is None:
+    kept: list[str] = []
+    spec = install_spec(root) if ci == "github" else None
+    if ci is not None and (root / "evalh.toml").is_file() and target is None and package is None:
+        # The project is there: add the CI files only (the config, cases and stub are kept).
+        kept = [rel for rel in ("evalh.toml", DATASET) if (root / rel).exists()]
+    elif target is None:
         module, stub_path = _stub_location(root, package)
         target = f"{module}:{STUB_FUNCTION}"
         stub_rel = stub_path.relative_to(root).as_posix()
@@ -256,10 +384,11 @@ def plan_init(root: Path, *, target: str | None = None, package: str | None = No
             files["evals/__init__.py"] = ""
     else:
         _check_target(root, target)
-    files["evalh.toml"] = config_text(target, stub=stub_rel is not None, methodology=methodology)
-    files[DATASET] = "\n".join(DATASET_LINES) + "\n"
+    if not kept:
+        files["evalh.toml"] = config_text(target or "", stub=stub_rel is not None, methodology=methodology)
+        files[DATASET] = "\n".join(DATASET_LINES) + "\n"
     if ci == "github":
-        files[WORKFLOW] = workflow_text(root)
+        files[WORKFLOW] = workflow_text(root, spec)
     for rel in sorted(files, key=lambda r: (r != "evalh.toml", r)):
         path = root / rel
         if path.exists() or path.is_symlink():
@@ -276,7 +405,8 @@ def plan_init(root: Path, *, target: str | None = None, package: str | None = No
         raise ConfigError(f"{gitignore}: exists and is not a file (nothing was written)")
     missing = [ln for ln in GITIGNORE_LINES
                if ln not in present and ln.rstrip("/") not in present and f"/{ln}" not in present]
-    return InitPlan(root=root, target=target, files=files, gitignore=missing, stub=stub_rel)
+    return InitPlan(root=root, target=target, files=files, gitignore=missing, stub=stub_rel,
+                    kept=kept, install=spec)
 
 
 def write_init(plan: InitPlan) -> list[Path]:

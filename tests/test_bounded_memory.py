@@ -29,6 +29,8 @@ from evalh.models import CaseResult, Run
 from evalh.store import RunStore, serialize_run
 from tests.runner_project import TARGET_MODULE, TARGET_SOURCE, evalh_process
 
+pytestmark = pytest.mark.slow  # processes, venvs or large runs: minutes on a busy 2-core machine
+
 SUITES = f"""\
 [evalh]
 concurrency = 4

@@ -30,6 +30,8 @@ from evalh.core.compare.decide import compare_runs
 from evalh.core.compare.models import Comparison, MetricRow
 from evalh.testing.simulate import Scenario, run_pair, true_change
 
+pytestmark = pytest.mark.statistical  # fixed-seed simulations of the gate: seconds to minutes on a busy machine
+
 
 def _row(cmp: Comparison, name: str, suite: str = "s") -> MetricRow:
     return next(m for m in cmp.suites[suite].metrics if m.name == name)

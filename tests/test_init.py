@@ -136,3 +136,75 @@ def test_no_runs_hint_says_init_where_there_is_no_config(tmp_path: Path) -> None
     assert invoke("init", "-q").exit_code == 0
     result = invoke("report")
     assert result.exit_code == 2 and "run `evalh run` first" in result.stderr
+
+
+def test_ci_added_later_writes_only_the_workflow(tmp_path: Path) -> None:
+    """`evalh init`, then `evalh init --ci github`: the project's files are kept as they
+    are, the workflow is added (exit 0); asked a third time, it refuses to overwrite it."""
+    assert invoke("init", str(tmp_path), "-q").exit_code == 0
+    (tmp_path / "evals" / "smoke.jsonl").write_text('{"id": "mine", "input": {"text": "?"}, "expected": "question"}\n')
+    before = tree(tmp_path)
+    result = invoke("init", str(tmp_path), "--ci", "github")
+    assert result.exit_code == 0, result.output
+    after = tree(tmp_path)
+    assert set(after) - set(before) == {".github/workflows/evals.yml"}
+    assert all(after[k] == v for k, v in before.items())  # nothing else touched
+    assert "kept evalh.toml (exists)" in result.stderr
+    result = invoke("init", str(tmp_path), "--ci", "github")
+    assert result.exit_code == 2 and "evals.yml: exists" in result.stderr
+    assert tree(tmp_path) == after
+
+
+def test_ci_added_later_with_a_target_still_refuses_the_config(tmp_path: Path) -> None:
+    """`--target` asks for a new config: an existing evalh.toml is refused as before."""
+    (tmp_path / "product.py").write_text("def f(x):\n    return {}\n")
+    assert invoke("init", str(tmp_path), "-q").exit_code == 0
+    before = tree(tmp_path)
+    result = invoke("init", str(tmp_path), "--ci", "github", "--target", "product:f")
+    assert result.exit_code == 2 and "evalh.toml: exists" in result.stderr
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(("direct_url", "requirement", "noted"), [
+    (None, "evalh==0.1.0", False),  # from an index
+    ({"url": "file:///{root}/vendor/evalh-0.1.0-py3-none-any.whl", "archive_info": {}},
+     "./vendor/evalh-0.1.0-py3-none-any.whl", False),
+    ({"url": "file:///elsewhere/evalh-0.1.0-py3-none-any.whl", "archive_info": {}},
+     "./evalh-0.1.0-py3-none-any.whl", True),
+    ({"url": "https://example.org/evalh-0.1.0-py3-none-any.whl", "archive_info": {}},
+     "https://example.org/evalh-0.1.0-py3-none-any.whl", False),
+    ({"url": "https://github.com/acme/evalh", "vcs_info": {"vcs": "git", "commit_id": "abc123"}},
+     "evalh @ git+https://github.com/acme/evalh@abc123", False),
+    ({"url": "file:///nowhere/evalh", "dir_info": {"editable": True}}, "evalh==0.1.0", True),
+])
+def test_the_workflow_installs_evalh_as_it_was_installed(
+    tmp_path: Path, direct_url: dict[str, object] | None, requirement: str, noted: bool
+) -> None:
+    from evalh.scaffold import install_spec, workflow_text
+
+    if direct_url is not None:
+        direct_url = {**direct_url, "url": str(direct_url["url"]).replace("/{root}", tmp_path.resolve().as_posix())}
+    spec = install_spec(tmp_path, direct_url or {})
+    assert spec.requirement == requirement and (spec.note is not None) == noted
+    import yaml
+
+    steps = yaml.safe_load(workflow_text(tmp_path, spec))["jobs"]["evals"]["steps"]
+    (install,) = [s["run"] for s in steps if s.get("name") == "Install"]
+    assert install == "pip install " + (f'"{requirement}"' if " " in requirement else requirement)
+
+
+def test_an_editable_checkout_with_an_origin_installs_from_its_commit(tmp_path: Path) -> None:
+    import subprocess
+
+    from evalh.scaffold import install_spec
+
+    checkout = tmp_path / "evalh-src"
+    checkout.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}
+    for cmd in (["init", "-q"], ["remote", "add", "origin", "https://example.org/acme/evalh.git"],
+                ["commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", *cmd], cwd=checkout, env=env, check=True, capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True).stdout.strip()
+    spec = install_spec(tmp_path / "project", {"url": checkout.as_uri(), "dir_info": {"editable": True}})
+    assert spec.requirement == f"evalh @ git+https://example.org/acme/evalh.git@{sha}" and spec.note is None

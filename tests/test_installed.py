@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # processes, venvs or large runs: minutes on a busy 2-core machine
+
 REPO = Path(__file__).resolve().parent.parent
 WHEEL_SOURCES = ("pyproject.toml", "README.md", "evalh")
 
@@ -181,7 +183,9 @@ def test_in_a_user_project_with_a_package(venv: Venv, tmp_path: Path) -> None:
     (project / ".gitignore").write_text("__pycache__/\n")
     venv.run("evalh", "init", "--ci", "github", cwd=project)
     assert (project / "acme" / "evalh_target.py").is_file()
-    assert "pip install evalh -e ." in (project / ".github/workflows/evals.yml").read_text()
+    # installed from a wheel outside the project: its name, at the root, where it is to be committed
+    workflow = (project / ".github/workflows/evals.yml").read_text()
+    assert f"pip install ./{venv.wheel.name} -e ." in workflow and f"commit the wheel evalh was installed from ({venv.wheel.name})" in workflow
     assert (project / ".gitignore").read_text().startswith("__pycache__/\n")
     sub = project / "acme"  # from a subdirectory: the config is found upwards
     venv.run("evalh", "run", "-q", cwd=sub)
@@ -228,3 +232,61 @@ def test_the_pytest_plugin_comes_with_the_wheel(venv: Venv, tmp_path: Path) -> N
     (project / "test_evals.py").write_text('def test_smoke(evalh):\n    evalh.check("smoke")\n')
     proc = venv.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_evals.py", cwd=project)
     assert "1 passed" in proc.stdout
+
+
+def fresh_venv(root: Path, wheel: Path) -> Venv:
+    """A venv with pip, whose dependencies are the outer environment's (as `venv` has)."""
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=300, capture_output=True)
+    v = Venv(root, wheel)
+    purelib = subprocess.run([str(v.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    outer = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    Path(purelib, "_outer_environment.pth").write_text("".join(f"{p}\n" for p in outer))
+    return v
+
+
+def test_the_generated_workflow_runs_step_by_step_from_a_fresh_venv(venv: Venv, tmp_path: Path) -> None:
+    """README's path: the wheel in the project, installed from there, `evalh init --ci
+    github`; then, in another fresh venv (the CI runner), every `run:` step of the workflow
+    in order as GitHub runs it, its install line first: the gate passes, then fails on a
+    regression. Dependencies come from the outer environment (no index is asked)."""
+    import yaml
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    shutil.copy2(venv.wheel, project / venv.wheel.name)
+    user = fresh_venv(tmp_path / "user-venv", venv.wheel)
+    pip_env = {**user.env(), "PIP_NO_INDEX": "1"}
+    subprocess.run([str(user.python), "-m", "pip", "install", "-q", venv.wheel.name], cwd=project,
+                   env=pip_env, check=True, capture_output=True, timeout=300)
+    user.run("evalh", "init", "--ci", "github", cwd=project)
+    workflow = yaml.safe_load((project / ".github/workflows/evals.yml").read_text())
+    steps = workflow["jobs"]["evals"]["steps"]
+    (install,) = [s["run"] for s in steps if s.get("name") == "Install"]
+    assert install == f"pip install ./{venv.wheel.name}"  # the wheel's path in the project
+    run_id = json.loads(user.run("evalh", "run", "--json", cwd=project).stdout)["run_id"]
+    user.run("evalh", "baseline", "set", run_id, cwd=project)
+
+    ci = fresh_venv(tmp_path / "ci-venv", venv.wheel)
+    assert not (ci.bin / "evalh").exists()
+    summary = tmp_path / "summary.md"
+    env = {**ci.env(), "PIP_NO_INDEX": "1", "GITHUB_SHA": "0123456789abcdef", "GITHUB_RUN_ID": "7",
+           "GITHUB_STEP_SUMMARY": str(summary)}
+
+    def run_steps() -> dict[str, int]:
+        codes = {}
+        for step in steps:
+            if "run" in step:
+                proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                                      cwd=project, env=env, capture_output=True, text=True, timeout=300)
+                codes[step["name"]] = proc.returncode
+                if proc.returncode:
+                    break
+        return codes
+
+    assert run_steps() == {"Install": 0, "Run the suites": 0, "Compare with the baseline": 0}
+    assert (ci.bin / "evalh").exists() and "smoke" in summary.read_text()
+    assert (project / "reports" / "evalh-compare.xml").is_file()
+    stub = project / "evals" / "evalh_target.py"
+    stub.write_text(stub.read_text().replace('text.endswith("?")', 'text.endswith(("?", "."))'))
+    assert run_steps() == {"Install": 0, "Run the suites": 0, "Compare with the baseline": 1}

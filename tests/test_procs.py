@@ -16,6 +16,8 @@ from evalh.cli.main import app
 from evalh.mock import MockProvider
 from tests.runner_project import TARGET_MODULE, by_triple, load, write_project
 
+pytestmark = pytest.mark.slow  # processes, venvs or large runs: minutes on a busy 2-core machine
+
 runner = CliRunner()
 
 MODEL_TOML = """\

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from compare_factory import make_run, suite
 
 from evalh.core.compare.decide import compare_runs
@@ -33,6 +34,7 @@ def _runs(rng: random.Random):
     return make_run("b", {"s": suite(base, "stochastic")}), make_run("c", {"s": suite(cand, "stochastic")})
 
 
+@pytest.mark.statistical  # a fixed-seed simulation
 def test_one_dominant_group_keeps_the_interval_honest() -> None:
     rng = random.Random(1)
     reps, covered, fails = 150, 0, 0

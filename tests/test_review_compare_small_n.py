@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
 from compare_factory import make_run, result, suite
 
 from evalh.core.compare.decide import ComparePolicy, compare_runs
@@ -37,6 +38,7 @@ def test_two_equal_score_drops_are_not_certain_evidence() -> None:
     assert row.verdict != "regressed", (row.interval, row.p_worse)
 
 
+@pytest.mark.statistical  # a fixed-seed simulation
 def test_unchanged_code_on_a_five_point_judge_scale_two_cases_rarely_fails_the_gate() -> None:
     rng = random.Random(1)
     reps, fails = 1500, 0

@@ -21,6 +21,8 @@ import pytest
 from tests.runner_project import load, write_project
 from tests.test_shard_merge import comparable
 
+pytestmark = pytest.mark.slow  # processes, venvs or large runs: minutes on a busy 2-core machine
+
 yaml = pytest.importorskip("yaml")
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scale.md"

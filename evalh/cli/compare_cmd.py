@@ -77,6 +77,13 @@ def compare(
         "--corrected", help="Also gate each judged suite on its judge's pass rate corrected by human labels "
         "(PPI++): both runs need a random labelled sample (`export-requests --sample`) with ratings "
         "imported; a row like the others (same rule, allowance --pass-rate-drop, family).")] = False,
+    baseline_max_age: Annotated[float, typer.Option(
+        "--baseline-max-age", min=0.0, metavar="DAYS",
+        help="Warn when the BASELINE run is older than this (days before the candidate).")] = 30.0,
+    merge_ref: Annotated[str | None, typer.Option(
+        "--base-ref", metavar="REF", envvar="EVALH_BASE_REF",
+        help="Count the commits the BASELINE is behind the candidate's merge base with REF "
+        "(e.g. origin/main; default: behind the candidate's commit).")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
@@ -92,6 +99,10 @@ def compare(
     `inconclusive` otherwise, with the cases that would settle it. A suite whose candidate
     produced nothing comparable (every case errored or could not be judged) fails the gate.
     See docs/methodology.md.
+
+    Against BASELINE, it says how old the baseline is: its run's date and how many commits
+    behind the candidate's merge base (--base-ref) its commit is, where git can tell; a
+    baseline older than --baseline-max-age days gets a warning (never a failure).
 
     Exit codes: 0 the gate passes; 1 a regression (or a suite that cannot pass) with
     --fail-on-regression; 2 bad usage, a missing run or an unreadable run document; 3 with
@@ -146,7 +157,12 @@ def compare(
             base_run = baseline.run if baseline is not None else load(base_ref)
             compare = partial(compare_runs, base_run, cand_run)
         if baseline is not None:
+            from evalh.core.compare.baseline_age import baseline_age
+
             notes = baseline.notes(cand_run)
+            age = baseline_age(baseline.runs, cand_run, root, base_ref=merge_ref, max_age_days=baseline_max_age)
+            notes.header[:0] = age.lines()
+            notes.extra["baseline_age"] = age.to_dict()
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
         pairs = _corrected_pairs(store, base_run.run_id, cand_run.run_id) if corrected else None

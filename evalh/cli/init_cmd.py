@@ -30,7 +30,11 @@ def init(
     writes `.github/workflows/evals.yml`. Afterwards `evalh run` works at once, offline.
 
     Nothing is overwritten: when a file it would write exists, it exits 2 naming it and
-    writes nothing (`.gitignore` only gets the lines it lacks).
+    writes nothing (`.gitignore` only gets the lines it lacks). In a project that has an
+    `evalh.toml` already, `evalh init --ci github` adds only the workflow.
+
+    The workflow installs evalh the way it is installed here: the wheel's path in the
+    project (commit the wheel), the VCS URL it came from, or a version pin.
 
     Examples:
 
@@ -38,7 +42,7 @@ def init(
 
         evalh init --target myapp.answer:answer_question
 
-        evalh init --ci github
+        evalh init --ci github      # also later, in a project evalh init made
 
         evalh init --methodology bias-aware     # refuse runs the methodology would not count
     """
@@ -51,7 +55,8 @@ def init(
 
         out().file.write(document_text({
             "root": str(plan.root), "target": plan.target, "stub": plan.stub,
-            "written": plan.written, "gitignore_added": plan.gitignore,
+            "written": plan.written, "gitignore_added": plan.gitignore, "kept": plan.kept,
+            "install": plan.install.requirement if plan.install else None,
         }))
         return
     if quiet:
@@ -59,6 +64,13 @@ def init(
     for rel in plan.written:
         err().print(f"wrote {rel}" + (" (appended " + ", ".join(plan.gitignore) + ")"
                                       if rel == ".gitignore" else ""), markup=False, highlight=False)
+    for rel in plan.kept:
+        err().print(f"kept {rel} (exists): only the CI files were added", markup=False, highlight=False)
+    if plan.install is not None:
+        err().print(f"the workflow installs evalh with: pip install {plan.install.requirement}"
+                    + (f" ({plan.install.note})" if plan.install.note else ""), markup=False, highlight=False)
+    if plan.kept:
+        return
     where = "" if directory == Path(".") else f"cd {directory} && "
     step = (f"edit {plan.stub} and evals/smoke.jsonl, then" if plan.stub
             else "put your function's inputs and expected outputs in evals/smoke.jsonl, then")

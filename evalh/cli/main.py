@@ -19,9 +19,11 @@ import typer
 
 from evalh.cli import (
     baseline_cmd,
+    ci_cmd,
     compare_cmd,
     export_cmd,
     generate_cmd,
+    import_cmd,
     init_cmd,
     label_cmd,
     merge_cmd,
@@ -88,8 +90,10 @@ _COMMANDS: dict[str, tuple[Any, dict[str, Any]]] = {  # in the order `evalh --he
     "mock-provider": (mock_provider_cmd.mock_provider, {}),
     "plugins": (plugins_cmd.plugins, {}),
     "rejudge": (rejudge_cmd.rejudge, {}),
+    "import": (import_cmd.import_, {}),
     "compare": (compare_cmd.compare, {}),
     "baseline": (baseline_cmd.app, {}),
+    "ci": (ci_cmd.app, {}),
 }
 
 

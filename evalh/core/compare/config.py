@@ -69,6 +69,7 @@ _NOT_WHAT_RAN = frozenset({
     "seed", "settings.seed", "settings.timeout_s", "settings.concurrency",
     "run_options.repeats", "run_options.timeout_s", "run_options.concurrency",
     "run_options.max_error_rate",
+    "import.file",  # the file an imported run was read from: where it came from, not what ran
 })
 
 

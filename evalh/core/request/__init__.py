@@ -1,4 +1,5 @@
-"""The whole `evalh run` request: generate cases, run the plan, resume, compare with BASELINE.
+"""The whole `evalh run` request (generate cases, run the plan, resume, compare with
+BASELINE), and `evalh import` (other tools' runs through the same runner).
 
 May import every other room of the core.
 """

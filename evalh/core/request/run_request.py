@@ -74,6 +74,11 @@ class Reference(Protocol):
 
     def compare_stored(self, store: RunStore, run_id: str) -> tuple[Comparison, CompareNotes]: ...
 
+    @property
+    def runs(self) -> list[Run]:
+        """The baseline's runs (their headers at least: their dates and commits)."""
+        ...
+
 
 @dataclass
 class PreparedRequest:
@@ -254,6 +259,14 @@ def run_request(
             outcome.comparison, outcome.notes = reference.compare(run)
         else:  # what a comparison pairs, read from the documents
             outcome.comparison, outcome.notes = reference.compare_stored(req.store, run.run_id)
+        import os
+
+        from evalh.core.compare.baseline_age import baseline_age
+
+        # how old the baseline is, as `evalh compare` says it (EVALH_BASE_REF: its --base-ref)
+        age = baseline_age(reference.runs, run, req.config.root, base_ref=os.environ.get("EVALH_BASE_REF"))
+        outcome.notes.header[:0] = age.lines()
+        outcome.notes.extra["baseline_age"] = age.to_dict()
         outcome.code = max(outcome.code, gate_exit_code(
             outcome.comparison, fail_on_regression=True, fail_on_inconclusive=False))
     return outcome

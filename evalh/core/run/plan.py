@@ -20,7 +20,7 @@ from evalh.core.run.sources import LiveSource, batch_width, live_source
 from evalh.datasets import CaseList, Dataset, load_dataset
 from evalh.errors import ConfigError, MissingCredentials
 from evalh.imports import ImportFailure
-from evalh.models import Case, CaseResult, DerivedFrom
+from evalh.models import Case, CaseResult, DerivedFrom, GitInfo
 from evalh.snapshot import snapshot
 
 if TYPE_CHECKING:
@@ -92,6 +92,9 @@ class RunPlan:
     options: dict[str, Any] = field(default_factory=dict)
     """The run options as given (suites, repeats, timeout, budgets, …), recorded in the
     journal header so `evalh run --resume` can rebuild the same plan."""
+    git: GitInfo | None = None
+    """The git state the run records when it is not the project's (an imported run: what
+    the other tool recorded); None → asked of git in `root`."""
 
     @property
     def total(self) -> int:

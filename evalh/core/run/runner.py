@@ -474,6 +474,8 @@ class Runner:
         return run
 
     def _git_info(self) -> GitInfo:
+        if self.plan.git is not None:
+            return self.plan.git
         if self._git is None:
             return git_info(self.plan.root)
         try:
@@ -484,9 +486,10 @@ class Runner:
     async def run(self) -> Run:
         """Every suite of the plan, then the run document (see the module docstring)."""
         # git state is asked in the background (three subprocesses) while the cases run.
-        git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
-        self._git = git_pool.submit(git_info, self.plan.root)
-        git_pool.shutdown(wait=False)
+        if self.plan.git is None:
+            git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
+            self._git = git_pool.submit(git_info, self.plan.root)
+            git_pool.shutdown(wait=False)
         # Sync targets run in the loop's default executor (asyncio.to_thread): one thread per
         # call in flight (bounded by --concurrency), and a call that hangs past its timeout
         # holds neither the next cases nor the process's exit (evalh.core.run.workers).
