@@ -36,12 +36,18 @@ def _lens_rate(lens: Mapping[str, Any], name: str, num_key: str) -> str:
     return rate(_f(lens.get(name)) if den else None, _int(lens.get(num_key)), den)
 
 
-def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
+def classification(scorer: str, fact: Mapping[str, Any], arm: str | None = None) -> Figure:
+    """One arm's per-lens confusion report (`evalh.core.classify.confusion_report`: its
+    `lenses`, `macro` and `worst`) as a table: counts, each rate over its denominator, the
+    macro row, the worst lens by effective recall, and every lens that errored on every call
+    flagged."""
     lenses: Mapping[str, Any] = fact.get("lenses") or {}
-    fig = Figure(kind="classification", scorer=scorer, title=f"{scorer}: per lens",
+    where = f" [{arm}]" if arm is not None else ""
+    fig = Figure(kind="classification", scorer=scorer, arm=arm, title=f"{scorer}{where}: per lens",
                  columns=["lens", "n", "tp", "fp", "tn", "fn", "errored", "precision", "recall",
                           "effective recall", "fp rate"])
     effective: dict[str, float] = {}
+    recalls: dict[str, float] = {}
     for name in sorted(lenses):
         lens = lenses[name]
         if not isinstance(lens, Mapping):
@@ -52,8 +58,11 @@ def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
         er = _f(lens.get("effective_recall"))
         if er is not None and _int(lens.get("effective_recall_denominator")):
             effective[name] = er
+        r = _f(lens.get("recall"))
+        if r is not None and _int(lens.get("recall_denominator")):
+            recalls[name] = r
         if _int(lens.get("n")) and _int(lens.get("errored")) == _int(lens.get("n")):
-            fig.flags.append(f"{scorer}: lens {name} errored on every call ({_int(lens.get('n'))})")
+            fig.flags.append(f"{scorer}{where}: lens {name} errored on every call ({_int(lens.get('n'))})")
     macro = fact.get("macro") or {}
     if macro:
         def m(key: str) -> str:
@@ -69,14 +78,38 @@ def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
         lens = lenses[worst]
         fig.notes.append(f"worst lens: {', '.join(tied)} (effective recall "
                          f"{_lens_rate(lens, 'effective_recall', 'tp')}, an error on a known positive counted as a miss)")
-    no_recall = [k for k in (fact.get("no_recall") or []) if k not in effective]
+    no_recall = sorted(k for k in lenses if k not in effective)
     if no_recall:
         fig.notes.append(f"no known positive, no recall: {', '.join(map(str, no_recall))}")
-    theirs = (fact.get("worst") or {}).get("lens") if isinstance(fact.get("worst"), Mapping) else None
-    if worst is not None and theirs is not None and theirs != worst:
-        fig.notes.append(f"by recall alone (errors left out) the worst lens would be {theirs}")
-    fig.data = {"worst": worst, "effective_recall": effective, "no_recall": no_recall}
+    if recalls:
+        by_recall = sorted(k for k, v in recalls.items() if v == min(recalls.values()))[0]
+        if worst is not None and by_recall != worst:
+            fig.notes.append(f"by recall alone (errors left out) the worst lens would be {by_recall}")
+    fig.data = {"worst": worst, "effective_recall": effective, "no_recall": no_recall,
+                "positive": fact.get("positive"), "unit": fact.get("unit")}
     return fig
+
+
+def classifications(scorer: str, fact: Mapping[str, Any]) -> list[Figure]:
+    """The `classification` scorer's suite report as the scorer writes it
+    (`{"positive", "unit", "arms": {arm: confusion report}}`): one per-lens figure per arm
+    (the arm named when the suite has several, or one not called `default`)."""
+    arms = fact.get("arms")
+    if not isinstance(arms, Mapping):
+        return [classification(scorer, fact)] if isinstance(fact.get("lenses"), Mapping) else []
+    named = len(arms) > 1 or any(a != "default" for a in arms)
+    return [classification(scorer, {**arms[a], "positive": fact.get("positive"), "unit": fact.get("unit")},
+                           str(a) if named else None)
+            for a in arms if isinstance(arms[a], Mapping) and isinstance(arms[a].get("lenses"), Mapping)]
+
+
+def is_classification(fact: Mapping[str, Any]) -> bool:
+    """A `classification` scorer's suite report: per arm (what the scorer writes) or one
+    confusion report."""
+    arms = fact.get("arms")
+    if isinstance(arms, Mapping) and "positive" in fact:
+        return any(isinstance(a, Mapping) and isinstance(a.get("lenses"), Mapping) for a in arms.values())
+    return isinstance(fact.get("lenses"), Mapping) and "macro" in fact
 
 
 def judge(scorer: str, fact: Mapping[str, Any]) -> Figure:
@@ -319,8 +352,8 @@ def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = Non
         fact = details[key]
         if not isinstance(fact, Mapping):
             continue
-        if isinstance(fact.get("lenses"), Mapping) and "macro" in fact:
-            out.append(classification(key, fact))
+        if is_classification(fact):
+            out += classifications(key, fact)
         elif "consistency_under_order_swap" in fact:
             out.append(pairwise(key, fact))
         elif "scored" in fact and "low_confidence" in fact:

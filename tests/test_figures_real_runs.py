@@ -1,0 +1,121 @@
+"""Every figure a person reads, from a real run through the CLI: each test writes a project,
+runs it with `evalh run`, and asserts the figure on every surface — `evalh report` in each
+format, `evalh show` and the dashboard's `/api/runs/RUN/report` (`tests.real_runs`).
+
+Hand-built detail shapes stay in the pure unit tests (`test_report_figures.py`); these
+runs write what the scorers really write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.real_runs import count, figures, jsonl, run_project, surfaces, write_project
+
+# ----------------------------------------------------------------------------- per-lens classification
+
+LENS_TARGET = '''\
+LENSES = ("dates", "money", "quotes", "scope")
+
+
+def review(inp):
+    """Four healthy lenses (money misses one positive) and a `provenance` lens that
+    errored on every call, as a lens whose tool timed out would."""
+    out = {}
+    for lens in LENSES:
+        out[lens] = "refuted" if inp["bad"] and not (lens == "money" and inp["n"] == 0) else "survived"
+    out["provenance"] = {"error": "lookup timed out"}
+    return {"lenses": out}
+'''
+
+PANEL_TOML = '''\
+[suites.panel_dead]
+dataset = "panel.jsonl"
+target = "lenses:review"
+regime = "stochastic"
+max_error_rate = 1.0
+scorers = [{ type = "classification", field = "lenses", expected_field = "lenses", positive = "refuted" }]
+
+[suites.panel_dead.sweep]
+measure = "count:lenses"
+count_value = "refuted"
+label = "severity"
+tiers = ["block"]
+otherwise = "none"
+grid = { block = "1:5" }
+current = { block = 2 }
+'''
+
+
+def panel_project(root: Path) -> Path:
+    rows = []
+    for n in range(6):
+        bad = n < 3
+        label = "refuted" if bad else "survived"
+        rows.append({"id": f"node{n}", "input": {"n": n, "bad": bad},
+                     "expected": {"lenses": {k: label for k in ("dates", "money", "quotes", "scope", "provenance")},
+                                  "severity": "block" if bad else "none"}})
+    return write_project(root, PANEL_TOML, {"panel.jsonl": jsonl(rows), "lenses.py": LENS_TARGET})
+
+
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    cfg = panel_project(tmp_path_factory.mktemp("panel"))
+    run_id = run_project(cfg)
+    return cfg, run_id, surfaces(cfg, run_id)
+
+
+def test_the_run_json_names_the_dead_lens_worst_by_effective_recall(panel: tuple[Path, str, dict[str, str]]) -> None:
+    cfg, run_id, _ = panel
+    doc = json.loads((cfg.parent / "eval_runs" / f"{run_id}.json").read_bytes())
+    fact = doc["suites"]["panel_dead"]["details"]["classification"]
+    assert set(fact) == {"positive", "unit", "arms"}  # the shape the scorer really writes
+    rep = fact["arms"]["default"]
+    assert rep["lenses"]["provenance"]["errored"] == 6 and rep["lenses"]["provenance"]["effective_recall"] == 0.0
+    assert rep["worst"]["lens"] == "provenance" and rep["worst"]["by"] == "effective_recall"
+    assert rep["no_recall"] == []  # it had known positives: never hidden under "no recall"
+
+
+def test_per_lens_figures_reach_every_surface(panel: tuple[Path, str, dict[str, str]]) -> None:
+    _, _, out = panel
+    for name, text in out.items():
+        assert count("recall", text) >= 3, name
+        assert "worst lens: provenance" in text, name
+        assert "effective recall 0.0% (0/3)" in text, name
+        assert "macro" in text, name
+        assert "lens provenance errored on every call (6)" in text, name
+        assert "66.7% (2/3)" in text, name  # money's recall: one positive missed
+    for name in ("json", "api"):
+        [fig] = figures(json.loads(out[name]), "classification")
+        assert fig["data"]["worst"] == "provenance" and fig["data"]["positive"] == "refuted"
+        rows = {r[0]: r for r in fig["rows"]}
+        assert rows["provenance"][6] == "6" and rows["provenance"][8] == "n/a (0/0)"
+
+
+def test_a_sweep_over_a_dead_lens_says_every_result_errored(panel: tuple[Path, str, dict[str, str]]) -> None:
+    _, _, out = panel
+    for name, text in out.items():
+        assert "all 6 results errored" in text, name
+
+
+def test_the_shipped_panel_suite_shows_its_per_lens_figure(repo_root: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+    from tests.real_runs import cli, report
+
+    cfg = repo_root / "evalh.toml"
+    runs = tmp_path / "eval_runs"
+    result = CliRunner().invoke(app, ["run", "--suite", "panel", "--config", str(cfg), "--runs-dir", str(runs)])
+    assert result.exit_code in (0, 1), result.output
+    [path] = runs.glob("*.json")
+    local = tmp_path / "evalh.toml"  # `report` and `show` need only the runs directory
+    local.write_text("", encoding="utf-8")
+    for fmt in ("table", "md", "html"):
+        text = report(local, path.stem, fmt)
+        assert "classification: per lens" in text and "macro" in text, fmt
+        assert "worst lens: contradiction (effective recall 60.0% (3/5)" in text, fmt
+    shown = cli(local, "show", path.stem, config=False)
+    assert "worst lens: contradiction (effective recall 60.0% (3/5)" in shown.stdout
