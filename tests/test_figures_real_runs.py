@@ -119,3 +119,95 @@ def test_the_shipped_panel_suite_shows_its_per_lens_figure(repo_root: Path, tmp_
         assert "worst lens: contradiction (effective recall 60.0% (3/5)" in text, fmt
     shown = cli(local, "show", path.stem, config=False)
     assert "worst lens: contradiction (effective recall 60.0% (3/5)" in shown.stdout
+
+
+# ----------------------------------------------------------------------------- the bill
+
+BILL_TOML = '''\
+[suites.answers]
+dataset = "d.jsonl"
+regime = "stochastic"
+target = { kind = "anthropic", model = "claude-sonnet-4-5", base_url = "mock:provider.json", prompt = "{{ input.q }}", max_tokens = 32 }
+scorers = [{ type = "judge", provider = "anthropic", model = "claude-sonnet-4-0", base_url = "mock:judge.json", rubric = "Is it right?", max_tokens = 64 }]
+'''
+
+
+def bill_project(root: Path) -> Path:
+    return write_project(root, BILL_TOML, {
+        "d.jsonl": jsonl([{"id": f"c{i}", "input": {"q": f"question {i}"}, "expected": "x"} for i in range(3)]),
+        "provider.json": json.dumps({"rules": [{"match": "", "text": "the answer is x"}]}),
+        "judge.json": json.dumps({"rules": [{"match": "", "json": {"verdict": "pass", "rationale": "the answer names x, as the case expects"}}]}),
+    })
+
+
+@pytest.fixture(scope="module")
+def billed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    root = tmp_path_factory.mktemp("bill")
+    cfg = bill_project(root)
+    from tests.real_runs import cli
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVALH_CACHE_DIR", str(root / "cache"))
+        run_id = run_project(cfg, "--no-cache")
+        cached = run_project(cfg)  # warms the cache
+        cached = run_project(cfg)  # every call answered from the cache
+        assert cli(cfg, "run", "--no-cache", "--max-cost", "0.0001").exit_code in (0, 1)
+    return cfg, run_id, {**surfaces(cfg, run_id), "cached_id": cached}
+
+
+def test_the_summary_counts_judge_calls_in_the_bill(billed: tuple[Path, str, dict[str, str]]) -> None:
+    cfg, run_id, _ = billed
+    doc = json.loads((cfg.parent / "eval_runs" / f"{run_id}.json").read_bytes())
+    bill = doc["summary"]["bill"]
+    target, judge = bill["target"], bill["judge"]
+    assert target["cost_usd"] > 0 and judge["cost_usd"] > 0 and judge["calls"] == 3
+    assert bill["total"]["cost_usd"] == pytest.approx(target["cost_usd"] + judge["cost_usd"])
+    assert doc["summary"]["cost_usd"] == pytest.approx(bill["total"]["cost_usd"])  # judge calls in the total
+    assert doc["summary"]["tokens_in"] == target["tokens_in"] + judge["tokens_in"]
+    assert doc["summary"]["suites"]["answers"]["bill"]["judge"]["calls"] == 3
+
+
+def test_the_bill_reaches_every_surface(billed: tuple[Path, str, dict[str, str]]) -> None:
+    cfg, run_id, out = billed
+    doc = json.loads((cfg.parent / "eval_runs" / f"{run_id}.json").read_bytes())
+    from evalh.numbers import money_exact
+
+    judge_cost = money_exact(doc["summary"]["bill"]["judge"]["cost_usd"])
+    total_cost = money_exact(doc["summary"]["bill"]["total"]["cost_usd"])
+    for name in ("table", "md", "html", "json", "show", "api"):
+        text = out[name]
+        assert "the bill: target, judge and generator calls" in text, name
+        assert judge_cost in text and total_cost in text, name
+    [fig] = figures(json.loads(out["api"]), "bill")
+    assert [r[0] for r in fig["rows"]] == ["target", "judge", "generator", "total"]
+
+
+def test_the_cost_trend_counts_judges_and_marks_a_cached_run(billed: tuple[Path, str, dict[str, str]]) -> None:
+    cfg, run_id, out = billed
+    from tests.real_runs import dashboard
+
+    runs = dashboard(cfg.parent, "/api/runs")
+    by_id = {r["run_id"]: r for r in runs["runs"]}
+    doc = json.loads((cfg.parent / "eval_runs" / f"{run_id}.json").read_bytes())
+    assert by_id[run_id]["cost_usd"] == pytest.approx(doc["summary"]["bill"]["total"]["cost_usd"])
+    per_run = runs["trends"]["series"]["cost_per_run"][0]
+    ids = [r["run_id"] for r in runs["trends"]["runs"]]
+    assert per_run["values"][ids.index(run_id)] == pytest.approx(doc["summary"]["cost_usd"])
+    cached = ids.index(out["cached_id"])
+    assert per_run["values"][cached] is None and per_run["cached"][cached] is True  # a gap marked cached, not $0
+    [suite] = runs["trends"]["series"]["cost_usd"]
+    assert suite["values"][cached] is None and suite["cached"][cached] is True
+    assert suite["values"][ids.index(run_id)] == pytest.approx(doc["summary"]["cost_usd"])
+
+
+def test_a_cached_run_is_marked_cached_where_its_cost_and_latency_appear(billed: tuple[Path, str, dict[str, str]]) -> None:
+    cfg, _, out = billed
+    from tests.real_runs import report
+
+    cached = out["cached_id"]
+    for fmt in ("table", "md", "html"):
+        text = report(cfg, cached, fmt)
+        assert "3 cached" in text, fmt
+    doc = json.loads(report(cfg, cached, "json"))
+    econ = doc["suites"][0]["arms"][0]["economics"]
+    assert econ["cached"] == 3 and econ["latency_denominator"] == 0 and econ["latency_ms_p50"] is None

@@ -85,9 +85,13 @@ def tokens(e: Economics) -> str:
 
 
 def cost(e: Economics) -> str:
+    """The target's cost, its unpriced and its cached results marked (a cached reply
+    costs nothing and has no latency of its own: it is left out of p50 and p95)."""
     text = money(e.cost_usd)
     if e.cost_unknown:
         text += f" (+{e.cost_unknown} unpriced)"
+    if e.cached:
+        text += f" ({e.cached} cached: $0, no latency)"
     return text
 
 

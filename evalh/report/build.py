@@ -66,7 +66,8 @@ def build_report(
         advisory = advisory_suites(run)
         suites = read_suites(results, by, visit, at)
         for name, suite in run.suites.items():
-            report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst))
+            report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst,
+                                                     config=run.config))
             if name in advisory:  # reported as it is, and said to be advisory
                 report.suites[-1].notes.append("advisory suite: judgeUse: advisory-only, "
                                                "releaseDecision: not-assessed (never changes an exit code)")
@@ -249,8 +250,9 @@ class SuiteParts:
             arm.add_attempt(r)
 
     def result(self, run_id: str, name: str, suite: SuiteResult, fetch: Callable[[int], CaseResult],
-               worst: int = 10) -> SuiteReport:
-        """The report of `suite` (its header: aggregates, details, metrics) from its results' parts."""
+               worst: int = 10, config: dict[str, Any] | None = None) -> SuiteReport:
+        """The report of `suite` (its header: aggregates, details, metrics) from its results'
+        parts; `config`: the run's config snapshot (where a generating suite's record is)."""
         out = SuiteReport(run_id=run_id, suite=name, regime=suite.regime,
                           dataset=suite.dataset.model_dump(mode="json"),
                           calibration=calibration(suite.details))
@@ -263,9 +265,11 @@ class SuiteParts:
             out.arms.append(parts.result(arm, arm == baseline, fetch, worst))
         if not seen:
             out.notes.append("no results in this suite")
+        from evalh.core.analysis_bill import generation_usage, suite_bill
         from evalh.report.figures import suite_figures
 
-        out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep)
+        costs = suite_bill(suite.aggregate, suite.details, generation_usage(config or {}, name))
+        out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep, costs)
         return out
 
 

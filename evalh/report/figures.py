@@ -335,13 +335,37 @@ def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
     return fig
 
 
+def bill(parts: Mapping[str, Any]) -> Figure | None:
+    """A suite's bill (`evalh.core.analysis_bill.suite_bill`): target, judge and generator
+    calls apart and in total — their calls, cached replies, tokens and cost. None when
+    nothing was spent or counted (no tokens, no cost, no judge or generator call)."""
+    from evalh.numbers import money_exact
+
+    total = parts["total"]
+    if not (total.tokens_in or total.tokens_out or total.cost_usd or total.calls or total.cached):
+        return None
+    fig = Figure(kind="bill", scorer="bill", title="the bill: target, judge and generator calls",
+                 columns=["calls of", "calls", "cached", "tokens in", "tokens out", "cost"])
+    for name in ("target", "judge", "generator", "total"):
+        p = parts[name]
+        fig.rows.append([name, "–" if p.calls is None else str(p.calls), str(p.cached), str(p.tokens_in),
+                         str(p.tokens_out), money_exact(p.cost_usd, "–" if not (p.tokens_in or p.tokens_out) else "unknown")
+                         + (" + unpriced" if p.unpriced else "")])
+    fig.notes.append("cost: what the calls cost at list price (what --max-cost counts); a cached reply costs "
+                     "nothing and is left out of latency figures; target calls are the results")
+    if total.unpriced:
+        fig.flags.append("bill: some calls have no known price: the total cost is a lower bound")
+    fig.data = {k: p.document() for k, p in parts.items()}
+    return fig
+
+
 def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = None,
                   suite_metrics: Sequence[Mapping[str, Any]] | None = None,
                   contrasts: Sequence[Mapping[str, Any]] | None = None,
-                  swept: Mapping[str, Any] | None = None) -> list[Figure]:
+                  swept: Mapping[str, Any] | None = None, costs: Mapping[str, Any] | None = None) -> list[Figure]:
     """Every figure of a suite: its claims (named contrasts) and metrics first, its
-    policy sweep's ranking, its arms' verdict distributions, then what its scorers left
-    in its details, by scorer name."""
+    policy sweep's ranking, its arms' verdict distributions, what its scorers left in its
+    details, by scorer name, and last its bill (`costs`)."""
     out = [contrast(c) for c in contrasts or []]
     if suite_metrics:
         out.append(metrics(suite_metrics))
@@ -358,6 +382,9 @@ def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = Non
             out.append(pairwise(key, fact))
         elif "scored" in fact and "low_confidence" in fact:
             out.append(judge(key, fact))
+    paid = bill(costs) if costs else None
+    if paid is not None:
+        out.append(paid)
     return out
 
 

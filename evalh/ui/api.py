@@ -44,13 +44,31 @@ def _int(params: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
     return value
 
 
+def _bill_total(info: Mapping[str, Any]) -> Any:
+    bill = info.get("bill")
+    return bill["total"]["cost_usd"] if isinstance(bill, Mapping) else info["aggregate"].get("cost_usd")
+
+
+def all_cached(info: Mapping[str, Any]) -> bool:
+    """Every call of a suite (its results and its judges' calls) was answered from the
+    cache: its $0 is no measure of what it costs, and its cost trend shows a gap marked
+    `cached` instead."""
+    agg = info["aggregate"]
+    if not agg.get("n") or agg.get("cached", 0) < agg["n"]:
+        return False
+    bill = info.get("bill") or {}
+    return all((bill.get(p) or {}).get("cached", 0) >= ((bill.get(p) or {}).get("calls") or 0) for p in ("judge", "generator"))
+
+
 def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """Series of the headline numbers across runs, oldest first, one slot per run (null
     where a run has no value). Pass rate, mean score, latency and cost are per suite (and
     per arm when a suite has several): never blended across suites. Beside each series'
     `values`, `num` and `den` give the figure's numerator and denominator where it has
     them (passed of decisive results; scores behind a mean), for the tooltips; `colors`
-    maps each suite to its palette slot (`evalh.report.colors`)."""
+    maps each suite to its palette slot (`evalh.report.colors`). Cost is the whole bill
+    (target, judge and generator calls); a run whose every call was cached is a gap there,
+    marked in `cached`."""
     from evalh.report.colors import suite_colors
 
     ids = [s["run_id"] for s in summaries]
@@ -61,9 +79,15 @@ def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         for suite, info in s["suites"].items():
             parts = {suite: info["aggregate"]} if not info["arms"] else {
                 f"{suite} · {arm}": agg for arm, agg in info["arms"].items()}
-            whole = {suite: info["aggregate"]}  # cost is the suite's, whatever its arms
             for m in metrics:
-                for name, agg in (whole if m == "cost_usd" else parts).items():
+                if m == "cost_usd":  # the suite's whole bill (target, judge, generator), whatever its arms
+                    slot = series[m].setdefault(suite, {"values": [None] * len(ids), "num": [None] * len(ids),
+                                                        "den": [None] * len(ids), "cached": [False] * len(ids)})
+                    cached = all_cached(info)
+                    slot["cached"][j] = cached
+                    slot["values"][j] = None if cached else _bill_total(info)
+                    continue
+                for name, agg in parts.items():
                     slot = series[m].setdefault(name, {"values": [None] * len(ids), "num": [None] * len(ids),
                                                        "den": [None] * len(ids)})
                     slot["values"][j] = agg.get(m)
@@ -72,8 +96,9 @@ def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
                         slot["num"][j] = agg.get(num) if num else None
                         slot["den"][j] = agg.get(den)
     out = {m: [{"name": n, **v} for n, v in series[m].items()] for m in metrics}
-    out["cost_per_run"] = [{"name": "cost per run", "values": [s["cost_usd"] for s in summaries],
-                            "num": [None] * len(ids), "den": [s.get("cost_suites") for s in summaries]}]
+    whole = [bool(s["suites"]) and all(all_cached(i) for i in s["suites"].values()) for s in summaries]
+    out["cost_per_run"] = [{"name": "cost per run", "values": [None if c else s["cost_usd"] for s, c in zip(summaries, whole, strict=True)],
+                            "num": [None] * len(ids), "den": [s.get("cost_suites") for s in summaries], "cached": whole}]
     names = [n for m in metrics for n in series[m]]
     return {"runs": [{"run_id": s["run_id"], "label": s["label"], "started_at": s["started_at"]}
                      for s in summaries], "series": out, "colors": suite_colors(names)}
@@ -413,6 +438,7 @@ class DashboardApi:
                 text = outs[r["i"]] if r["i"] < len(outs) else ""
                 cells[col] = {"i": r["i"], "status": r["status"], "score": r["score"], "latency_ms": r["latency_ms"],
                               "tokens_in": r["tokens_in"], "tokens_out": r["tokens_out"], "cost_usd": r["cost_usd"],
+                              "cached": r["cached"],
                               "attempts": len(rs), "passes": sum(x["status"] == "passed" for x in rs),
                               "preview": text[:PREVIEW], "truncated": len(text) > PREVIEW}
             present = [c for c in cells.values() if c is not None]

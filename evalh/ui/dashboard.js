@@ -321,7 +321,7 @@
     add(holder, el("div", { "class": "charts" }, [
       chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", runs, withColor(S.pass_rate), { max: 1, fmt: pct, tip: frac(pct) }),
       chart("mean_score", "Mean score per suite", runs, withColor(S.mean_score), { max: 1, fmt: function (v) { return num(v, 2); }, tip: frac(function (v) { return num(v, 3); }) }),
-      chart("cost", "Cost per suite per run (USD, known costs only)", runs, withColor(S.cost_usd), { fmt: function (v) { return "$" + num(v, 3); }, tip: costTip }),
+      chart("cost", "Cost per suite per run (USD: target, judge and generator calls, known costs only; a fully cached run is a gap)", runs, withColor(S.cost_usd), { fmt: function (v) { return "$" + num(v, 3); }, tip: costTip }),
       chart("latency", "Latency p50 (solid) / p95 (dashed) per suite (ms)", runs, latency, { fmt: function (v) { return Math.round(v) + ""; }, tip: function (v) { return Math.round(v) + " ms"; } })
     ]));
   }
@@ -397,7 +397,8 @@
           el("td", { "class": "n" }, c.mean_score === null ? "–" : num(c.mean_score) + " (n=" + c.mean_score_denominator + ")"),
           el("td", { "class": "n" }, ms(e.latency_ms_p50)), el("td", { "class": "n" }, ms(e.latency_ms_p95)),
           el("td", { "class": "n wrap" }, e.tokens_in === null && e.tokens_out === null ? "unknown" : (e.tokens_in || 0) + " in / " + (e.tokens_out || 0) + " out"),
-          el("td", { "class": "n wrap" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : ""))
+          el("td", { "class": "n wrap" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : "") +
+            (e.cached ? " (" + e.cached + " cached: $0, no latency)" : ""))
         ]));
         if (iv.reason) { whyCount++; add(why, el("li", null, name + ": " + iv.reason)); }
         else add(notes, el("li", null, name + ": Wilson 95% interval of " + iv.of + ", " + iv.successes + "/" + iv.n));
@@ -536,7 +537,7 @@
           el("td", { "class": "n" }, r.attempt),
           el("td", { "class": "o-" + r.status }, r.status),
           el("td", { "class": "n" }, num(r.score, 2)),
-          el("td", { "class": "n" }, ms(r.latency_ms)),
+          el("td", { "class": "n" }, r.cached ? "cached" : ms(r.latency_ms)),
           el("td", { "class": "err" }, r.error || "")
         ]);
         add(body, tr);
@@ -587,9 +588,9 @@
       add(detail, el("div", { "class": "row" }, [el("h2", { "class": "mono", "data-testid": "case-title" }, r.case_id),
         el("span", { "class": "o-" + r.status }, r.status)]));
       var meta = el("dl", { "class": "meta" });
-      [["suite", d.suite], ["arm", r.arm], ["attempt", r.attempt], ["score", num(r.score)], ["latency", ms(r.latency_ms)],
+      [["suite", d.suite], ["arm", r.arm], ["attempt", r.attempt], ["score", num(r.score)], ["latency", r.cached ? "cached" : ms(r.latency_ms)],
        ["tokens", r.tokens_in === null && r.tokens_out === null ? "unknown" : (r.tokens_in === null ? "?" : r.tokens_in) + " in / " + (r.tokens_out === null ? "?" : r.tokens_out) + " out"],
-       ["cost", money(r.cost_usd)], ["cached", r.cached ? "yes" : "no"], ["started", when(r.started_at)],
+       ["cost", money(r.cost_usd) + (r.cached ? " (cached)" : "")], ["cached", r.cached ? "yes" : "no"], ["started", when(r.started_at)],
        ["case digest", short(r.case_digest)]].forEach(function (m) {
         add(meta, [el("dt", null, m[0]), el("dd", null, String(m[1]))]);
       });
@@ -794,7 +795,7 @@
             el("div", { "class": "cellhead" }, [el("strong", { "class": "o-" + c.status }, c.status),
               c.attempts > 1 ? " " + c.passes + "/" + c.attempts + " passed" : null,
               " · score " + num(c.score, 2)]),
-            el("div", { "class": "dim" }, tokensText(c) + " · " + ms(c.latency_ms)), out]);
+            el("div", { "class": "dim" }, tokensText(c) + " · " + (c.cached ? "cached" : ms(c.latency_ms))), out]);
           td.addEventListener("click", function () {
             if (td.getAttribute("data-open")) { td.removeAttribute("data-open"); out.className = "preview"; clear(out); add(out, c.preview + (c.truncated ? "…" : "")); return; }
             td.setAttribute("data-open", "1");
@@ -993,8 +994,8 @@
         var meta = function (r) {
           if (!r) return el("p", { "class": "dim" }, "no result on this side");
           var m = el("dl", { "class": "meta" });
-          [["status", r.status], ["score", num(r.score)], ["latency", ms(r.latency_ms)], ["tokens", tokensText(r)],
-           ["cost", money(r.cost_usd)], ["cached", r.cached ? "yes" : "no"], ["case digest", short(r.case_digest)]].forEach(function (x) {
+          [["status", r.status], ["score", num(r.score)], ["latency", r.cached ? "cached" : ms(r.latency_ms)], ["tokens", tokensText(r)],
+           ["cost", money(r.cost_usd) + (r.cached ? " (cached)" : "")], ["cached", r.cached ? "yes" : "no"], ["case digest", short(r.case_digest)]].forEach(function (x) {
             add(m, [el("dt", null, x[0]), el("dd", { "class": x[0] === "status" ? "o-" + r.status : "" }, String(x[1]))]);
           });
           if (r.error) add(m, [el("dt", { "class": "err" }, "error"), el("dd", { "class": "err" }, r.error.type + ": " + r.error.message)]);
