@@ -211,3 +211,70 @@ def test_a_cached_run_is_marked_cached_where_its_cost_and_latency_appear(billed:
     doc = json.loads(report(cfg, cached, "json"))
     econ = doc["suites"][0]["arms"][0]["economics"]
     assert econ["cached"] == 3 and econ["latency_denominator"] == 0 and econ["latency_ms_p50"] is None
+
+
+def test_the_run_table_and_the_budget_agree_on_the_bill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.real_runs import cli
+
+    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = bill_project(tmp_path)
+    result = cli(cfg, "run", "--no-cache")
+    [path] = (tmp_path / "eval_runs").glob("*.json")
+    bill = json.loads(path.read_bytes())["summary"]["bill"]
+    from evalh.numbers import money_exact
+
+    line = next(x for x in result.stdout.splitlines() if x.startswith("bill:"))
+    assert f"judge {money_exact(bill['judge']['cost_usd'])}" in line
+    assert f"total {money_exact(bill['total']['cost_usd'])}" in line
+
+
+# ----------------------------------------------------------------------------- repeats
+
+FLAKY_TARGET = '''\
+from evalh.context import current
+
+
+def answer(inp):
+    """Case 0 always right, case 1 right on its first attempt only, case 2 never."""
+    attempt = current().attempt
+    right = inp["n"] == 0 or (inp["n"] == 1 and attempt == 0)
+    return {"verdict": "yes" if right else "no"}
+'''
+
+REPEATS_TOML = '''\
+[suites.flaky]
+dataset = "d.jsonl"
+target = "flaky:answer"
+regime = "stochastic"
+repeats = 3
+max_error_rate = 1.0
+scorers = [{ type = "exact", field = "verdict" }]
+'''
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    cfg = write_project(tmp_path_factory.mktemp("repeats"), REPEATS_TOML, {
+        "d.jsonl": jsonl([{"id": f"c{n}", "input": {"n": n}, "expected": "yes"} for n in range(3)]),
+        "flaky.py": FLAKY_TARGET})
+    run_id = run_project(cfg)
+    return cfg, run_id, surfaces(cfg, run_id)
+
+
+def test_md_puts_the_raw_runs_before_any_aggregate(repeated: tuple[Path, str, dict[str, str]]) -> None:
+    md = repeated[2]["md"]
+    assert md.index("raw attempts") < md.index("raw runs") < md.index("Summary") < md.index("pass rate")
+    assert md.index("c1 score: mean = (1 + 0 + 0) / 3") < md.index("Summary")
+    assert md.count("raw attempts (every aggregate") == 1  # not drawn twice
+
+
+def test_repeats_reach_every_surface(repeated: tuple[Path, str, dict[str, str]]) -> None:
+    _, _, out = repeated
+    for name in ("table", "md", "html", "show"):
+        text = out[name]
+        assert ("Flakiness (3 cases)" if name == "html" else "flaky: flakiness over 3 cases") in text, name
+        assert "pass@k and pass^k" in text, name
+        assert "1 flaky case" in text or name == "show", name  # the summary's flag
+    for name in ("json", "api"):
+        rep = json.loads(out[name])["suites"][0]["arms"][0]["repeats"]
+        assert (rep["stable_pass"], rep["flaky"], rep["stable_fail"]) == (1, 1, 1), name

@@ -123,13 +123,18 @@ def _arm_name(suite: SuiteReport, arm: ArmReport) -> str:
     return f"{suite.suite} · {arm.arm}" + (" (baseline arm)" if arm.baseline else "")
 
 
-def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None, raw_shown: bool = True) -> list[Block]:
+def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None, raw_shown: bool | None = True) -> list[Block]:
+    """An arm's raw attempts and raw runs (folded to a note with `raw_shown=False`, left
+    out with None: drawn before the summary), then its flakiness and pass@k."""
     rep = arm.repeats
     if rep is None:
         return []
-    if not raw_shown:
-        out: list[Block] = [Note(f"{name}: raw attempts of {len(rep.raw)} cases folded (--raw shows them; "
-                                 "every aggregate below is computed from them)")]
+    out: list[Block]
+    if raw_shown is None:
+        out = []
+    elif not raw_shown:
+        out = [Note(f"{name}: raw attempts of {len(rep.raw)} cases folded (--raw shows them; "
+                    "every aggregate below is computed from them)")]
     else:
         out = _raw_blocks(name, rep, max_raw) + _raw_run_blocks(name, arm, max_raw)
     total = rep.stable_pass + rep.flaky + rep.stable_fail + rep.unknown
@@ -277,10 +282,27 @@ def summary_blocks(report: Report) -> list[Block]:
     return out
 
 
-def layout(report: Report, *, max_raw: int | None = None, raw: bool = True) -> list[Block]:
+def raw_first_blocks(report: Report) -> list[Block]:
+    """Every repeated suite's raw attempts and raw runs, run by run: what a document that
+    puts raw runs before any aggregate (`--format md`) opens with."""
+    out: list[Block] = []
+    several = len(report.runs) > 1
+    for suite in report.suites:
+        for arm in suite.arms:
+            if arm.repeats is not None:
+                name = (f"run {suite.run_id} · " if several else "") + _arm_name(suite, arm)
+                out += _raw_blocks(name, arm.repeats, None) + _raw_run_blocks(name, arm, None)
+    if out:
+        out = [Heading("Raw runs (every result, before any aggregate)", 1), *out]
+    return out
+
+
+def layout(report: Report, *, max_raw: int | None = None, raw: bool = True, raw_first: bool = False) -> list[Block]:
     """The report as blocks: the summary first, then run by run and suite by suite, each
-    suite's raw attempts (folded to a note with `raw=False`) before its aggregates."""
-    out: list[Block] = summary_blocks(report)
+    suite's raw attempts (folded to a note with `raw=False`) before its aggregates. With
+    `raw_first`, every raw table comes before the summary (and is not repeated below)."""
+    out: list[Block] = raw_first_blocks(report) if raw_first else []
+    out += summary_blocks(report)
     for run in report.runs:
         head = f"run {run.run_id}" + (f" · {run.label}" if run.label else "")
         out.append(Heading(head, 1))
@@ -291,7 +313,7 @@ def layout(report: Report, *, max_raw: int | None = None, raw: bool = True) -> l
         for suite in (s for s in report.suites if s.run_id == run.run_id):
             out.append(Heading(f"suite {suite.suite} ({suite.regime})", 2))
             for arm in suite.arms:
-                out.extend(_repeats_blocks(_arm_name(suite, arm), arm, max_raw, raw))
+                out.extend(_repeats_blocks(_arm_name(suite, arm), arm, max_raw, None if raw_first else raw))
             out.append(_summary_table(suite))
             for arm in suite.arms:
                 if arm.interval.reason:
@@ -319,8 +341,11 @@ def suite_figure_blocks(suite: SuiteReport) -> list[Block]:
 
 
 def figure_blocks(report: Report) -> list[Block]:
-    """Every suite's figures, suite by suite (what `evalh show` prints under its table)."""
+    """Every suite's figures, suite by suite, and each repeated arm's flakiness and
+    pass@k (what `evalh show` prints under its table, drawn as `evalh report` draws them)."""
     out: list[Block] = []
     for suite in report.suites:
+        for arm in suite.arms:
+            out += _repeats_blocks(_arm_name(suite, arm), arm, None, None)
         out += suite_figure_blocks(suite)
     return out

@@ -89,6 +89,26 @@ def results_table(run: Run, console: Console) -> Table:
     return table
 
 
+def bill_line(run: Run) -> str | None:
+    """`bill: target $… · judge $… · generator $… · total $… (… tokens)`: the table's cost
+    column is the target's; judges and generators are paid too (and the budget counts
+    them). None when the run spent and counted nothing."""
+    from evalh.core.analysis_bill import run_bill, total_bill
+    from evalh.numbers import money_exact
+
+    bill = total_bill(run_bill(run).values())
+    total = bill["total"]
+    if not (total.tokens_in or total.tokens_out or total.cost_usd or total.calls):
+        return None
+
+    def part(name: str) -> str:
+        p = bill[name]
+        return (f"{name} " + money_exact(p.cost_usd, "unknown" if p.tokens_in or p.tokens_out else "$0")
+                + (" + unpriced" if p.unpriced else "") + (f" ({p.cached} cached)" if p.cached else ""))
+    return ("bill: " + " · ".join(part(n) for n in ("target", "judge", "generator", "total"))
+            + f" ({total.tokens_in + total.tokens_out} tokens)")
+
+
 def render_run(run: Run, console: Console, *, max_failures: int = 20,
                not_passed: dict[str, int] | None = None) -> None:
     """The results table, then per suite the results in `run` that did not pass (at most
@@ -106,6 +126,9 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20,
     # quote a key the product echoed, and CI keeps this output as a log
     secrets = secret_env_values()
     console.print(results_table(run, console))
+    line = bill_line(run)
+    if line:
+        console.print(Text(line, style="dim"))
     for name, suite in run.suites.items():
         # the count from the aggregate: `evalh run` hands a run holding only the first
         # `max_failures` results that did not pass (evalh.core.retained.not_passed)
