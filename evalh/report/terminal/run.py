@@ -126,9 +126,9 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20,
     # quote a key the product echoed, and CI keeps this output as a log
     secrets = secret_env_values()
     console.print(results_table(run, console))
-    line = bill_line(run)
-    if line:
-        console.print(Text(line, style="dim"))
+    paid = bill_line(run)
+    if paid:
+        console.print(Text(paid, style="dim"))
     for name, suite in run.suites.items():
         # the count from the aggregate: `evalh run` hands a run holding only the first
         # `max_failures` results that did not pass (evalh.core.retained.not_passed)
