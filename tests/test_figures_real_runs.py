@@ -278,3 +278,34 @@ def test_repeats_reach_every_surface(repeated: tuple[Path, str, dict[str, str]])
     for name in ("json", "api"):
         rep = json.loads(out[name])["suites"][0]["arms"][0]["repeats"]
         assert (rep["stable_pass"], rep["flaky"], rep["stable_fail"]) == (1, 1, 1), name
+
+
+# ----------------------------------------------------------------------------- an advisory judge
+
+ADVISORY_TOML = '''\
+[suites.graded]
+dataset = "d.jsonl"
+target = "answer:answer"
+regime = "stochastic"
+scorers = [
+  { type = "contains", field = "text" },
+  { type = "judge", name = "tone", provider = "anthropic", model = "claude-sonnet-4-0", base_url = "mock:judge.json", rubric = "Is the tone right?", output_field = "text", max_tokens = 64, advisory = true },
+]
+'''
+
+
+def test_an_advisory_judge_is_labelled_advisory_on_every_surface(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = write_project(tmp_path, ADVISORY_TOML, {
+        "d.jsonl": jsonl([{"id": f"c{i}", "input": {"q": i}, "expected": "x"} for i in range(3)]),
+        "answer.py": "def answer(inp):\n    return {'text': 'x marks the spot'}\n",
+        "judge.json": json.dumps({"rules": [{"match": "", "json": {"verdict": "fail", "rationale": "the tone is curt, as the rubric forbids"}}]}),
+    })
+    run_id = run_project(cfg, expect=(0,))
+    out = surfaces(cfg, run_id)
+    for name, text in out.items():
+        assert "tone verdicts (advisory)" in text, name
+        assert "tone is advisory: its verdicts are recorded and never decide" in text, name
+        assert "100.0% (3/3)" in text, name  # the pass rate and the advisory judge's "fail" share, both
+    [fig] = [f for f in figures(json.loads(out["api"]), "verdicts") if f["scorer"] == "tone"]
+    assert fig["data"]["advisory"] is True and fig["rows"] == [["fail", "3", "100.0% (3/3)"]]

@@ -154,6 +154,18 @@ def advisory_suites(*runs: Run) -> set[str]:
     return out
 
 
+def advisory_scorers(run: Run, suite: str) -> set[str]:
+    """The scorers of `suite` declared `advisory = true` in the run's config snapshot (by
+    display name: `name`, else `type`), or every scorer of an advisory suite: recorded,
+    never deciding a case's status."""
+    cfg = ((run.config or {}).get("suites") or {}).get(suite)
+    if not isinstance(cfg, dict):
+        return set()
+    scorers = [x for x in cfg.get("scorers") or [] if isinstance(x, dict)]
+    whole = cfg.get("advisory") is True
+    return {str(x.get("name") or x.get("type")) for x in scorers if whole or x.get("advisory") is True}
+
+
 def run_verdict(run: Run) -> RunVerdict:
     """1 when a deterministic case failed or errored, a suite's error rate is over its
     `max_error_rate` (deterministic or stochastic), a gating contrast's rules do not hold,

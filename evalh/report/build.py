@@ -61,13 +61,13 @@ def build_report(
             finished_at=run.finished_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
             derived_from=run.derived_from.model_dump(mode="json") if run.derived_from else None,
         ))
-        from evalh.core.outcome import advisory_suites
+        from evalh.core.outcome import advisory_scorers, advisory_suites
 
         advisory = advisory_suites(run)
         suites = read_suites(results, by, visit, at)
         for name, suite in run.suites.items():
             report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst,
-                                                     config=run.config))
+                                                     config=run.config, advisory=advisory_scorers(run, name)))
             if name in advisory:  # reported as it is, and said to be advisory
                 report.suites[-1].notes.append("advisory suite: judgeUse: advisory-only, "
                                                "releaseDecision: not-assessed (never changes an exit code)")
@@ -250,9 +250,11 @@ class SuiteParts:
             arm.add_attempt(r)
 
     def result(self, run_id: str, name: str, suite: SuiteResult, fetch: Callable[[int], CaseResult],
-               worst: int = 10, config: dict[str, Any] | None = None) -> SuiteReport:
+               worst: int = 10, config: dict[str, Any] | None = None,
+               advisory: set[str] | frozenset[str] = frozenset()) -> SuiteReport:
         """The report of `suite` (its header: aggregates, details, metrics) from its results'
-        parts; `config`: the run's config snapshot (where a generating suite's record is)."""
+        parts; `config`: the run's config snapshot (where a generating suite's record is);
+        `advisory`: its advisory scorers, whose figures are labelled so."""
         out = SuiteReport(run_id=run_id, suite=name, regime=suite.regime,
                           dataset=suite.dataset.model_dump(mode="json"),
                           calibration=calibration(suite.details))
@@ -269,7 +271,8 @@ class SuiteParts:
         from evalh.report.figures import suite_figures
 
         costs = suite_bill(suite.aggregate, suite.details, generation_usage(config or {}, name))
-        out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep, costs)
+        out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep, costs,
+                                    advisory=advisory)
         return out
 
 

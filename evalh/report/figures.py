@@ -362,10 +362,12 @@ def bill(parts: Mapping[str, Any]) -> Figure | None:
 def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = None,
                   suite_metrics: Sequence[Mapping[str, Any]] | None = None,
                   contrasts: Sequence[Mapping[str, Any]] | None = None,
-                  swept: Mapping[str, Any] | None = None, costs: Mapping[str, Any] | None = None) -> list[Figure]:
+                  swept: Mapping[str, Any] | None = None, costs: Mapping[str, Any] | None = None,
+                  advisory: set[str] | frozenset[str] = frozenset()) -> list[Figure]:
     """Every figure of a suite: its claims (named contrasts) and metrics first, its
     policy sweep's ranking, its arms' verdict distributions, what its scorers left in its
-    details, by scorer name, and last its bill (`costs`)."""
+    details, by scorer name, and last its bill (`costs`). A figure of an `advisory`
+    scorer is labelled advisory: its verdicts never decide a case's status."""
     out = [contrast(c) for c in contrasts or []]
     if suite_metrics:
         out.append(metrics(suite_metrics))
@@ -382,6 +384,12 @@ def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = Non
             out.append(pairwise(key, fact))
         elif "scored" in fact and "low_confidence" in fact:
             out.append(judge(key, fact))
+    for fig in out:
+        if fig.scorer in advisory and fig.kind in ("verdicts", "judge", "pairwise", "classification"):
+            fig.title += " (advisory)"
+            fig.notes.insert(0, f"{fig.scorer} is advisory: its verdicts are recorded and never decide a case's "
+                                "status, the pass rate or an exit code")
+            fig.data["advisory"] = True
     paid = bill(costs) if costs else None
     if paid is not None:
         out.append(paid)
