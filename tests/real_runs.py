@@ -47,7 +47,7 @@ def run_project(cfg: Path, *args: str, expect: tuple[int, ...] = (0, 1)) -> str:
     result = cli(cfg, "run", *args)
     assert result.exit_code in expect, result.output
     runs = sorted((cfg.parent / "eval_runs").glob("*.json"))
-    assert runs, result.output
+    assert runs, (result.exit_code, result.output, result.stderr, repr(result.exception))
     return runs[-1].stem
 
 

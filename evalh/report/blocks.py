@@ -265,18 +265,26 @@ def summary_table(report: Report) -> Table:
     return t
 
 
-def summary_blocks(report: Report) -> list[Block]:
-    """What a report opens with: the summary table and each run's verdict against the
-    baseline (the gate and its reasons)."""
-    out: list[Block] = [Heading("Summary", 1), summary_table(report),
-                        Note("pass rate = passed / (passed + failed) over results (attempts); "
-                             "cases × attempts: distinct cases and results (attempts) per case")]
+def baseline_notes(report: Report) -> list[Note]:
+    """Each run's verdict against the BASELINE and its gate, one line each (a warning when
+    the gate fails): what the summary, the HTML report and the dashboard's run page open with."""
+    out = []
     for b in report.baseline:
         if b.note:
             out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.note}"))
             continue
         gate = "gate FAIL: " + "; ".join(b.gate_reasons) if b.fails_gate else "gate passes"
         out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.verdict}; {gate}", warn=b.fails_gate))
+    return out
+
+
+def summary_blocks(report: Report) -> list[Block]:
+    """What a report opens with: the summary table and each run's verdict against the
+    baseline (the gate and its reasons)."""
+    out: list[Block] = [Heading("Summary", 1), summary_table(report),
+                        Note("pass rate = passed / (passed + failed) over results (attempts); "
+                             "cases × attempts: distinct cases and results (attempts) per case")]
+    out += baseline_notes(report)
     for fig in report.figures:
         out.append(Table(columns=fig.columns, rows=fig.rows, title=fig.title))
     return out

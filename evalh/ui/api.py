@@ -145,22 +145,29 @@ class DashboardApi:
                 "baseline": self.baseline() == run_id}
 
     def report(self, run_id: str) -> dict[str, Any]:
-        """The run's report (`build_report`), without the raw-attempts and raw-runs rows,
-        which the case list pages through."""
+        """The run's report (`build_report`, against the BASELINE when one is set), without
+        the raw-attempts and raw-runs rows, which the case list pages through; `verdict`:
+        its verdict against the BASELINE, the lines the report's summary opens with."""
         loaded = self.index.load(run_id)
-        if "report" not in loaded.extra:
+        marker = self.baseline()
+        if "report" not in loaded.extra or loaded.extra.get("report_baseline") != marker:
             from evalh.report import build_report
+            from evalh.report.blocks import baseline_notes
+            from evalh.report.build import versus_baseline
             from evalh.run_results import open_results
 
             # read a result at a time, as `evalh report` reads it: not the run as models
-            report = build_report([open_results(self.index.store, run_id)]).to_dict()
+            results = open_results(self.index.store, run_id)
+            built = build_report([results], baseline=versus_baseline([results], self.root, self.index.store))
+            report = built.to_dict()
+            report["verdict"] = [{"text": n.text, "warn": n.warn} for n in baseline_notes(built)]
             for suite in report["suites"]:
                 for arm in suite["arms"]:
                     if arm.get("repeats"):
                         arm["repeats"]["raw"] = []
                     if arm.get("runs"):  # the raw-runs table too (a row per result)
                         arm["runs"]["rows"], arm["runs"]["arithmetic"] = [], []
-            loaded.extra["report"] = report
+            loaded.extra["report"], loaded.extra["report_baseline"] = report, marker
         return loaded.extra["report"]
 
     def cases(self, run_id: str, params: Mapping[str, str]) -> dict[str, Any]:

@@ -42,6 +42,8 @@
 
   // ------------------------------------------------------------------ formatting
 
+  // a share as `evalh compare` prints it (Python's `:g`): 0.025000000000000022 → "2.5 %"
+  function pctG(v) { return Number((v * 100).toPrecision(6)) + " %"; }
   function pct(v) { return v === null || v === undefined ? "n/a" : (v * 100).toFixed(1) + "%"; }
   function rate(v, num, den) { return pct(v) + " (" + num + "/" + den + ")"; }
   function num(v, d) { return v === null || v === undefined ? "–" : Number(v).toFixed(d === undefined ? 3 : d); }
@@ -457,6 +459,8 @@
         data.baseline ? badge("BASELINE", "base") : null, s.label ? el("span", null, s.label) : null]));
       add(app, el("div", { "class": "dim" }, "started " + when(s.started_at) + " · finished " + when(s.finished_at) + " · git " + git));
       if (s.status !== "complete") add(app, el("div", { "class": "warnbox" }, "run is " + s.status + ": " + (s.status_reason || "no reason recorded")));
+      var verdict = el("div", { "data-testid": "run-verdict" });
+      add(app, verdict);
       var suitesCard = el("div", { "class": "card", "data-testid": "suites-card" }, [el("h2", null, "Suites"), el("p", { "class": "dim" }, "computing the report…")]);
       add(app, suitesCard);
       var names = Object.keys(data.suites);
@@ -466,6 +470,9 @@
       var report = function () {
         getJSON("/api/runs/" + encodeURIComponent(runId) + "/report").then(function (rep) {
           if (gen !== generation) return;
+          (rep.verdict || []).forEach(function (v) {  // against the BASELINE: first, as in the report
+            add(verdict, el("div", { "class": v.warn ? "warnbox" : "headline" }, v.text));
+          });
           suitesCard.replaceWith(summaryTable(rep));
         }).catch(function (e) { clear(suitesCard); add(suitesCard, el("p", { "class": "err" }, "Could not build the report: " + e.message)); });
       };
@@ -680,7 +687,7 @@
         el("span", { "data-testid": "gate" }, c.fails_gate ? "the gate fails: `evalh compare --fail-on-regression` exits 1" : "the gate passes"),
         c.inconclusive ? badge("inconclusive rows", "v-inconclusive") : null]),
       (c.gate_reasons || []).length ? el("ul", { "class": "notes" }, c.gate_reasons.map(function (r) { return el("li", null, r); })) : null,
-      c.family ? el("div", { "class": "dim" }, c.family.size ? c.family.size + " gating row(s) tested as one family (Holm): at most " + (c.family.alpha * 100) + " % chance that any is falsely regressed" : "no statistical test (deterministic suites are by case name)") : null,
+      c.family ? el("div", { "class": "dim" }, c.family.size ? c.family.size + " gating row(s) tested as one family (Holm): the chance that any is falsely called regressed is at most " + pctG(c.family.alpha) : "no statistical test (deterministic suites are by case name)") : null,
       el("div", { "class": "dim" }, ["base ", el("a", { href: runHref(c.base.run_id) }, c.base.run_id), c.base.label ? " (" + c.base.label + ")" : "",
         " → candidate ", el("a", { href: runHref(c.candidate.run_id) }, c.candidate.run_id), c.candidate.label ? " (" + c.candidate.label + ")" : ""])
     ]));
@@ -699,7 +706,7 @@
         el("div", { "class": "row" }, [el("h2", null, name), badge(s.verdict, "v-" + s.verdict), s.regime ? el("span", { "class": "dim" }, s.regime) : null,
           s.partial ? badge("partial", "v-inconclusive") : null]),
         el("ul", { "class": "notes" }, s.reasons.map(function (r) { return el("li", null, r); })),
-        el("div", { "class": "dim" }, s.counts.compared + " compared · " + s.counts.changed + " changed · " + s.counts.added + " added · " +
+        el("div", { "class": "dim" }, s.counts.compared + " compared · " + s.counts.changed + " with changed content (not compared) · " + s.counts.added + " added · " +
           s.counts.removed + " removed · errored " + s.errors.base_errored + " → " + s.errors.candidate_errored)
       ]);
       if (s.metrics.length) {
@@ -823,7 +830,7 @@
 
   // ------------------------------------------------------------------ compare, case by case
 
-  var PAIR_FILTERS = [["regressed", "regressed"], ["improved", "improved"], ["changed", "changed"],
+  var PAIR_FILTERS = [["regressed", "regressed"], ["improved", "improved"], ["changed", "any change"],
     ["errored", "errored"], ["flaky", "flaky"], ["all", "all"]];
   var TAG_TEXT = { regressed: "regressed", improved: "improved", errored_new: "newly errored", errored_fixed: "no longer errored",
     content_changed: "case content changed", outcome_changed: "outcome changed", output_changed: "output changed",
