@@ -52,7 +52,8 @@ def run_project(cfg: Path, *args: str, expect: tuple[int, ...] = (0, 1)) -> str:
 
 
 def report(cfg: Path, run_id: str, fmt: str, *extra: str) -> str:
-    result = cli(cfg, "report", run_id, "--format", fmt, *extra, config=False)
+    """`evalh report RUN --format FMT` in the project (its BASELINE, if set, read)."""
+    result = cli(cfg, "report", run_id, "--format", fmt, *extra)
     assert result.exit_code == 0, result.output
     text = result.stdout
     if fmt == "html":  # the drawn page, not the JSON embedded for its scripts
@@ -81,7 +82,7 @@ def surfaces(cfg: Path, run_id: str) -> dict[str, str]:
     """Every surface of the run as text: `report` in each format, `show`, and the
     dashboard's report endpoint (its JSON text)."""
     out = {fmt: report(cfg, run_id, fmt) for fmt in FORMATS}
-    shown = cli(cfg, "show", run_id, config=False)
+    shown = cli(cfg, "show", run_id)
     assert shown.exit_code == 0, shown.output
     out["show"] = shown.stdout
     out["api"] = json.dumps(dashboard(cfg.parent, f"/api/runs/{run_id}/report"))

@@ -56,7 +56,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, st
 
 
 @pytest.fixture(scope="module")
-def browser(url: str) -> Iterator[Any]:
+def browser(url: str, html: tuple[Path, str]) -> Iterator[Any]:
     """Started after the runs are made: Playwright's sync API holds an event loop, and
     `evalh run` starts its own."""
     from playwright.sync_api import sync_playwright
@@ -110,4 +110,76 @@ def test_the_compare_page_formats_the_family_chance_and_names_its_counts(browser
     assert "0 with changed content (not compared)" in text and "0 changed ·" not in text
     button = page.locator("[data-testid=pairs-card] button[data-filter=changed]").inner_text()
     assert button == "any change 12"
+    page.close()
+
+
+ARMS_TARGET = '''\
+def good(inp):
+    return {"verdict": "yes"}
+
+
+def half(inp):
+    return {"verdict": "yes" if inp["n"] % 2 else "no"}
+
+
+def bad(inp):
+    return {"verdict": "no" if inp["n"] < 3 else "yes"}
+'''
+
+ARMS_TOML = '''\
+[suites.qa]
+dataset = "d.jsonl"
+regime = "stochastic"
+max_error_rate = 1.0
+scorers = [{ type = "exact", field = "verdict" }]
+arms = [{ name = "gpt", target = "arms:good" }, { name = "gpt-bad", target = "arms:bad" }, { name = "claude", target = "arms:half" }]
+'''
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The HTML report of the second of two runs of a suite with three arms, against the
+    first as BASELINE."""
+    from tests.real_runs import report
+
+    root = tmp_path_factory.mktemp("arms")
+    cfg = write_project(root, ARMS_TOML, {"d.jsonl": jsonl([{"id": f"a{n}", "input": {"n": n}, "expected": "yes"}
+                                                            for n in range(8)]), "arms.py": ARMS_TARGET})
+    first = run_project(cfg)
+    second = run_project(cfg)
+    assert cli(cfg, "baseline", "set", first).exit_code == 0
+    result = cli(cfg, "report", first, second, "--format", "html")
+    assert result.exit_code == 0, result.output
+    path = root / "report.html"
+    path.write_text(result.stdout, encoding="utf-8")
+    return path, report(cfg, second, "html")
+
+
+def test_the_html_report_opens_with_the_verdict(html: tuple[Path, str]) -> None:
+    text = html[1]
+    summary = text[text.index('id="summary"'):]
+    assert summary.index('data-testid="verdict"') < summary.index('data-testid="summary"')
+    assert "vs baseline" in summary[:summary.index('data-testid="summary"')]
+
+
+def test_the_html_report_draws_the_arms_matrix(html: tuple[Path, str]) -> None:
+    text = html[1]
+    assert 'data-testid="arms-matrix"' in text and "Cases × arms · qa" in text
+    matrix = text[text.index('data-testid="arms-matrix"'):]
+    matrix = matrix[:matrix.index("</section>")]
+    assert matrix.index("<td class=\"id\">a0</td>") < matrix.index("<td class=\"id\">a7</td>")  # disagreement first
+    assert matrix.count('data-col="gpt-bad" data-status="failed"') == 3
+
+
+def test_the_html_legend_tells_every_arm_apart(browser: Any, html: tuple[Path, str]) -> None:
+    page = browser.new_page()
+    page.goto(html[0].resolve().as_uri())
+    items = page.locator("[data-testid=trend-legend] li")
+    items.first.wait_for()
+    seen = [(items.nth(i).inner_text(), items.nth(i).get_attribute("data-shape"), items.nth(i).get_attribute("data-dash"))
+            for i in range(items.count())]
+    assert [s[0] for s in seen] == ["qa · gpt", "qa · gpt-bad", "qa · claude"]
+    assert len({(s[1], s[2]) for s in seen}) == 3  # three series, three looks
+    swatches = [items.nth(i).locator("path").get_attribute("d") for i in range(items.count())]
+    assert len(set(swatches)) == 3
     page.close()

@@ -211,9 +211,17 @@ def report(
 
             text = document_text(doc)
     else:
+        from evalh.report.matrix import arms_matrices
         from evalh.report.pairs import case_pairs
 
-        text = to_html(rep, pairs=case_pairs(whole[0], whole[1]) if whole and len(whole) == 2 else None)
+        # the arms matrix of each suite with several arms (that run read whole, once)
+        matrices = []
+        for at, source in enumerate(runs):
+            header = source.header if isinstance(source, RunResults) else source
+            if any(len(s.arms) > 1 for s in header.suites.values()):
+                matrices += arms_matrices(whole[at] if whole else store.load(refs[at]))
+        text = to_html(rep, pairs=case_pairs(whole[0], whole[1]) if whole and len(whole) == 2 else None,
+                       matrices=matrices)
     _emit(text, output, quiet)
 
 

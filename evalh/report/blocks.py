@@ -50,6 +50,8 @@ class Table:
 class Note:
     text: str
     warn: bool = False
+    verdict: bool = False
+    """A run's verdict against the BASELINE: drawn first and prominent."""
 
 
 Block = Heading | Table | Note
@@ -271,20 +273,19 @@ def baseline_notes(report: Report) -> list[Note]:
     out = []
     for b in report.baseline:
         if b.note:
-            out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.note}"))
+            out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.note}", verdict=True))
             continue
         gate = "gate FAIL: " + "; ".join(b.gate_reasons) if b.fails_gate else "gate passes"
-        out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.verdict}; {gate}", warn=b.fails_gate))
+        out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.verdict}; {gate}", warn=b.fails_gate, verdict=True))
     return out
 
 
 def summary_blocks(report: Report) -> list[Block]:
-    """What a report opens with: the summary table and each run's verdict against the
-    baseline (the gate and its reasons)."""
-    out: list[Block] = [Heading("Summary", 1), summary_table(report),
+    """What a report opens with: each run's verdict against the baseline (the gate and its
+    reasons) first, then the summary table."""
+    out: list[Block] = [Heading("Summary", 1), *baseline_notes(report), summary_table(report),
                         Note("pass rate = passed / (passed + failed) over results (attempts); "
                              "cases × attempts: distinct cases and results (attempts) per case")]
-    out += baseline_notes(report)
     for fig in report.figures:
         out.append(Table(columns=fig.columns, rows=fig.rows, title=fig.title))
     return out

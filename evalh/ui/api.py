@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from evalh.errors import EvalhError, RunNotFound
+from evalh.report.matrix import PREVIEW as PREVIEW  # a grid cell shows this much output
 from evalh.report.pairs import SEVERITY, VIEWS
 from evalh.ui.index import LoadedRun, RunIndex
 
 MAX_PAGE = 500
-PREVIEW = 240
-"""Characters of output shown in a grid cell before it is expanded."""
 STATUSES = ("passed", "failed", "errored", "judge_error", "skipped")
 
 PAIR_FILTERS = VIEWS
@@ -420,48 +419,9 @@ class DashboardApi:
 
     def _matrix(self, loaded: LoadedRun, suite: str, by: str, sort: str, arm: str, arms: list[str],
                 base_arm: str | None, q: str, offset: int, limit: int) -> dict[str, Any]:
-        from evalh.report.repeats import flakiness_of
+        from evalh.report.matrix import grid
 
-        rows = loaded.rows[suite]
-        outs = loaded.outputs(suite)
-        grid: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for r in rows:
-            if by == "attempt" and r["arm"] != arm:
-                continue
-            col = r["arm"] if by == "arm" else str(r["attempt"] or 0)
-            grid.setdefault(r["case_id"], {}).setdefault(col, []).append(r)
-        columns = arms if by == "arm" else sorted({c for g in grid.values() for c in g}, key=int)
-        out = []
-        for cid, cols in grid.items():
-            if q and q not in cid.lower():
-                continue
-            cells: dict[str, Any] = {}
-            for col in columns:
-                rs = sorted(cols.get(col, []), key=lambda r: r["attempt"] or 0)
-                if not rs:
-                    cells[col] = None
-                    continue
-                r = rs[0]
-                text = outs[r["i"]] if r["i"] < len(outs) else ""
-                cells[col] = {"i": r["i"], "status": r["status"], "score": r["score"], "latency_ms": r["latency_ms"],
-                              "tokens_in": r["tokens_in"], "tokens_out": r["tokens_out"], "cost_usd": r["cost_usd"],
-                              "cached": r["cached"],
-                              "attempts": len(rs), "passes": sum(x["status"] == "passed" for x in rs),
-                              "preview": text[:PREVIEW], "truncated": len(text) > PREVIEW}
-            present = [c for c in cells.values() if c is not None]
-            statuses = {c["status"] for c in present} | ({"(missing)"} if len(present) < len(columns) else set())
-            scores = [c["score"] for c in present if c["score"] is not None]
-            disagreement = len(statuses) - 1 + ((max(scores) - min(scores)) if len(scores) > 1 else 0.0)
-            row: dict[str, Any] = {"case_id": cid, "disagreement": round(disagreement, 6), "cells": cells}
-            if by == "attempt":
-                row["flakiness"] = flakiness_of([c["status"] for c in present])
-            out.append(row)
-        if sort == "disagreement":
-            out.sort(key=lambda r: -r["disagreement"])
-        classes: dict[str, int] = {}
-        for r in out:
-            if "flakiness" in r:
-                classes[r["flakiness"]] = classes.get(r["flakiness"], 0) + 1
+        columns, out, classes = grid(loaded.rows[suite], loaded.outputs(suite), by, sort, arm, arms, q)
         return {"suite": suite, "by": by, "arm": arm if by == "attempt" else None, "arms": arms,
                 "baseline_arm": base_arm, "columns": columns, "sort": sort, "total": len(out),
                 "offset": offset, "limit": limit, "flakiness": classes, "rows": out[offset:offset + limit]}
