@@ -119,6 +119,15 @@ def test_the_shipped_panel_suite_shows_its_per_lens_figure(repo_root: Path, tmp_
         assert "worst lens: contradiction (effective recall 60.0% (3/5)" in text, fmt
     shown = cli(local, "show", path.stem, config=False)
     assert "worst lens: contradiction (effective recall 60.0% (3/5)" in shown.stdout
+    # its policy sweep's ranking, on every surface too
+    from tests.real_runs import dashboard
+
+    api = json.dumps(dashboard(tmp_path, f"/api/runs/{path.stem}/report"))
+    for name, text in {"table": report(local, path.stem, "table"), "md": report(local, path.stem, "md"),
+                       "html": report(local, path.stem, "html"), "json": report(local, path.stem, "json"),
+                       "show": shown.stdout, "api": api}.items():
+        assert "policy sweep: count:lenses against the label severity" in text, name
+        assert "42.9% (6/14)" in text and "candidates tie at the top on accuracy" in text, name
 
 
 # ----------------------------------------------------------------------------- the bill
@@ -309,3 +318,34 @@ def test_an_advisory_judge_is_labelled_advisory_on_every_surface(tmp_path: Path,
         assert "100.0% (3/3)" in text, name  # the pass rate and the advisory judge's "fail" share, both
     [fig] = [f for f in figures(json.loads(out["api"]), "verdicts") if f["scorer"] == "tone"]
     assert fig["data"]["advisory"] is True and fig["rows"] == [["fail", "3", "100.0% (3/3)"]]
+
+
+# ----------------------------------------------------------------------------- bias metrics, claims, judges
+
+def test_bias_metrics_claims_and_judges_reach_show_and_the_dashboard(tmp_path: Path, repo_root: Path) -> None:
+    """The shipped bias example (its report formats: tests/test_bias_methodology.py): the
+    same flags in `evalh show` and over the dashboard's HTTP endpoint."""
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+    from tests.real_runs import cli, dashboard
+    from tests.test_bias_methodology import EXAMPLE_RUN_ARGS
+
+    cfg = repo_root / "examples" / "bias" / "evalh.toml"
+    runs = tmp_path / "eval_runs"
+    result = CliRunner().invoke(app, ["run", "--config", str(cfg), "--runs-dir", str(runs), "-q", "--no-cache",
+                                      *EXAMPLE_RUN_ARGS])
+    assert result.exit_code == 0, result.output
+    [path] = runs.glob("*.json")
+    local = tmp_path / "evalh.toml"
+    local.write_text("", encoding="utf-8")
+    shown = cli(local, "show", path.stem)
+    assert shown.exit_code == 0, shown.output
+    api = json.dumps(dashboard(tmp_path, f"/api/runs/{path.stem}/report"))
+    for name, text in (("show", shown.stdout), ("api", api)):
+        for needle in ("sycophancy = 40.0% (10/25) crosses its threshold > 0.3",
+                       "pattern_bias.stripe = 80.0% (40/50) crosses its threshold > 0.7",
+                       "verbosity_bias = 100.0% (80/80) crosses its threshold > 0.6",
+                       "consistency under order swap: 80.0% (80/100)", "position bias", "low-confidence",
+                       "claim C - B", "rule tokens_out < 0: holds", "the bill: target, judge and generator calls"):
+            assert needle in text, (name, needle)
