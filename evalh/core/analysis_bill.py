@@ -34,8 +34,8 @@ class Part:
     tokens_in: int = 0
     tokens_out: int = 0
     calls: int | None = None
-    """Calls made, where the part counts them (judges and generators do; a target's results
-    are counted by the aggregate)."""
+    """Calls made, cached ones among them: a target's are its results that ran (each one
+    call of the product), a judge's and a generator's as their usage counts them."""
     cached: int = 0
     unpriced: bool = False
 
@@ -58,8 +58,8 @@ class Part:
 def usage_part(u: Mapping[str, Any]) -> Part:
     """A judge's or generator's `usage` (`calls`, `cached`, tokens, `cost_usd` null when a
     call had no price; a generator's `cost_unknown` counts its unpriced calls)."""
-    cost = u.get("cost_usd")
     calls = _n(u.get("calls"))
+    cost = u.get("cost_usd") if calls or _n(u.get("tokens_in")) or _n(u.get("tokens_out")) else None  # no call, no bill
     unpriced = (cost is None and calls > _n(u.get("cached"))) or _n(u.get("cost_unknown")) > 0
     return Part(cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
                 tokens_in=_n(u.get("tokens_in")), tokens_out=_n(u.get("tokens_out")), calls=calls,
@@ -82,7 +82,7 @@ def suite_bill(aggregate: Any, details: Mapping[str, Any], generated: Mapping[st
     """One suite's bill: `target`, `judge`, `generator` and `total`. `aggregate`: the
     suite's `Aggregate`; `generated`: its generation record's `usage`, if it generated."""
     target = Part(cost_usd=aggregate.cost_usd, tokens_in=aggregate.tokens_in, tokens_out=aggregate.tokens_out,
-                  cached=aggregate.cached, unpriced=aggregate.cost_unknown > 0)
+                  calls=aggregate.n - aggregate.skipped, cached=aggregate.cached, unpriced=aggregate.cost_unknown > 0)
     judge = Part()
     for u in judge_usages(details):
         judge.add(usage_part(u))

@@ -261,7 +261,8 @@ class SuiteParts:
         seen = list(self.arms)
         declared = [a for a in suite.arms if a in seen or not seen]
         arms = declared + [a for a in seen if a not in declared]
-        baseline = suite.baseline_arm or (arms[0] if len(arms) > 1 else None)
+        # one arm is no comparison: no arm of a one-arm suite is called its baseline
+        baseline = (suite.baseline_arm or arms[0]) if len(arms) > 1 else None
         for arm in arms:
             parts = self.arms.get(arm) or ArmParts(self.regime, self.target, self.by)
             out.arms.append(parts.result(arm, arm == baseline, fetch, worst))

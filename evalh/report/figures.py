@@ -338,11 +338,13 @@ def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
 def bill(parts: Mapping[str, Any]) -> Figure | None:
     """A suite's bill (`evalh.core.analysis_bill.suite_bill`): target, judge and generator
     calls apart and in total — their calls, cached replies, tokens and cost. None when
-    nothing was spent or counted (no tokens, no cost, no judge or generator call)."""
+    nothing was spent or counted (no tokens, no known cost, no cached reply, no judge or
+    generator call: a product called in-process with nothing to bill)."""
     from evalh.numbers import money_exact
 
     total = parts["total"]
-    if not (total.tokens_in or total.tokens_out or total.cost_usd or total.calls or total.cached):
+    if not (total.tokens_in or total.tokens_out or total.cost_usd is not None or total.cached
+            or parts["judge"].calls or parts["generator"].calls):
         return None
     fig = Figure(kind="bill", scorer="bill", title="the bill: target, judge and generator calls",
                  columns=["calls of", "calls", "cached", "tokens in", "tokens out", "cost"])
@@ -352,7 +354,7 @@ def bill(parts: Mapping[str, Any]) -> Figure | None:
                          str(p.tokens_out), money_exact(p.cost_usd, "–" if not (p.tokens_in or p.tokens_out) else "unknown")
                          + (" + unpriced" if p.unpriced else "")])
     fig.notes.append("cost: what the calls cost at list price (what --max-cost counts); a cached reply costs "
-                     "nothing and is left out of latency figures; target calls are the results")
+                     "nothing and is left out of latency figures; target calls: the results that ran")
     if total.unpriced:
         fig.flags.append("bill: some calls have no known price: the total cost is a lower bound")
     fig.data = {k: p.document() for k, p in parts.items()}

@@ -98,7 +98,8 @@ def bill_line(run: Run) -> str | None:
 
     bill = total_bill(run_bill(run).values())
     total = bill["total"]
-    if not (total.tokens_in or total.tokens_out or total.cost_usd or total.calls):
+    if not (total.tokens_in or total.tokens_out or total.cost_usd is not None or bill["judge"].calls
+            or bill["generator"].calls):
         return None
 
     def part(name: str) -> str:
