@@ -61,11 +61,12 @@ def report(cfg: Path, run_id: str, fmt: str, *extra: str) -> str:
     return text
 
 
-def dashboard(root: Path, path: str) -> Any:
-    """GET `path` from the dashboard served over `root/eval_runs`, as JSON."""
+def dashboard(root: Path, path: str, runs_dir: Path | None = None) -> Any:
+    """GET `path` from the dashboard served over `runs_dir` (default `root/eval_runs`) of
+    the project at `root`, as JSON."""
     from evalh.ui.server import make_server
 
-    server = make_server(root / "eval_runs", root, "127.0.0.1", 0)
+    server = make_server(runs_dir or root / "eval_runs", root, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

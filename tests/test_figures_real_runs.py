@@ -349,3 +349,36 @@ def test_bias_metrics_claims_and_judges_reach_show_and_the_dashboard(tmp_path: P
                        "consistency under order swap: 80.0% (80/100)", "position bias", "low-confidence",
                        "claim C - B", "rule tokens_out < 0: holds", "the bill: target, judge and generator calls"):
             assert needle in text, (name, needle)
+
+
+# ----------------------------------------------------------------------------- labels agreement
+
+from tests.test_labels_example import example  # noqa: E402,F401 - the feedback example, run, exported, rated
+
+
+def test_labels_agreement_reaches_every_surface(example: dict) -> None:  # type: ignore[type-arg]  # noqa: F811
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+    from tests.real_runs import dashboard
+
+    runs, run_id = example["runs"], example["run_id"]
+
+    def invoke(*args: str) -> str:
+        result = CliRunner().invoke(app, [*args, "--runs-dir", str(runs)], env={"COLUMNS": "240"})
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    fields = example["report"]["inter_rater"]["fields"]
+    fname, f = next(iter(fields.items()))
+    fleiss = f["fleiss_kappa"]["kappa"]
+    texts = {fmt: invoke("report", run_id, "--format", fmt) for fmt in ("table", "md", "html", "json")}
+    texts["show"] = invoke("show", run_id)
+    texts["api"] = json.dumps(dashboard(example["root"], f"/api/runs/{run_id}/report", runs))
+    label = "labels: agreement between raters, before adjudication"
+    for name, text in texts.items():
+        text = text.replace("\\\\'", "'").replace("&#39;", "'").replace("\\'", "'")
+        assert label in text, name
+        assert "Fleiss' kappa" in text or "Fleiss\\u0027 kappa" in text, name
+        assert f"{fleiss:.3f}" in text, name
+        assert "releaseDecision: not-assessed" in text, name

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from evalh.core.aggregate import Aggregator, facts_of
@@ -18,6 +19,7 @@ from evalh.models import CaseResult, Run, SuiteResult
 from evalh.report.models import (
     ArmReport,
     BaselineVerdict,
+    Figure,
     Headline,
     RawRunRow,
     Report,
@@ -65,9 +67,12 @@ def build_report(
 
         advisory = advisory_suites(run)
         suites = read_suites(results, by, visit, at)
+        labelled = labels_figure(results)
         for name, suite in run.suites.items():
             report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst,
                                                      config=run.config, advisory=advisory_scorers(run, name)))
+            if labelled is not None and name == (labelled.data.get("suites") or [None])[0]:
+                report.suites[-1].figures.append(labelled)
             if name in advisory:  # reported as it is, and said to be advisory
                 report.suites[-1].notes.append("advisory suite: judgeUse: advisory-only, "
                                                "releaseDecision: not-assessed (never changes an exit code)")
@@ -76,6 +81,34 @@ def build_report(
 
     report.figures = across_runs(report)
     return scrubbed(report)
+
+
+def labels_figure(results: RunResults) -> Figure | None:
+    """The agreement of the human labels of a stored run (`evalh label report`'s), when it
+    was exported and rated (its `<run_id>.labels.json` beside it); a figure flagged with why
+    when they cannot be reported. None for a run never exported."""
+    from evalh.errors import EvalhError
+    from evalh.labels import label_report, load_labels, sidecar_path
+    from evalh.labels.store import load_store
+    from evalh.report.figures import labels_agreement
+    from evalh.store import RunStore
+
+    path = results.path
+    if path is None:
+        return None
+    run_id = results.header.run_id
+    sidecar = sidecar_path(Path(path), run_id)
+    if not sidecar.is_file():
+        return None
+    try:
+        labels = load_labels(sidecar, run_id)
+        if not labels.requests:
+            return None
+        run = RunStore(Path(path).parent).load(str(path))
+        return labels_agreement(label_report(run, labels, load_store(Path(path).parent)))
+    except EvalhError as exc:
+        return Figure(kind="labels", scorer="labels", title="labels: not reported",
+                      flags=[f"labels: cannot report: {exc.message}"])
 
 
 def scrubbed(report: Report) -> Report:

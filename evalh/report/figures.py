@@ -335,6 +335,39 @@ def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
     return fig
 
 
+def labels_agreement(rep: Any) -> Figure:
+    """Human labels of a run (`evalh.labels.label_report`'s `LabelReport`): agreement
+    between raters on each rated field before adjudication — each pair's overlap, raw
+    agreement and Cohen's kappa, Fleiss' kappa and Krippendorff's alpha over all raters, a
+    null figure with why — then each judge against the agreed labels, and the counts."""
+    fig = Figure(kind="labels", scorer="labels", title="labels: agreement between raters, before adjudication",
+                 columns=["field", "raters", "overlap", "raw agreement", "kappa", "why null"])
+    for fname, f in rep.inter_rater.fields.items():
+        for p in f.pairs:
+            a = p.agreement
+            fig.rows.append([fname, " × ".join(p.raters), str(a.overlap), num(a.raw_agreement, none="null"),
+                             num(a.kappa, none="null"), a.kappa_null_reason or ""])
+        fk = f.fleiss_kappa
+        fig.rows.append([fname, "all: Fleiss' kappa", str(fk.subjects), "", num(fk.kappa, none="null"), fk.null_reason or ""])
+        for level, ka in f.krippendorff_alpha.items():
+            fig.rows.append([fname, f"all: Krippendorff's alpha ({level})", str(ka.subjects), "",
+                             num(ka.alpha, none="null"), ka.null_reason or ""])
+    c = rep.counts
+    fig.notes.append(f"{c.results} results: {c.agreed} agreed, {c.disputed} disputed, {c.not_reviewed} not reviewed, "
+                     f"{c.withheld} withheld, {c.missing} missing ({c.adjudicated} adjudicated, {c.single_rated} "
+                     f"single-rated); raters: {', '.join(rep.raters) or 'none'}")
+    for j in rep.judges:
+        ja = j.agreement
+        fig.notes.append(f"judge {j.scorer} vs agreed human labels: overlap {ja.overlap}, raw agreement "
+                         f"{num(ja.raw_agreement, none='null')}, kappa {num(ja.kappa, none='null')}"
+                         + (f" ({ja.kappa_null_reason})" if ja.kappa_null_reason else ""))
+    fig.notes.append(f"releaseDecision: {rep.release_decision} · judgeUse: {rep.judge_use}")
+    if rep.stale.results:
+        fig.flags.append(f"labels: {len(rep.stale.results)} rated result(s) changed since rated: stale, not used")
+    fig.data = {"inter_rater": rep.inter_rater.to_dict(), "suites": list(rep.suites)}
+    return fig
+
+
 def bill(parts: Mapping[str, Any]) -> Figure | None:
     """A suite's bill (`evalh.core.analysis_bill.suite_bill`): target, judge and generator
     calls apart and in total — their calls, cached replies, tokens and cost. None when
