@@ -61,8 +61,8 @@ def render_label_report(rep: LabelReport, console: Console) -> None:
     t = Table(title=safe_text("agreement between raters, before adjudication"), title_justify="left", box=box.SIMPLE_HEAD)
     for col in fig.columns:
         t.add_column(col)
-    for cells in fig.rows:
-        t.add_row(*(safe_text(cell) for cell in cells))
+    for line in fig.rows:
+        t.add_row(*(safe_text(cell) for cell in line))
     console.print(t if any(f.raters[1:] for f in fields.values()) else safe_text("agreement between raters: fewer than two raters"))
     for j in rep.judges:
         ja = j.agreement
