@@ -220,6 +220,12 @@ def test_a_cached_run_is_marked_cached_where_its_cost_and_latency_appear(billed:
     doc = json.loads(report(cfg, cached, "json"))
     econ = doc["suites"][0]["arms"][0]["economics"]
     assert econ["cached"] == 3 and econ["latency_denominator"] == 0 and econ["latency_ms_p50"] is None
+    from tests.real_runs import cli, dashboard
+
+    shown = cli(cfg, "show", cached)
+    assert "(3 cached)" in shown.stdout  # the run table's cost column
+    rows = dashboard(cfg.parent, f"/api/runs/{cached}/cases?suite=answers")["rows"]
+    assert [r["cached"] for r in rows] == [True] * 3  # the case list says cached where a latency would be
 
 
 def test_the_run_table_and_the_budget_agree_on_the_bill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,8 @@ def _row(name: str, regime: str, a: Aggregate) -> list[str]:
         str(a.judge_error), rate(a.pass_rate, a.passed, a.pass_rate_denominator, none="n/a (0)"),
         num(a.mean_score), num(a.latency_ms_p50, ".0f"), num(a.latency_ms_p95, ".0f"),
         f"{a.tokens_in + a.tokens_out}" if (a.tokens_in or a.tokens_out) else "–",
-        money(a.cost_usd, none="–") + (f" (+{a.cost_unknown} unpriced)" if a.cost_usd is not None and a.cost_unknown else ""),
+        money(a.cost_usd, none="–") + (f" (+{a.cost_unknown} unpriced)" if a.cost_usd is not None and a.cost_unknown else "")
+        + (f" ({a.cached} cached)" if a.cached else ""),
     ]
 
 
