@@ -388,3 +388,35 @@ def test_labels_agreement_reaches_every_surface(example: dict) -> None:  # type:
         assert "Fleiss' kappa" in text or "Fleiss\\u0027 kappa" in text, name
         assert f"{fleiss:.3f}" in text, name
         assert "releaseDecision: not-assessed" in text, name
+
+
+def test_the_generator_is_billed_apart_on_every_surface(tmp_path: Path, repo_root: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped `parliament` suite writes its cases with a generator, then answers and
+    judges them, all on the mock: the bill counts the generator's calls apart."""
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+    from evalh.numbers import money_exact
+    from tests.real_runs import cli, dashboard, report
+
+    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "cache"))
+    runs = tmp_path / "eval_runs"
+    result = CliRunner().invoke(app, ["run", "--suite", "parliament", "--config", str(repo_root / "evalh.toml"),
+                                      "--runs-dir", str(runs), "--no-cache", "-q"])
+    assert result.exit_code in (0, 1), result.output
+    [path] = runs.glob("*.json")
+    doc = json.loads(path.read_bytes())
+    bill = doc["summary"]["bill"]
+    gen = doc["config"]["suites"]["parliament"]["generate"]["record"]["usage"]
+    assert bill["generator"]["calls"] == gen["calls"] > 0 and bill["generator"]["cost_usd"] == pytest.approx(gen["cost_usd"])
+    assert bill["judge"]["calls"] > 0
+    assert doc["summary"]["cost_usd"] == pytest.approx(
+        sum(bill[p]["cost_usd"] or 0.0 for p in ("target", "judge", "generator")))
+    local = tmp_path / "evalh.toml"
+    local.write_text("", encoding="utf-8")
+    texts = {fmt: report(local, path.stem, fmt) for fmt in ("table", "md", "html", "json")}
+    texts["show"] = cli(local, "show", path.stem).stdout
+    texts["api"] = json.dumps(dashboard(tmp_path, f"/api/runs/{path.stem}/report"))
+    for name, text in texts.items():
+        assert money_exact(bill["generator"]["cost_usd"]) in text, name
