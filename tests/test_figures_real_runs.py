@@ -241,6 +241,11 @@ def test_the_run_table_and_the_budget_agree_on_the_bill(tmp_path: Path, monkeypa
     line = next(x for x in result.stdout.splitlines() if x.startswith("bill:"))
     assert f"judge {money_exact(bill['judge']['cost_usd'])}" in line
     assert f"total {money_exact(bill['total']['cost_usd'])}" in line
+    from evalh.numbers import money
+
+    progress = next(x for x in result.output.splitlines() if x.startswith("answers ") and " tokens " in x)
+    total = bill["total"]
+    assert f"tokens {total['tokens_in'] + total['tokens_out']} {money(total['cost_usd'])}" in progress  # judges too
 
 
 # ----------------------------------------------------------------------------- repeats
