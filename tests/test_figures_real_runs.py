@@ -425,3 +425,21 @@ def test_the_generator_is_billed_apart_on_every_surface(tmp_path: Path, repo_roo
     texts["api"] = json.dumps(dashboard(tmp_path, f"/api/runs/{path.stem}/report"))
     for name, text in texts.items():
         assert money_exact(bill["generator"]["cost_usd"]) in text, name
+
+
+def test_verdicts_across_runs_in_every_report_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.real_runs import cli
+
+    monkeypatch.setenv("EVALH_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = write_project(tmp_path, ADVISORY_TOML, {
+        "d.jsonl": jsonl([{"id": f"c{i}", "input": {"q": i}, "expected": "x"} for i in range(3)]),
+        "answer.py": "def answer(inp):\n    return {'text': 'x marks the spot'}\n",
+        "judge.json": json.dumps({"rules": [{"match": "", "json": {"verdict": "fail", "rationale": "the tone is curt, as the rubric forbids"}}]}),
+    })
+    first = run_project(cfg, "--label", "v1", expect=(0,))
+    second = run_project(cfg, "--label", "v2", expect=(0,))
+    for fmt in ("table", "md", "html", "json"):
+        result = cli(cfg, "report", first, second, "--format", fmt)
+        assert result.exit_code == 0, result.output
+        assert "graded: tone verdicts (advisory) across runs" in result.stdout, fmt
+        assert result.stdout.count("100.0% (3/3)") >= 2, fmt
