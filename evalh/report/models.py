@@ -233,7 +233,8 @@ class Figure(_Out):
     once as a table of strings that every surface draws as it is."""
 
     kind: str
-    """`verdicts`, `classification`, `judge`, `pairwise`, `metrics`, `contrast` or `sweep`."""
+    """`verdicts`, `classification` (one per arm), `judge`, `pairwise`, `metrics`, `contrast`,
+    `sweep`, `labels` (human labels' agreement) or `bill` (target, judge and generator calls)."""
     scorer: str
     arm: str | None = None
     """The arm a figure is about (verdict distributions of a suite with several arms)."""
