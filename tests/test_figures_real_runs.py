@@ -199,6 +199,9 @@ def test_the_cost_trend_counts_judges_and_marks_a_cached_run(billed: tuple[Path,
     by_id = {r["run_id"]: r for r in runs["runs"]}
     doc = json.loads((cfg.parent / "eval_runs" / f"{run_id}.json").read_bytes())
     assert by_id[run_id]["cost_usd"] == pytest.approx(doc["summary"]["bill"]["total"]["cost_usd"])
+    from evalh.numbers import money_exact
+
+    assert f"judge {money_exact(doc['summary']['bill']['judge']['cost_usd'])}" in by_id[run_id]["bill_text"]
     per_run = runs["trends"]["series"]["cost_per_run"][0]
     ids = [r["run_id"] for r in runs["trends"]["runs"]]
     assert per_run["values"][ids.index(run_id)] == pytest.approx(doc["summary"]["cost_usd"])

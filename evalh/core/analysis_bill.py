@@ -119,3 +119,22 @@ def total_bill(bills: Iterable[Mapping[str, Part]]) -> dict[str, Part]:
 
 def bill_document(bill: Mapping[str, Part]) -> dict[str, Any]:
     return {k: p.document() for k, p in bill.items()}
+
+
+def bill_text(bill: Mapping[str, Part]) -> str | None:
+    """`bill: target $… · judge $… · generator $… · total $… (… tokens)`, the line every
+    surface shows beside a cost that is the target's alone; None when nothing was billed
+    or counted (no tokens, no known cost, no judge or generator call)."""
+    from evalh.numbers import money_exact
+
+    total = bill["total"]
+    if not (total.tokens_in or total.tokens_out or total.cost_usd is not None or bill["judge"].calls
+            or bill["generator"].calls):
+        return None
+
+    def part(name: str) -> str:
+        p = bill[name]
+        return (f"{name} " + money_exact(p.cost_usd, "unknown" if p.tokens_in or p.tokens_out else "$0")
+                + (" + unpriced" if p.unpriced else "") + (f" ({p.cached} cached)" if p.cached else ""))
+    return ("bill: " + " · ".join(part(n) for n in (*PARTS, "total"))
+            + f" ({total.tokens_in + total.tokens_out} tokens)")

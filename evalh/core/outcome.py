@@ -288,7 +288,7 @@ class RunSummary:
     def history_row(self) -> dict[str, Any]:
         """The dashboard's history row: identity, status, git, and per suite and arm the
         stored aggregates (counts with denominators, rates null over zero), and the bill."""
-        from evalh.core.analysis_bill import bill_document
+        from evalh.core.analysis_bill import bill_document, bill_text
 
         return {
             "run_id": self.run_id, "label": self.label, "status": self.status,
@@ -306,6 +306,7 @@ class RunSummary:
             },
             "cost_usd": self.cost_usd,
             "bill": bill_document(self.bill),
+            "bill_text": bill_text(self.bill),
             "cost_suites": sum(bool(s.bill) and s.bill["total"].cost_usd is not None for s in self.suites.values()),
         }
 

@@ -355,7 +355,7 @@
         var a = r.suites[s] && r.suites[s].aggregate;
         cells.push(el("td", { "class": "n" }, a ? rate(a.pass_rate, a.passed, a.pass_rate_denominator) : "–"));
       });
-      cells.push(el("td", { "class": "n" }, money(r.cost_usd)));
+      cells.push(el("td", { "class": "n", title: r.bill_text || "" }, money(r.cost_usd)));
       var base = data.baseline && data.baseline !== r.run_id ? data.baseline : (prev ? prev.run_id : null);
       cells.push(el("td", { "class": "nowrap" }, base ? el("a", { href: "#/compare" + qs({ base: base, candidate: r.run_id }) },
         data.baseline && data.baseline !== r.run_id ? "vs baseline" : "vs previous") : ""));
@@ -458,6 +458,7 @@
       add(app, el("div", { "class": "row" }, [el("h1", { "class": "mono" }, s.run_id), badge(s.status, "st-" + s.status),
         data.baseline ? badge("BASELINE", "base") : null, s.label ? el("span", null, s.label) : null]));
       add(app, el("div", { "class": "dim" }, "started " + when(s.started_at) + " · finished " + when(s.finished_at) + " · git " + git));
+      if (s.bill_text) add(app, el("div", { "class": "dim", "data-testid": "run-bill" }, s.bill_text));
       if (s.status !== "complete") add(app, el("div", { "class": "warnbox" }, "run is " + s.status + ": " + (s.status_reason || "no reason recorded")));
       var verdict = el("div", { "data-testid": "run-verdict" });
       add(app, verdict);

@@ -91,24 +91,11 @@ def results_table(run: Run, console: Console) -> Table:
 
 
 def bill_line(run: Run) -> str | None:
-    """`bill: target $… · judge $… · generator $… · total $… (… tokens)`: the table's cost
-    column is the target's; judges and generators are paid too (and the budget counts
-    them). None when the run spent and counted nothing."""
-    from evalh.core.analysis_bill import run_bill, total_bill
-    from evalh.numbers import money_exact
+    """The run's bill line (`evalh.core.analysis_bill.bill_text`): the table's cost column
+    is the target's; judges and generators are paid too (and the budget counts them)."""
+    from evalh.core.analysis_bill import bill_text, run_bill, total_bill
 
-    bill = total_bill(run_bill(run).values())
-    total = bill["total"]
-    if not (total.tokens_in or total.tokens_out or total.cost_usd is not None or bill["judge"].calls
-            or bill["generator"].calls):
-        return None
-
-    def part(name: str) -> str:
-        p = bill[name]
-        return (f"{name} " + money_exact(p.cost_usd, "unknown" if p.tokens_in or p.tokens_out else "$0")
-                + (" + unpriced" if p.unpriced else "") + (f" ({p.cached} cached)" if p.cached else ""))
-    return ("bill: " + " · ".join(part(n) for n in ("target", "judge", "generator", "total"))
-            + f" ({total.tokens_in + total.tokens_out} tokens)")
+    return bill_text(total_bill(run_bill(run).values()))
 
 
 def render_run(run: Run, console: Console, *, max_failures: int = 20,
