@@ -56,16 +56,33 @@ def evalh(*args: str, env: dict[str, str] | None = None, ok: tuple[int, ...] = (
     return done.stdout
 
 
+def git(*args: str) -> None:
+    stamp = {"GIT_AUTHOR_DATE": "2026-10-01T09:00:00Z", "GIT_COMMITTER_DATE": "2026-10-01T09:00:00Z"}
+    subprocess.run(["git", "-c", "user.name=evalh", "-c", "user.email=shot@example.invalid", *args],
+                   cwd=WORK, check=True, env={**os.environ, **stamp})
+
+
+def commit(message: str) -> None:
+    git("add", "-A")
+    git("commit", "-q", "-m", message)
+
+
 def make_runs() -> list[str]:
     """Run the project six times; the run ids, oldest first."""
     shutil.rmtree(WORK, ignore_errors=True)
     shutil.copytree(PROJECT, WORK, ignore=shutil.ignore_patterns("__pycache__"))
+    # its own repository (branch main, commits at a fixed date): the runs record that
+    # project's git, not the checkout this script runs from
+    (WORK / ".gitignore").write_text("eval_runs/\n.cache/\n__pycache__/\nreport.html\n", encoding="utf-8")
+    git("init", "-q", "-b", "main")
+    commit("the shot project")
     env = {"EVALH_CACHE_DIR": str(WORK / ".cache"), "NO_COLOR": "1", "COLUMNS": "160"}
     for k, label in enumerate(LABELS):
         if k == len(LABELS) - 1:  # the answerer's next version, three attempts a case
             cfg = WORK / "evalh.toml"
             text = cfg.read_text(encoding="utf-8").replace("answers.v4.json", "answers.v5.json")
             cfg.write_text(text.replace('[suites.answers]\n', '[suites.answers]\nrepeats = 3\n'), encoding="utf-8")
+            commit("answers: the next version, three attempts a case")
         evalh("run", "--no-cache", "--label", label, "--seed", str(100 + k), env={**env, "SHOT_VERSION": str(k)})
     ids = sorted(p.stem for p in (WORK / "eval_runs").glob("*.json"))
     evalh("baseline", "set", ids[-2])
