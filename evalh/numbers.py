@@ -22,6 +22,14 @@ def pct(value: float) -> str:
     return f"{text} %"
 
 
+def money_exact(value: float | None, none: str = "unknown") -> str:
+    """US dollars with the digits a small bill needs: four places from a cent up, six below
+    (`$0.000162`, where `money` would print `$0.0002`)."""
+    if value is None:
+        return none
+    return f"${value:.4f}" if value == 0 or abs(value) >= 0.01 else f"${value:.6f}"
+
+
 def money(value: float | None, none: str = "unknown") -> str:
     """US dollars to four places (`$0.0123`), or `none` when the cost is unknown."""
     return none if value is None else f"${value:.4f}"

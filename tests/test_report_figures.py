@@ -35,13 +35,17 @@ def pairwise_details(consistent: int, judged: int) -> dict:
 def run_with_figures():  # type: ignore[no-untyped-def]
     scores = [Score(scorer="judge", value=1.0, passed=True, verdict="good", details={"low_confidence": i < 3})
               for i in range(8)]
-    details = {"refuters": lens_details(), "judge": judge_counts(scores), "pair": pairwise_details(10, 16)}
+    details = {"refuters": {"positive": "refuted", "unit": "case attempt", "arms": {"default": lens_details()}},
+               "judge": judge_counts(scores), "pair": pairwise_details(10, 16)}
     return make_run("r1", {"s": suite([res("a"), res("b")], details=details)})
 
 
 def test_the_dead_lens_is_the_worst_lens_not_hidden_under_no_recall() -> None:
     details = lens_details()
-    assert details["worst"]["lens"] == "money" and "provenance" in details["no_recall"]  # the scorer's own view
+    # the scorer's own view agrees with every surface: worst by effective recall, and a
+    # lens with known positives is never listed as having no recall
+    assert details["worst"]["lens"] == "provenance" and details["worst"]["recall"] is None
+    assert details["no_recall"] == []
     [fig] = [f for f in build_report([run_with_figures()]).suites[0].figures if f.kind == "classification"]
     assert fig.kind == "classification" and fig.data["worst"] == "provenance"
     rows = {r[0]: r for r in fig.rows}
@@ -82,8 +86,17 @@ def test_every_text_surface_shows_every_figure() -> None:
 
 def test_a_hostile_lens_name_is_escaped() -> None:
     obs = [(HOSTILE_IMG, "tp", True)]
-    rep = build_report([make_run("r", {"s": suite([res("a")], details={"c": confusion_report(obs)})})])
+    rep = build_report([make_run("r", {"s": suite([res("a")], details={"c": {"positive": "x", "unit": "case attempt", "arms": {"default": confusion_report(obs)}}})})])
     assert HOSTILE_IMG not in to_html(rep) and HOSTILE_IMG not in to_markdown(rep)
+
+
+def test_a_classification_of_several_arms_is_one_figure_per_arm() -> None:
+    fact = {"positive": "refuted", "unit": "case attempt",
+            "arms": {"a": confusion_report([("x", "tp", True)]), "b": confusion_report([("x", "errored", True)])}}
+    rep = build_report([make_run("r", {"s": suite([res("a")], details={"c": fact})})])
+    figs = [f for f in rep.suites[0].figures if f.kind == "classification"]
+    assert [(f.arm, f.title, f.data["worst"]) for f in figs] == [("a", "c [a]: per lens", "x"), ("b", "c [b]: per lens", "x")]
+    assert figs[1].flags == ["c [b]: lens x errored on every call (1)"]
 
 
 def test_verdict_distributions_are_figures_drawn_on_every_surface() -> None:

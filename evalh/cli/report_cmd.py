@@ -214,10 +214,24 @@ def report(
 
             text = document_text(doc)
     else:
+        from evalh.report.matrix import arms_matrices
         from evalh.report.pairs import case_pairs
 
-        text = to_html(rep, pairs=case_pairs(whole[0], whole[1]) if whole and len(whole) == 2 else None)
+        # the arms matrix of each suite with several arms (that run read whole, once; not a
+        # run past MATRIX_MAX_RESULTS results, whose report is read a result at a time)
+        matrices = []
+        for at, source in enumerate(runs):
+            header = source.header if isinstance(source, RunResults) else source
+            size = sum(s.aggregate.n for s in header.suites.values())
+            if any(len(s.arms) > 1 for s in header.suites.values()) and (whole or size <= MATRIX_MAX_RESULTS):
+                matrices += arms_matrices(whole[at] if whole else store.load(refs[at]))
+        text = to_html(rep, pairs=case_pairs(whole[0], whole[1]) if whole and len(whole) == 2 else None,
+                       matrices=matrices)
     _emit(text, output, quiet)
+
+
+MATRIX_MAX_RESULTS = 50_000
+"""Past this many results a run's HTML report has no arms matrix (it would load the run whole)."""
 
 
 def _emit(text: str, output: Path | None, quiet: bool) -> None:

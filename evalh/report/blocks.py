@@ -50,6 +50,8 @@ class Table:
 class Note:
     text: str
     warn: bool = False
+    verdict: bool = False
+    """A run's verdict against the BASELINE: drawn first and prominent."""
 
 
 Block = Heading | Table | Note
@@ -85,9 +87,13 @@ def tokens(e: Economics) -> str:
 
 
 def cost(e: Economics) -> str:
+    """The target's cost, its unpriced and its cached results marked (a cached reply
+    costs nothing and has no latency of its own: it is left out of p50 and p95)."""
     text = money(e.cost_usd)
     if e.cost_unknown:
         text += f" (+{e.cost_unknown} unpriced)"
+    if e.cached:
+        text += f" ({e.cached} cached: $0, no latency)"
     return text
 
 
@@ -119,13 +125,18 @@ def _arm_name(suite: SuiteReport, arm: ArmReport) -> str:
     return f"{suite.suite} · {arm.arm}" + (" (baseline arm)" if arm.baseline else "")
 
 
-def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None, raw_shown: bool = True) -> list[Block]:
+def _repeats_blocks(name: str, arm: ArmReport, max_raw: int | None, raw_shown: bool | None = True) -> list[Block]:
+    """An arm's raw attempts and raw runs (folded to a note with `raw_shown=False`, left
+    out with None: drawn before the summary), then its flakiness and pass@k."""
     rep = arm.repeats
     if rep is None:
         return []
-    if not raw_shown:
-        out: list[Block] = [Note(f"{name}: raw attempts of {len(rep.raw)} cases folded (--raw shows them; "
-                                 "every aggregate below is computed from them)")]
+    out: list[Block]
+    if raw_shown is None:
+        out = []
+    elif not raw_shown:
+        out = [Note(f"{name}: raw attempts of {len(rep.raw)} cases folded (--raw shows them; "
+                    "every aggregate below is computed from them)")]
     else:
         out = _raw_blocks(name, rep, max_raw) + _raw_run_blocks(name, arm, max_raw)
     total = rep.stable_pass + rep.flaky + rep.stable_fail + rep.unknown
@@ -256,27 +267,51 @@ def summary_table(report: Report) -> Table:
     return t
 
 
-def summary_blocks(report: Report) -> list[Block]:
-    """What a report opens with: the summary table and each run's verdict against the
-    baseline (the gate and its reasons)."""
-    out: list[Block] = [Heading("Summary", 1), summary_table(report),
-                        Note("pass rate = passed / (passed + failed) over results (attempts); "
-                             "cases × attempts: distinct cases and results (attempts) per case")]
+def baseline_notes(report: Report) -> list[Note]:
+    """Each run's verdict against the BASELINE and its gate, one line each (a warning when
+    the gate fails): what the summary, the HTML report and the dashboard's run page open with."""
+    out = []
     for b in report.baseline:
         if b.note:
-            out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.note}"))
+            out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.note}", verdict=True))
             continue
         gate = "gate FAIL: " + "; ".join(b.gate_reasons) if b.fails_gate else "gate passes"
-        out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.verdict}; {gate}", warn=b.fails_gate))
+        out.append(Note(f"run {b.run_id} vs baseline {b.base}: {b.verdict}; {gate}", warn=b.fails_gate, verdict=True))
+    return out
+
+
+def summary_blocks(report: Report) -> list[Block]:
+    """What a report opens with: each run's verdict against the baseline (the gate and its
+    reasons) first, then the summary table."""
+    out: list[Block] = [Heading("Summary", 1), *baseline_notes(report), summary_table(report),
+                        Note("pass rate = passed / (passed + failed) over results (attempts); "
+                             "cases × attempts: distinct cases and results (attempts) per case")]
     for fig in report.figures:
         out.append(Table(columns=fig.columns, rows=fig.rows, title=fig.title))
     return out
 
 
-def layout(report: Report, *, max_raw: int | None = None, raw: bool = True) -> list[Block]:
+def raw_first_blocks(report: Report) -> list[Block]:
+    """Every repeated suite's raw attempts and raw runs, run by run: what a document that
+    puts raw runs before any aggregate (`--format md`) opens with."""
+    out: list[Block] = []
+    several = len(report.runs) > 1
+    for suite in report.suites:
+        for arm in suite.arms:
+            if arm.repeats is not None:
+                name = (f"run {suite.run_id} · " if several else "") + _arm_name(suite, arm)
+                out += _raw_blocks(name, arm.repeats, None) + _raw_run_blocks(name, arm, None)
+    if out:
+        out = [Heading("Raw runs (every result, before any aggregate)", 1), *out]
+    return out
+
+
+def layout(report: Report, *, max_raw: int | None = None, raw: bool = True, raw_first: bool = False) -> list[Block]:
     """The report as blocks: the summary first, then run by run and suite by suite, each
-    suite's raw attempts (folded to a note with `raw=False`) before its aggregates."""
-    out: list[Block] = summary_blocks(report)
+    suite's raw attempts (folded to a note with `raw=False`) before its aggregates. With
+    `raw_first`, every raw table comes before the summary (and is not repeated below)."""
+    out: list[Block] = raw_first_blocks(report) if raw_first else []
+    out += summary_blocks(report)
     for run in report.runs:
         head = f"run {run.run_id}" + (f" · {run.label}" if run.label else "")
         out.append(Heading(head, 1))
@@ -287,7 +322,7 @@ def layout(report: Report, *, max_raw: int | None = None, raw: bool = True) -> l
         for suite in (s for s in report.suites if s.run_id == run.run_id):
             out.append(Heading(f"suite {suite.suite} ({suite.regime})", 2))
             for arm in suite.arms:
-                out.extend(_repeats_blocks(_arm_name(suite, arm), arm, max_raw, raw))
+                out.extend(_repeats_blocks(_arm_name(suite, arm), arm, max_raw, None if raw_first else raw))
             out.append(_summary_table(suite))
             for arm in suite.arms:
                 if arm.interval.reason:
@@ -315,8 +350,11 @@ def suite_figure_blocks(suite: SuiteReport) -> list[Block]:
 
 
 def figure_blocks(report: Report) -> list[Block]:
-    """Every suite's figures, suite by suite (what `evalh show` prints under its table)."""
+    """Every suite's figures, suite by suite, and each repeated arm's flakiness and
+    pass@k (what `evalh show` prints under its table, drawn as `evalh report` draws them)."""
     out: list[Block] = []
     for suite in report.suites:
+        for arm in suite.arms:
+            out += _repeats_blocks(_arm_name(suite, arm), arm, None, None)
         out += suite_figure_blocks(suite)
     return out

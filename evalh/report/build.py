@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh.core.results.aggregate import Aggregator, facts_of
@@ -18,6 +19,7 @@ from evalh.models import CaseResult, Run, SuiteResult
 from evalh.report.models import (
     ArmReport,
     BaselineVerdict,
+    Figure,
     Headline,
     RawRunRow,
     Report,
@@ -64,12 +66,16 @@ def build_report(
             finished_at=run.finished_at, stopped_at=run.stopped_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
             derived_from=run.derived_from.model_dump(mode="json") if run.derived_from else None,
         ))
-        from evalh.core.results.outcome import advisory_suites
+        from evalh.core.results.outcome import advisory_scorers, advisory_suites
 
         advisory = advisory_suites(run)
         suites = read_suites(results, by, visit, at)
+        labelled = labels_figure(results)
         for name, suite in run.suites.items():
-            report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst))
+            report.suites.append(suites[name].result(run.run_id, name, suite, partial(results.fetch, name), worst,
+                                                     config=run.config, advisory=advisory_scorers(run, name)))
+            if labelled is not None and name == (labelled.data.get("suites") or [None])[0]:
+                report.suites[-1].figures.append(labelled)
             if name in advisory:  # reported as it is, and said to be advisory
                 report.suites[-1].notes.append("advisory suite: judgeUse: advisory-only, "
                                                "releaseDecision: not-assessed (never changes an exit code)")
@@ -78,6 +84,34 @@ def build_report(
 
     report.figures = across_runs(report)
     return scrubbed(report)
+
+
+def labels_figure(results: RunResults) -> Figure | None:
+    """The agreement of the human labels of a stored run (`evalh label report`'s), when it
+    was exported and rated (its `<run_id>.labels.json` beside it); a figure flagged with why
+    when they cannot be reported. None for a run never exported."""
+    from evalh.errors import EvalhError
+    from evalh.labels import label_report, load_labels, sidecar_path
+    from evalh.labels.store import load_store
+    from evalh.report.figures import labels_agreement
+    from evalh.store import RunStore
+
+    path = results.path
+    if path is None:
+        return None
+    run_id = results.header.run_id
+    sidecar = sidecar_path(Path(path), run_id)
+    if not sidecar.is_file():
+        return None
+    try:
+        labels = load_labels(sidecar, run_id)
+        if not labels.requests:
+            return None
+        run = RunStore(Path(path).parent).load(str(path))
+        return labels_agreement(label_report(run, labels, load_store(Path(path).parent)))
+    except EvalhError as exc:
+        return Figure(kind="labels", scorer="labels", title="labels: not reported",
+                      flags=[f"labels: cannot report: {exc.message}"])
 
 
 def scrubbed(report: Report) -> Report:
@@ -252,23 +286,30 @@ class SuiteParts:
             arm.add_attempt(r)
 
     def result(self, run_id: str, name: str, suite: SuiteResult, fetch: Callable[[int], CaseResult],
-               worst: int = 10) -> SuiteReport:
-        """The report of `suite` (its header: aggregates, details, metrics) from its results' parts."""
+               worst: int = 10, config: dict[str, Any] | None = None,
+               advisory: set[str] | frozenset[str] = frozenset()) -> SuiteReport:
+        """The report of `suite` (its header: aggregates, details, metrics) from its results'
+        parts; `config`: the run's config snapshot (where a generating suite's record is);
+        `advisory`: its advisory scorers, whose figures are labelled so."""
         out = SuiteReport(run_id=run_id, suite=name, regime=suite.regime,
                           dataset=suite.dataset.model_dump(mode="json"),
                           calibration=calibration(suite.details))
         seen = list(self.arms)
         declared = [a for a in suite.arms if a in seen or not seen]
         arms = declared + [a for a in seen if a not in declared]
-        baseline = suite.baseline_arm or (arms[0] if len(arms) > 1 else None)
+        # one arm is no comparison: no arm of a one-arm suite is called its baseline
+        baseline = (suite.baseline_arm or arms[0]) if len(arms) > 1 else None
         for arm in arms:
             parts = self.arms.get(arm) or ArmParts(self.regime, self.target, self.by)
             out.arms.append(parts.result(arm, arm == baseline, fetch, worst))
         if not seen:
             out.notes.append("no results in this suite")
+        from evalh.core.results.bill import generation_usage, suite_bill
         from evalh.report.figures import suite_figures
 
-        out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep)
+        costs = suite_bill(suite.aggregate, suite.details, generation_usage(config or {}, name))
+        out.figures = suite_figures(suite.details, out.arms, suite.metrics, suite.contrasts, suite.sweep, costs,
+                                    advisory=advisory)
         return out
 
 

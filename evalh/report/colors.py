@@ -36,3 +36,29 @@ def suite_colors(names: Iterable[str]) -> dict[str, int]:
         taken.setdefault(slot, name)
         out[name] = slot
     return out
+
+
+MARKERS = ("circle", "square", "triangle", "diamond", "down", "cross")
+"""The point shapes of a suite's arms, in order (the dashboard's `MARKERS`, drawn alike)."""
+
+DASHES = ("", "5 3", "2 2", "8 3 2 3")
+"""Line patterns of a suite's arms, in order: the arms of one suite share its colour, so
+each arm differs by marker and by dash."""
+
+
+def marker_path(shape: str, cx: float, cy: float, r: float) -> str:
+    """An SVG path of a marker centred on (cx, cy), as the dashboard's `marker` draws it."""
+    def f(v: float) -> str:
+        return f"{v:.2f}".rstrip("0").rstrip(".")
+
+    if shape == "circle":
+        return (f"M{f(cx - r)},{f(cy)}a{f(r)},{f(r)} 0 1,0 {f(2 * r)},0a{f(r)},{f(r)} 0 1,0 {f(-2 * r)},0z")
+    if shape == "square":
+        return f"M{f(cx - r)},{f(cy - r)}h{f(2 * r)}v{f(2 * r)}h{f(-2 * r)}z"
+    if shape == "triangle":
+        return f"M{f(cx)},{f(cy - r * 1.2)}L{f(cx + r * 1.1)},{f(cy + r * 0.9)}L{f(cx - r * 1.1)},{f(cy + r * 0.9)}z"
+    if shape == "down":
+        return f"M{f(cx)},{f(cy + r * 1.2)}L{f(cx + r * 1.1)},{f(cy - r * 0.9)}L{f(cx - r * 1.1)},{f(cy - r * 0.9)}z"
+    if shape == "diamond":
+        return f"M{f(cx)},{f(cy - r * 1.3)}L{f(cx + r * 1.3)},{f(cy)}L{f(cx)},{f(cy + r * 1.3)}L{f(cx - r * 1.3)},{f(cy)}z"
+    return f"M{f(cx - r)},{f(cy - r)}L{f(cx + r)},{f(cy + r)}M{f(cx + r)},{f(cy - r)}L{f(cx - r)},{f(cy + r)}"

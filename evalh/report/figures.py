@@ -36,12 +36,18 @@ def _lens_rate(lens: Mapping[str, Any], name: str, num_key: str) -> str:
     return rate(_f(lens.get(name)) if den else None, _int(lens.get(num_key)), den)
 
 
-def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
+def classification(scorer: str, fact: Mapping[str, Any], arm: str | None = None) -> Figure:
+    """One arm's per-lens confusion report (`evalh.core.analysis.classify.confusion_report`: its
+    `lenses`, `macro` and `worst`) as a table: counts, each rate over its denominator, the
+    macro row, the worst lens by effective recall, and every lens that errored on every call
+    flagged."""
     lenses: Mapping[str, Any] = fact.get("lenses") or {}
-    fig = Figure(kind="classification", scorer=scorer, title=f"{scorer}: per lens",
+    where = f" [{arm}]" if arm is not None else ""
+    fig = Figure(kind="classification", scorer=scorer, arm=arm, title=f"{scorer}{where}: per lens",
                  columns=["lens", "n", "tp", "fp", "tn", "fn", "errored", "precision", "recall",
                           "effective recall", "fp rate"])
     effective: dict[str, float] = {}
+    recalls: dict[str, float] = {}
     for name in sorted(lenses):
         lens = lenses[name]
         if not isinstance(lens, Mapping):
@@ -52,8 +58,11 @@ def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
         er = _f(lens.get("effective_recall"))
         if er is not None and _int(lens.get("effective_recall_denominator")):
             effective[name] = er
+        r = _f(lens.get("recall"))
+        if r is not None and _int(lens.get("recall_denominator")):
+            recalls[name] = r
         if _int(lens.get("n")) and _int(lens.get("errored")) == _int(lens.get("n")):
-            fig.flags.append(f"{scorer}: lens {name} errored on every call ({_int(lens.get('n'))})")
+            fig.flags.append(f"{scorer}{where}: lens {name} errored on every call ({_int(lens.get('n'))})")
     macro = fact.get("macro") or {}
     if macro:
         def m(key: str) -> str:
@@ -69,13 +78,15 @@ def classification(scorer: str, fact: Mapping[str, Any]) -> Figure:
         lens = lenses[worst]
         fig.notes.append(f"worst lens: {', '.join(tied)} (effective recall "
                          f"{_lens_rate(lens, 'effective_recall', 'tp')}, an error on a known positive counted as a miss)")
-    no_recall = [k for k in (fact.get("no_recall") or []) if k not in effective]
+    no_recall = sorted(k for k in lenses if k not in effective)
     if no_recall:
         fig.notes.append(f"no known positive, no recall: {', '.join(map(str, no_recall))}")
-    theirs = (fact.get("worst") or {}).get("lens") if isinstance(fact.get("worst"), Mapping) else None
-    if worst is not None and theirs is not None and theirs != worst:
-        fig.notes.append(f"by recall alone (errors left out) the worst lens would be {theirs}")
-    fig.data = {"worst": worst, "effective_recall": effective, "no_recall": no_recall}
+    if recalls:
+        by_recall = sorted(k for k, v in recalls.items() if v == min(recalls.values()))[0]
+        if worst is not None and by_recall != worst:
+            fig.notes.append(f"by recall alone (errors left out) the worst lens would be {by_recall}")
+    fig.data = {"worst": worst, "effective_recall": effective, "no_recall": no_recall,
+                "positive": fact.get("positive"), "unit": fact.get("unit")}
     return fig
 
 
@@ -84,6 +95,26 @@ def _panel_flag(fig: Figure, scorer: str, fact: Mapping[str, Any]) -> None:
     if isinstance(repeated, list) and repeated:
         fig.flags.append(f"{scorer}: the judge panel is not distinct: {', '.join(str(m) for m in repeated)} votes "
                          "more than once (one model's bias, not a consensus of models)")
+def classifications(scorer: str, fact: Mapping[str, Any]) -> list[Figure]:
+    """The `classification` scorer's suite report as the scorer writes it
+    (`{"positive", "unit", "arms": {arm: confusion report}}`): one per-lens figure per arm
+    (the arm named when the suite has several, or one not called `default`)."""
+    arms = fact.get("arms")
+    if not isinstance(arms, Mapping):
+        return [classification(scorer, fact)] if isinstance(fact.get("lenses"), Mapping) else []
+    named = len(arms) > 1 or any(a != "default" for a in arms)
+    return [classification(scorer, {**arms[a], "positive": fact.get("positive"), "unit": fact.get("unit")},
+                           str(a) if named else None)
+            for a in arms if isinstance(arms[a], Mapping) and isinstance(arms[a].get("lenses"), Mapping)]
+
+
+def is_classification(fact: Mapping[str, Any]) -> bool:
+    """A `classification` scorer's suite report: per arm (what the scorer writes) or one
+    confusion report."""
+    arms = fact.get("arms")
+    if isinstance(arms, Mapping) and "positive" in fact:
+        return any(isinstance(a, Mapping) and isinstance(a.get("lenses"), Mapping) for a in arms.values())
+    return isinstance(fact.get("lenses"), Mapping) and "macro" in fact
 
 
 def judge(scorer: str, fact: Mapping[str, Any]) -> Figure:
@@ -311,13 +342,74 @@ def sweep(doc: Mapping[str, Any], top: int = SWEEP_ROWS) -> Figure:
     return fig
 
 
+def labels_agreement(rep: Any) -> Figure:
+    """Human labels of a run (`evalh.labels.label_report`'s `LabelReport`): agreement
+    between raters on each rated field before adjudication — each pair's overlap, raw
+    agreement and Cohen's kappa, Fleiss' kappa and Krippendorff's alpha over all raters, a
+    null figure with why — then each judge against the agreed labels, and the counts."""
+    fig = Figure(kind="labels", scorer="labels", title="labels: agreement between raters, before adjudication",
+                 columns=["field", "raters", "overlap", "raw agreement", "kappa", "why null"])
+    for fname, f in rep.inter_rater.fields.items():
+        for p in f.pairs:
+            a = p.agreement
+            fig.rows.append([fname, " × ".join(p.raters), str(a.overlap), num(a.raw_agreement, none="null"),
+                             num(a.kappa, none="null"), a.kappa_null_reason or ""])
+        fk = f.fleiss_kappa
+        fig.rows.append([fname, "all: Fleiss' kappa", str(fk.subjects), "", num(fk.kappa, none="null"), fk.null_reason or ""])
+        for level, ka in f.krippendorff_alpha.items():
+            fig.rows.append([fname, f"all: Krippendorff's alpha ({level})", str(ka.subjects), "",
+                             num(ka.alpha, none="null"), ka.null_reason or ""])
+    c = rep.counts
+    fig.notes.append(f"{c.results} results: {c.agreed} agreed, {c.disputed} disputed, {c.not_reviewed} not reviewed, "
+                     f"{c.withheld} withheld, {c.missing} missing ({c.adjudicated} adjudicated, {c.single_rated} "
+                     f"single-rated); raters: {', '.join(rep.raters) or 'none'}")
+    for j in rep.judges:
+        ja = j.agreement
+        fig.notes.append(f"judge {j.scorer} vs agreed human labels: overlap {ja.overlap}, raw agreement "
+                         f"{num(ja.raw_agreement, none='null')}, kappa {num(ja.kappa, none='null')}"
+                         + (f" ({ja.kappa_null_reason})" if ja.kappa_null_reason else ""))
+    fig.notes.append(f"releaseDecision: {rep.release_decision} · judgeUse: {rep.judge_use}")
+    if rep.stale.results:
+        fig.flags.append(f"labels: {len(rep.stale.results)} rated result(s) changed since rated: stale, not used")
+    fig.data = {"inter_rater": rep.inter_rater.to_dict(), "suites": list(rep.suites)}
+    return fig
+
+
+def bill(parts: Mapping[str, Any]) -> Figure | None:
+    """A suite's bill (`evalh.core.results.bill.suite_bill`): target, judge and generator
+    calls apart and in total — their calls, cached replies, tokens and cost. None when
+    nothing was spent or counted (no tokens, no known cost, no cached reply, no judge or
+    generator call: a product called in-process with nothing to bill)."""
+    from evalh.numbers import money_exact
+
+    total = parts["total"]
+    if not (total.tokens_in or total.tokens_out or total.cost_usd is not None or total.cached
+            or parts["judge"].calls or parts["generator"].calls):
+        return None
+    fig = Figure(kind="bill", scorer="bill", title="the bill: target, judge and generator calls",
+                 columns=["calls of", "calls", "cached", "tokens in", "tokens out", "cost"])
+    for name in ("target", "judge", "generator", "total"):
+        p = parts[name]
+        fig.rows.append([name, "–" if p.calls is None else str(p.calls), str(p.cached), str(p.tokens_in),
+                         str(p.tokens_out), money_exact(p.cost_usd, "–" if not (p.tokens_in or p.tokens_out) else "unknown")
+                         + (" + unpriced" if p.unpriced else "")])
+    fig.notes.append("cost: what the calls cost at list price (what --max-cost counts); a cached reply costs "
+                     "nothing and is left out of latency figures; target calls: the results that ran")
+    if total.unpriced:
+        fig.flags.append("bill: some calls have no known price: the total cost is a lower bound")
+    fig.data = {k: p.document() for k, p in parts.items()}
+    return fig
+
+
 def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = None,
                   suite_metrics: Sequence[Mapping[str, Any]] | None = None,
                   contrasts: Sequence[Mapping[str, Any]] | None = None,
-                  swept: Mapping[str, Any] | None = None) -> list[Figure]:
+                  swept: Mapping[str, Any] | None = None, costs: Mapping[str, Any] | None = None,
+                  advisory: set[str] | frozenset[str] = frozenset()) -> list[Figure]:
     """Every figure of a suite: its claims (named contrasts) and metrics first, its
-    policy sweep's ranking, its arms' verdict distributions, then what its scorers left
-    in its details, by scorer name."""
+    policy sweep's ranking, its arms' verdict distributions, what its scorers left in its
+    details, by scorer name, and last its bill (`costs`). A figure of an `advisory`
+    scorer is labelled advisory: its verdicts never decide a case's status."""
     out = [contrast(c) for c in contrasts or []]
     if suite_metrics:
         out.append(metrics(suite_metrics))
@@ -328,12 +420,21 @@ def suite_figures(details: Mapping[str, Any], arms: list[ArmReport] | None = Non
         fact = details[key]
         if not isinstance(fact, Mapping):
             continue
-        if isinstance(fact.get("lenses"), Mapping) and "macro" in fact:
-            out.append(classification(key, fact))
+        if is_classification(fact):
+            out += classifications(key, fact)
         elif "consistency_under_order_swap" in fact:
             out.append(pairwise(key, fact))
         elif "scored" in fact and "low_confidence" in fact:
             out.append(judge(key, fact))
+    for fig in out:
+        if fig.scorer in advisory and fig.kind in ("verdicts", "judge", "pairwise", "classification"):
+            fig.title += " (advisory)"
+            fig.notes.insert(0, f"{fig.scorer} is advisory: its verdicts are recorded and never decide a case's "
+                                "status, the pass rate or an exit code")
+            fig.data["advisory"] = True
+    paid = bill(costs) if costs else None
+    if paid is not None:
+        out.append(paid)
     return out
 
 

@@ -104,8 +104,9 @@ def _trend(report: Report) -> list[dict[str, Any]]:
     """Pass rate per (suite, arm) across the runs of the report, in the order given; one
     series per suite and arm, a gap where a run has no decisive result. A suite has its
     colour (`evalh.report.colors`, as on the dashboard); the arms of one suite share it and
-    differ by marker; series are offset by a pixel or two so equal values stay visible."""
-    from evalh.report.colors import suite_colors, suite_of
+    differ by marker shape and line dash, in the legend too; series are offset by a pixel
+    or two so equal values stay visible."""
+    from evalh.report.colors import DASHES, MARKERS, marker_path, suite_colors, suite_of
 
     if len(report.runs) < 2:
         return []
@@ -126,9 +127,13 @@ def _trend(report: Report) -> list[dict[str, Any]]:
         dx = (i - (len(series) - 1) / 2) * min(3.0, 12.0 / len(series))
         suite = suite_of(name)
         markers[suite] = markers.get(suite, -1) + 1
+        shape = MARKERS[markers[suite] % len(MARKERS)]
         pts = [{"x": round(pad + j * step + dx, 1), "y": round(h - pad - v[0] * (h - 2 * pad), 1),
                 "text": rate(v[0], v[1], v[2]), "run": ids[j]} for j, v in enumerate(values) if v is not None]
-        out.append({"name": name, "points": pts, "cls": f"s{colors[suite]}", "square": markers[suite] % 2 == 1})
+        for p in pts:
+            p["d"] = marker_path(shape, p["x"], p["y"], 3.4)
+        out.append({"name": name, "points": pts, "cls": f"s{colors[suite]}", "shape": shape,
+                    "dash": DASHES[markers[suite] % len(DASHES)], "swatch": marker_path(shape, 9, 5, 3.2)})
     return out
 
 
@@ -136,9 +141,12 @@ def _suite_view(idx: int, s: SuiteReport) -> dict[str, Any]:
     return {"idx": idx, "suite": s, "bars": [(arm, _bar(arm)) for arm in s.arms]}
 
 
-def to_html(report: Report, *, title: str | None = None, pairs: dict[str, Any] | None = None) -> str:
+def to_html(report: Report, *, title: str | None = None, pairs: dict[str, Any] | None = None,
+            matrices: list[dict[str, Any]] | None = None) -> str:
     """The report as one self-contained HTML document (works offline, from file://).
-    `pairs`: two runs case by case (`evalh.report.pairs.case_pairs`), drawn side by side."""
+    `pairs`: two runs case by case (`evalh.report.pairs.case_pairs`), drawn side by side;
+    `matrices`: each suite with several arms as its cases × arms grid
+    (`evalh.report.matrix.arms_matrices`, the grid the dashboard draws)."""
     from evalh.report.pairs import VIEWS, view_tags
 
     script = _asset("report.js")
@@ -154,6 +162,6 @@ def to_html(report: Report, *, title: str | None = None, pairs: dict[str, Any] |
         csp=f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {csp_hash(script)}",
         data=json_for_script(report.to_dict()),
         outcomes=OUTCOMES,
-        pairs=pairs, pair_views=list(VIEWS), view_tags=view_tags,
+        pairs=pairs, pair_views=list(VIEWS), view_tags=view_tags, matrices=matrices or [],
     )
     return page

@@ -233,7 +233,8 @@ class Figure(_Out):
     once as a table of strings that every surface draws as it is."""
 
     kind: str
-    """`verdicts`, `classification`, `judge`, `pairwise`, `metrics`, `contrast`, `sweep` or
+    """`verdicts`, `classification` (one per arm), `judge`, `pairwise`, `metrics`, `contrast`,
+    `sweep`, `labels` (human labels' agreement), `bill` (target, judge and generator calls) or
     `corrected` (a judge rate corrected by human labels)."""
     scorer: str
     arm: str | None = None

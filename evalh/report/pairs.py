@@ -30,7 +30,7 @@ def _side(rs: list[CaseResult]) -> dict[str, Any]:
     r = rs[0]
     return {
         "statuses": [x.status for x in rs], "status": r.status, "score": r.score, "latency_ms": r.latency_ms,
-        "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "cost_usd": r.cost_usd,
+        "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "cost_usd": r.cost_usd, "cached": r.cached,
         "error": f"{r.error.type}: {r.error.message}" if r.error else None,
         "scores": [{"scorer": s.scorer, "value": s.value, "passed": s.passed, "verdict": s.verdict,
                     "rationale": s.rationale, "error": s.error} for s in r.scores],

@@ -39,9 +39,10 @@ def md_escape(text: str) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    """The report as GitHub-flavoured markdown (fit for a CI job summary)."""
+    """The report as GitHub-flavoured markdown (fit for a CI job summary): the raw runs
+    first, before any aggregate, then the summary and each suite's aggregates."""
     lines: list[str] = []
-    for block in layout(report):
+    for block in layout(report, raw_first=True):
         if isinstance(block, Heading):
             lines += ["#" * (block.level + 1) + " " + md_escape(block.text), ""]
         elif isinstance(block, Note):

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from evalh.errors import EvalhError, RunNotFound
+from evalh.report.matrix import PREVIEW as PREVIEW  # a grid cell shows this much output
 from evalh.report.pairs import SEVERITY, VIEWS
 from evalh.ui.index import LoadedRun, RunIndex
 
 MAX_PAGE = 500
-PREVIEW = 240
-"""Characters of output shown in a grid cell before it is expanded."""
 STATUSES = ("passed", "failed", "errored", "judge_error", "skipped")
 
 PAIR_FILTERS = VIEWS
@@ -44,13 +43,31 @@ def _int(params: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
     return value
 
 
+def _bill_total(info: Mapping[str, Any]) -> Any:
+    bill = info.get("bill")
+    return bill["total"]["cost_usd"] if isinstance(bill, Mapping) else info["aggregate"].get("cost_usd")
+
+
+def all_cached(info: Mapping[str, Any]) -> bool:
+    """Every call of a suite (its results and its judges' calls) was answered from the
+    cache: its $0 is no measure of what it costs, and its cost trend shows a gap marked
+    `cached` instead."""
+    agg = info["aggregate"]
+    if not agg.get("n") or agg.get("cached", 0) < agg["n"]:
+        return False
+    bill = info.get("bill") or {}
+    return all((bill.get(p) or {}).get("cached", 0) >= ((bill.get(p) or {}).get("calls") or 0) for p in ("judge", "generator"))
+
+
 def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """Series of the headline numbers across runs, oldest first, one slot per run (null
     where a run has no value). Pass rate, mean score, latency and cost are per suite (and
     per arm when a suite has several): never blended across suites. Beside each series'
     `values`, `num` and `den` give the figure's numerator and denominator where it has
     them (passed of decisive results; scores behind a mean), for the tooltips; `colors`
-    maps each suite to its palette slot (`evalh.report.colors`)."""
+    maps each suite to its palette slot (`evalh.report.colors`). Cost is the whole bill
+    (target, judge and generator calls); a run whose every call was cached is a gap there,
+    marked in `cached`."""
     from evalh.report.colors import suite_colors
 
     ids = [s["run_id"] for s in summaries]
@@ -61,9 +78,15 @@ def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         for suite, info in s["suites"].items():
             parts = {suite: info["aggregate"]} if not info["arms"] else {
                 f"{suite} · {arm}": agg for arm, agg in info["arms"].items()}
-            whole = {suite: info["aggregate"]}  # cost is the suite's, whatever its arms
             for m in metrics:
-                for name, agg in (whole if m == "cost_usd" else parts).items():
+                if m == "cost_usd":  # the suite's whole bill (target, judge, generator), whatever its arms
+                    slot = series[m].setdefault(suite, {"values": [None] * len(ids), "num": [None] * len(ids),
+                                                        "den": [None] * len(ids), "cached": [False] * len(ids)})
+                    cached = all_cached(info)
+                    slot["cached"][j] = cached
+                    slot["values"][j] = None if cached else _bill_total(info)
+                    continue
+                for name, agg in parts.items():
                     slot = series[m].setdefault(name, {"values": [None] * len(ids), "num": [None] * len(ids),
                                                        "den": [None] * len(ids)})
                     slot["values"][j] = agg.get(m)
@@ -72,8 +95,9 @@ def trends(summaries: list[dict[str, Any]]) -> dict[str, Any]:
                         slot["num"][j] = agg.get(num) if num else None
                         slot["den"][j] = agg.get(den)
     out = {m: [{"name": n, **v} for n, v in series[m].items()] for m in metrics}
-    out["cost_per_run"] = [{"name": "cost per run", "values": [s["cost_usd"] for s in summaries],
-                            "num": [None] * len(ids), "den": [s.get("cost_suites") for s in summaries]}]
+    whole = [bool(s["suites"]) and all(all_cached(i) for i in s["suites"].values()) for s in summaries]
+    out["cost_per_run"] = [{"name": "cost per run", "values": [None if c else s["cost_usd"] for s, c in zip(summaries, whole, strict=True)],
+                            "num": [None] * len(ids), "den": [s.get("cost_suites") for s in summaries], "cached": whole}]
     names = [n for m in metrics for n in series[m]]
     return {"runs": [{"run_id": s["run_id"], "label": s["label"], "started_at": s["started_at"]}
                      for s in summaries], "series": out, "colors": suite_colors(names)}
@@ -120,25 +144,30 @@ class DashboardApi:
                 "baseline": self.baseline() == run_id}
 
     def report(self, run_id: str) -> dict[str, Any]:
-        """The run's report (`build_report`), without the raw-attempts and raw-runs rows,
-        which the case list pages through."""
+        """The run's report (`build_report`, against the BASELINE when one is set), without
+        the raw-attempts and raw-runs rows, which the case list pages through; `verdict`:
+        its verdict against the BASELINE, the lines the report's summary opens with."""
         loaded = self.index.load(run_id)
-        if "report" not in loaded.extra:
+        marker = self.baseline()
+        if "report" not in loaded.extra or loaded.extra.get("report_baseline") != marker:
             from evalh.report import build_report
-
-            # read a result at a time, as `evalh report` reads it: not the run as models
-            from evalh.report.build import with_corrected
+            from evalh.report.blocks import baseline_notes
+            from evalh.report.build import versus_baseline, with_corrected
             from evalh.run_results import open_results
 
-            report = with_corrected(build_report([open_results(self.index.store, run_id)]), self.index.store,
-                                    [run_id]).to_dict()
+            # read a result at a time, as `evalh report` reads it: not the run as models
+            results = open_results(self.index.store, run_id)
+            built = with_corrected(build_report([results], baseline=versus_baseline([results], self.root, self.index.store)),
+                                   self.index.store, [run_id])
+            report = built.to_dict()
+            report["verdict"] = [{"text": n.text, "warn": n.warn} for n in baseline_notes(built)]
             for suite in report["suites"]:
                 for arm in suite["arms"]:
                     if arm.get("repeats"):
                         arm["repeats"]["raw"] = []
                     if arm.get("runs"):  # the raw-runs table too (a row per result)
                         arm["runs"]["rows"], arm["runs"]["arithmetic"] = [], []
-            loaded.extra["report"] = report
+            loaded.extra["report"], loaded.extra["report_baseline"] = report, marker
         return loaded.extra["report"]
 
     def cases(self, run_id: str, params: Mapping[str, str]) -> dict[str, Any]:
@@ -391,47 +420,9 @@ class DashboardApi:
 
     def _matrix(self, loaded: LoadedRun, suite: str, by: str, sort: str, arm: str, arms: list[str],
                 base_arm: str | None, q: str, offset: int, limit: int) -> dict[str, Any]:
-        from evalh.report.repeats import flakiness_of
+        from evalh.report.matrix import grid
 
-        rows = loaded.rows[suite]
-        outs = loaded.outputs(suite)
-        grid: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for r in rows:
-            if by == "attempt" and r["arm"] != arm:
-                continue
-            col = r["arm"] if by == "arm" else str(r["attempt"] or 0)
-            grid.setdefault(r["case_id"], {}).setdefault(col, []).append(r)
-        columns = arms if by == "arm" else sorted({c for g in grid.values() for c in g}, key=int)
-        out = []
-        for cid, cols in grid.items():
-            if q and q not in cid.lower():
-                continue
-            cells: dict[str, Any] = {}
-            for col in columns:
-                rs = sorted(cols.get(col, []), key=lambda r: r["attempt"] or 0)
-                if not rs:
-                    cells[col] = None
-                    continue
-                r = rs[0]
-                text = outs[r["i"]] if r["i"] < len(outs) else ""
-                cells[col] = {"i": r["i"], "status": r["status"], "score": r["score"], "latency_ms": r["latency_ms"],
-                              "tokens_in": r["tokens_in"], "tokens_out": r["tokens_out"], "cost_usd": r["cost_usd"],
-                              "attempts": len(rs), "passes": sum(x["status"] == "passed" for x in rs),
-                              "preview": text[:PREVIEW], "truncated": len(text) > PREVIEW}
-            present = [c for c in cells.values() if c is not None]
-            statuses = {c["status"] for c in present} | ({"(missing)"} if len(present) < len(columns) else set())
-            scores = [c["score"] for c in present if c["score"] is not None]
-            disagreement = len(statuses) - 1 + ((max(scores) - min(scores)) if len(scores) > 1 else 0.0)
-            row: dict[str, Any] = {"case_id": cid, "disagreement": round(disagreement, 6), "cells": cells}
-            if by == "attempt":
-                row["flakiness"] = flakiness_of([c["status"] for c in present])
-            out.append(row)
-        if sort == "disagreement":
-            out.sort(key=lambda r: -r["disagreement"])
-        classes: dict[str, int] = {}
-        for r in out:
-            if "flakiness" in r:
-                classes[r["flakiness"]] = classes.get(r["flakiness"], 0) + 1
+        columns, out, classes = grid(loaded.rows[suite], loaded.outputs(suite), by, sort, arm, arms, q)
         return {"suite": suite, "by": by, "arm": arm if by == "attempt" else None, "arms": arms,
                 "baseline_arm": base_arm, "columns": columns, "sort": sort, "total": len(out),
                 "offset": offset, "limit": limit, "flakiness": classes, "rows": out[offset:offset + limit]}

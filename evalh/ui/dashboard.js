@@ -42,6 +42,8 @@
 
   // ------------------------------------------------------------------ formatting
 
+  // a share as `evalh compare` prints it (Python's `:g`): 0.025000000000000022 → "2.5 %"
+  function pctG(v) { return Number((v * 100).toPrecision(6)) + " %"; }
   function pct(v) { return v === null || v === undefined ? "n/a" : (v * 100).toFixed(1) + "%"; }
   function rate(v, num, den) { return pct(v) + " (" + num + "/" + den + ")"; }
   function num(v, d) { return v === null || v === undefined ? "–" : Number(v).toFixed(d === undefined ? 3 : d); }
@@ -321,7 +323,7 @@
     add(holder, el("div", { "class": "charts" }, [
       chart("pass_rate", "Pass rate per suite (passed / (passed + failed))", runs, withColor(S.pass_rate), { max: 1, fmt: pct, tip: frac(pct) }),
       chart("mean_score", "Mean score per suite", runs, withColor(S.mean_score), { max: 1, fmt: function (v) { return num(v, 2); }, tip: frac(function (v) { return num(v, 3); }) }),
-      chart("cost", "Cost per suite per run (USD, known costs only)", runs, withColor(S.cost_usd), { fmt: function (v) { return "$" + num(v, 3); }, tip: costTip }),
+      chart("cost", "Cost per suite per run (USD: target, judge and generator calls, known costs only; a fully cached run is a gap)", runs, withColor(S.cost_usd), { fmt: function (v) { return "$" + num(v, 3); }, tip: costTip }),
       chart("latency", "Latency p50 (solid) / p95 (dashed) per suite (ms)", runs, latency, { fmt: function (v) { return Math.round(v) + ""; }, tip: function (v) { return Math.round(v) + " ms"; } })
     ]));
   }
@@ -353,7 +355,7 @@
         var a = r.suites[s] && r.suites[s].aggregate;
         cells.push(el("td", { "class": "n" }, a ? rate(a.pass_rate, a.passed, a.pass_rate_denominator) : "–"));
       });
-      cells.push(el("td", { "class": "n" }, money(r.cost_usd)));
+      cells.push(el("td", { "class": "n", title: r.bill_text || "" }, money(r.cost_usd)));
       var base = data.baseline && data.baseline !== r.run_id ? data.baseline : (prev ? prev.run_id : null);
       cells.push(el("td", { "class": "nowrap" }, base ? el("a", { href: "#/compare" + qs({ base: base, candidate: r.run_id }) },
         data.baseline && data.baseline !== r.run_id ? "vs baseline" : "vs previous") : ""));
@@ -397,7 +399,8 @@
           el("td", { "class": "n" }, c.mean_score === null ? "–" : num(c.mean_score) + " (n=" + c.mean_score_denominator + ")"),
           el("td", { "class": "n" }, ms(e.latency_ms_p50)), el("td", { "class": "n" }, ms(e.latency_ms_p95)),
           el("td", { "class": "n wrap" }, e.tokens_in === null && e.tokens_out === null ? "unknown" : (e.tokens_in || 0) + " in / " + (e.tokens_out || 0) + " out"),
-          el("td", { "class": "n wrap" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : ""))
+          el("td", { "class": "n wrap" }, money(e.cost_usd) + (e.cost_unknown ? " (+" + e.cost_unknown + " unpriced)" : "") +
+            (e.cached ? " (" + e.cached + " cached: $0, no latency)" : ""))
         ]));
         if (iv.reason) { whyCount++; add(why, el("li", null, name + ": " + iv.reason)); }
         else add(notes, el("li", null, name + ": Wilson 95% interval of " + iv.of + ", " + iv.successes + "/" + iv.n));
@@ -455,7 +458,10 @@
       add(app, el("div", { "class": "row" }, [el("h1", { "class": "mono" }, s.run_id), badge(s.status, "st-" + s.status),
         data.baseline ? badge("BASELINE", "base") : null, s.label ? el("span", null, s.label) : null]));
       add(app, el("div", { "class": "dim" }, "started " + when(s.started_at) + (s.finished_at ? " · finished " + when(s.finished_at) : s.stopped_at ? " · stopped " + when(s.stopped_at) : "") + " · git " + git));
+      if (s.bill_text) add(app, el("div", { "class": "dim", "data-testid": "run-bill" }, s.bill_text));
       if (s.status !== "complete") add(app, el("div", { "class": "warnbox" }, "run is " + s.status + ": " + (s.status_reason || "no reason recorded")));
+      var verdict = el("div", { "data-testid": "run-verdict" });
+      add(app, verdict);
       var suitesCard = el("div", { "class": "card", "data-testid": "suites-card" }, [el("h2", null, "Suites"), el("p", { "class": "dim" }, "computing the report…")]);
       add(app, suitesCard);
       var names = Object.keys(data.suites);
@@ -465,6 +471,9 @@
       var report = function () {
         getJSON("/api/runs/" + encodeURIComponent(runId) + "/report").then(function (rep) {
           if (gen !== generation) return;
+          (rep.verdict || []).forEach(function (v) {  // against the BASELINE: first, as in the report
+            add(verdict, el("div", { "class": v.warn ? "warnbox" : "headline" }, v.text));
+          });
           suitesCard.replaceWith(summaryTable(rep));
         }).catch(function (e) { clear(suitesCard); add(suitesCard, el("p", { "class": "err" }, "Could not build the report: " + e.message)); });
       };
@@ -536,7 +545,7 @@
           el("td", { "class": "n" }, r.attempt),
           el("td", { "class": "o-" + r.status }, r.status),
           el("td", { "class": "n" }, num(r.score, 2)),
-          el("td", { "class": "n" }, ms(r.latency_ms)),
+          el("td", { "class": "n" }, r.cached ? "cached" : ms(r.latency_ms)),
           el("td", { "class": "err" }, r.error || "")
         ]);
         add(body, tr);
@@ -587,9 +596,9 @@
       add(detail, el("div", { "class": "row" }, [el("h2", { "class": "mono", "data-testid": "case-title" }, r.case_id),
         el("span", { "class": "o-" + r.status }, r.status)]));
       var meta = el("dl", { "class": "meta" });
-      [["suite", d.suite], ["arm", r.arm], ["attempt", r.attempt], ["score", num(r.score)], ["latency", ms(r.latency_ms)],
+      [["suite", d.suite], ["arm", r.arm], ["attempt", r.attempt], ["score", num(r.score)], ["latency", r.cached ? "cached" : ms(r.latency_ms)],
        ["tokens", r.tokens_in === null && r.tokens_out === null ? "unknown" : (r.tokens_in === null ? "?" : r.tokens_in) + " in / " + (r.tokens_out === null ? "?" : r.tokens_out) + " out"],
-       ["cost", money(r.cost_usd)], ["cached", r.cached ? "yes" : "no"], ["started", when(r.started_at)],
+       ["cost", money(r.cost_usd) + (r.cached ? " (cached)" : "")], ["cached", r.cached ? "yes" : "no"], ["started", when(r.started_at)],
        ["case digest", short(r.case_digest)]].forEach(function (m) {
         add(meta, [el("dt", null, m[0]), el("dd", null, String(m[1]))]);
       });
@@ -679,7 +688,7 @@
         el("span", { "data-testid": "gate" }, c.fails_gate ? "the gate fails: `evalh compare --fail-on-regression` exits 1" : "the gate passes"),
         c.inconclusive ? badge("inconclusive rows", "v-inconclusive") : null]),
       (c.gate_reasons || []).length ? el("ul", { "class": "notes" }, c.gate_reasons.map(function (r) { return el("li", null, r); })) : null,
-      c.family ? el("div", { "class": "dim" }, c.family.size ? c.family.size + " gating row(s) tested as one family (Holm): at most " + (c.family.alpha * 100) + " % chance that any is falsely regressed" : "no statistical test (deterministic suites are by case name)") : null,
+      c.family ? el("div", { "class": "dim" }, c.family.size ? c.family.size + " gating row(s) tested as one family (Holm): the chance that any is falsely called regressed is at most " + pctG(c.family.alpha) : "no statistical test (deterministic suites are by case name)") : null,
       el("div", { "class": "dim" }, ["base ", el("a", { href: runHref(c.base.run_id) }, c.base.run_id), c.base.label ? " (" + c.base.label + ")" : "",
         " → candidate ", el("a", { href: runHref(c.candidate.run_id) }, c.candidate.run_id), c.candidate.label ? " (" + c.candidate.label + ")" : ""])
     ]));
@@ -698,7 +707,7 @@
         el("div", { "class": "row" }, [el("h2", null, name), badge(s.verdict, "v-" + s.verdict), s.regime ? el("span", { "class": "dim" }, s.regime) : null,
           s.partial ? badge("partial", "v-inconclusive") : null]),
         el("ul", { "class": "notes" }, s.reasons.map(function (r) { return el("li", null, r); })),
-        el("div", { "class": "dim" }, s.counts.compared + " compared · " + s.counts.changed + " changed · " + s.counts.added + " added · " +
+        el("div", { "class": "dim" }, s.counts.compared + " compared · " + s.counts.changed + " with changed content (not compared) · " + s.counts.added + " added · " +
           s.counts.removed + " removed · errored " + s.errors.base_errored + " → " + s.errors.candidate_errored)
       ]);
       if (s.metrics.length) {
@@ -794,7 +803,7 @@
             el("div", { "class": "cellhead" }, [el("strong", { "class": "o-" + c.status }, c.status),
               c.attempts > 1 ? " " + c.passes + "/" + c.attempts + " passed" : null,
               " · score " + num(c.score, 2)]),
-            el("div", { "class": "dim" }, tokensText(c) + " · " + ms(c.latency_ms)), out]);
+            el("div", { "class": "dim" }, tokensText(c) + " · " + (c.cached ? "cached" : ms(c.latency_ms))), out]);
           td.addEventListener("click", function () {
             if (td.getAttribute("data-open")) { td.removeAttribute("data-open"); out.className = "preview"; clear(out); add(out, c.preview + (c.truncated ? "…" : "")); return; }
             td.setAttribute("data-open", "1");
@@ -822,7 +831,7 @@
 
   // ------------------------------------------------------------------ compare, case by case
 
-  var PAIR_FILTERS = [["regressed", "regressed"], ["improved", "improved"], ["changed", "changed"],
+  var PAIR_FILTERS = [["regressed", "regressed"], ["improved", "improved"], ["changed", "any change"],
     ["errored", "errored"], ["flaky", "flaky"], ["all", "all"]];
   var TAG_TEXT = { regressed: "regressed", improved: "improved", errored_new: "newly errored", errored_fixed: "no longer errored",
     content_changed: "case content changed", outcome_changed: "outcome changed", output_changed: "output changed",
@@ -993,8 +1002,8 @@
         var meta = function (r) {
           if (!r) return el("p", { "class": "dim" }, "no result on this side");
           var m = el("dl", { "class": "meta" });
-          [["status", r.status], ["score", num(r.score)], ["latency", ms(r.latency_ms)], ["tokens", tokensText(r)],
-           ["cost", money(r.cost_usd)], ["cached", r.cached ? "yes" : "no"], ["case digest", short(r.case_digest)]].forEach(function (x) {
+          [["status", r.status], ["score", num(r.score)], ["latency", r.cached ? "cached" : ms(r.latency_ms)], ["tokens", tokensText(r)],
+           ["cost", money(r.cost_usd) + (r.cached ? " (cached)" : "")], ["cached", r.cached ? "yes" : "no"], ["case digest", short(r.case_digest)]].forEach(function (x) {
             add(m, [el("dt", null, x[0]), el("dd", { "class": x[0] === "status" ? "o-" + r.status : "" }, String(x[1]))]);
           });
           if (r.error) add(m, [el("dt", { "class": "err" }, "error"), el("dd", { "class": "err" }, r.error.type + ": " + r.error.message)]);

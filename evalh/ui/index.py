@@ -102,7 +102,7 @@ def case_row(i: int, r: dict[str, Any]) -> dict[str, Any]:
     return {
         "i": i, "case_id": str(r.get("case_id")), "arm": str(r.get("arm", "default")),
         "attempt": r.get("attempt", 0), "status": r.get("status"), "score": r.get("score"),
-        "latency_ms": r.get("latency_ms"), "cost_usd": r.get("cost_usd"),
+        "latency_ms": r.get("latency_ms"), "cost_usd": r.get("cost_usd"), "cached": bool(r.get("cached")),
         "tokens_in": r.get("tokens_in"), "tokens_out": r.get("tokens_out"),
         "error": error.get("type") if isinstance(error, dict) else None,
     }

@@ -10,9 +10,10 @@ attempt) is one of `tp`, `fp`, `tn`, `fn`, or `errored`:
   stay out of precision and recall and are counted apart; `effective_recall` counts an
   error on a known positive as a miss.
 - Every rate carries its denominator and is null when that denominator is zero.
-- The roll-up is a macro average over lenses plus the `worst` lens (minimum recall),
-  named. There is deliberately no volume-blended precision or recall: one dead lens must
-  not hide behind four healthy ones.
+- The roll-up is a macro average over lenses plus the `worst` lens (minimum *effective*
+  recall, an error on a known positive counted as a miss), named — so a lens that errored
+  on every call is the worst lens, as every report surface says. There is deliberately no
+  volume-blended precision or recall: one dead lens must not hide behind four healthy ones.
 
 Configured as a scorer::
 
@@ -130,8 +131,11 @@ ROLLED_UP = ("precision", "recall", "fp_rate", "fn_rate", "effective_recall")
 def rollup(lenses: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Macro average of each rate over the lenses where it is defined, and the worst lens.
 
-    `worst` is the lens of minimum recall (ties: every tied lens listed, the first by name
-    shown); lenses without a defined recall (no known positives) are named in `no_recall`.
+    `worst` is the lens of minimum effective recall (an error on a known positive counts as
+    a miss, so a lens that errored on every call has 0.0 and is the worst, never hidden);
+    ties: every tied lens listed, the first by name shown. Its plain `recall` (errors left
+    out, null for a dead lens) is given beside it. Lenses without a known positive have
+    no recall of either kind and are named in `no_recall`.
     """
     macro: dict[str, Any] = {}
     for rate in ROLLED_UP:
@@ -141,17 +145,17 @@ def rollup(lenses: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             "lenses": len(defined),
             "undefined": sorted(k for k in lenses if k not in defined),
         }
-    recalls = {k: v["recall"] for k, v in lenses.items() if v.get("recall") is not None}
+    effective = {k: v["effective_recall"] for k, v in lenses.items() if v.get("effective_recall") is not None}
     worst: dict[str, Any] | None = None
-    if recalls:
-        low = min(recalls.values())
-        tied = sorted(k for k, v in recalls.items() if v == low)
-        worst = {"lens": tied[0], "recall": low, "tied": tied,
-                 "effective_recall": lenses[tied[0]].get("effective_recall")}
+    if effective:
+        low = min(effective.values())
+        tied = sorted(k for k, v in effective.items() if v == low)
+        worst = {"lens": tied[0], "by": "effective_recall", "effective_recall": low, "tied": tied,
+                 "recall": lenses[tied[0]].get("recall")}
     return {
         "macro": macro,
         "worst": worst,
-        "no_recall": sorted(k for k in lenses if k not in recalls),
+        "no_recall": sorted(k for k in lenses if k not in effective),
     }
 
 

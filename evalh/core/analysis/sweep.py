@@ -303,6 +303,18 @@ def _float(x: Fraction | None) -> float | None:
     return None if x is None else float(x)
 
 
+def nothing_scored(o: Observed) -> str:
+    """Why no result was scored, counted: `all 5 results errored`, or each reason of the
+    results apart (an errored lens verdict, a failed target or judge among them)."""
+    if not o.total:
+        return "the suite has no results"
+    if o.errored == o.total:
+        return f"all {o.total} results errored" if o.total > 1 else "its one result errored"
+    parts = [f"{n} {what}" for n, what in ((o.errored, "errored"), (o.undecided, "without a measure"),
+                                          (o.unlabelled, "unlabelled")) if n]
+    return f"of {o.total} results: " + ", ".join(parts) if parts else f"{o.total} results"
+
+
 def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> SweepResult:
     """Rank every candidate policy on the observations; pure (no I/O)."""
     names, decisions = spec.params, spec.decisions
@@ -324,7 +336,7 @@ def sweep(spec: SweepConfig, obs: Sequence[Observation]) -> SweepResult:
         max=plain_number(max(values)) if values else None,
     )
     if observed.max is None:
-        raise SweepError("sweep: no result has both a measure and a label: nothing to rank")
+        raise SweepError(f"sweep: no result has both a measure and a label: nothing to rank ({nothing_scored(observed)})")
     max_observed = float(observed.max)
     pool, left_out = candidates(spec, max_observed)
     current = tuple(float(spec.current[n]) for n in names) if set(spec.current) >= set(names) else None

@@ -6,7 +6,7 @@ Pure functions, shared by the runner and anything that rebuilds a run (resume, r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalh.models import Aggregate, CaseStatus, DerivedFrom, GitInfo, Regime, Run, Score
@@ -141,6 +141,18 @@ def advisory_suites(*runs: Run) -> set[str]:
     return out
 
 
+def advisory_scorers(run: Run, suite: str) -> set[str]:
+    """The scorers of `suite` declared `advisory = true` in the run's config snapshot (by
+    display name: `name`, else `type`), or every scorer of an advisory suite: recorded,
+    never deciding a case's status."""
+    cfg = ((run.config or {}).get("suites") or {}).get(suite)
+    if not isinstance(cfg, dict):
+        return set()
+    scorers = [x for x in cfg.get("scorers") or [] if isinstance(x, dict)]
+    whole = cfg.get("advisory") is True
+    return {str(x.get("name") or x.get("type")) for x in scorers if whole or x.get("advisory") is True}
+
+
 @dataclass(frozen=True)
 class SuiteSummary:
     """One suite of a run, as its summaries show it."""
@@ -153,6 +165,9 @@ class SuiteSummary:
     baseline_arm: str | None
     error_gate: ErrorGate | None
     """None for a suite without results (a partial run stopped before it)."""
+    bill: dict[str, Any] = field(default_factory=dict)
+    """What its target, judge and generator calls cost, apart and in `total`
+    (`evalh.core.results.bill`: part → `Part`)."""
 
 
 @dataclass(frozen=True)
@@ -174,10 +189,17 @@ class RunSummary:
     stopped_at: str | None = None
 
     @property
+    def bill(self) -> dict[str, Any]:
+        """The run's bill: the suites' target, judge and generator spend, apart and in total."""
+        from evalh.core.results.bill import total_bill
+
+        return total_bill(s.bill for s in self.suites.values())
+
+    @property
     def cost_usd(self) -> float | None:
-        """The known cost of the suites that have one; None when none has."""
-        costs = [s.aggregate.cost_usd for s in self.suites.values() if s.aggregate.cost_usd is not None]
-        return sum(costs, 0.0) if costs else None
+        """Everything the run's calls cost (target, judge and generator: what the budget
+        counts), known costs only; None when no call had a known cost."""
+        return self.bill["total"].cost_usd
 
     @property
     def deterministic_ok(self) -> bool:
@@ -189,7 +211,10 @@ class RunSummary:
 
     def document(self) -> dict[str, Any]:
         """Headline numbers, as the run document stores them (`Run.summary`). Per-suite
-        figures, never one blended pass rate across suites."""
+        figures, never one blended pass rate across suites. `cost_usd` and the token sums
+        are the whole bill (target, judge and generator calls); `bill` gives each apart."""
+        from evalh.core.results.bill import bill_document
+
         totals = dict.fromkeys(("cases", "passed", "failed", "errored", "judge_error", "skipped"), 0)
         per_suite: dict[str, dict[str, Any]] = {}
         for name, s in self.suites.items():
@@ -204,18 +229,23 @@ class RunSummary:
             }
             if s.error_gate is not None:
                 per_suite[name]["error_gate"] = s.error_gate.to_dict()
+            if s.bill:
+                per_suite[name]["bill"] = bill_document(s.bill)
+        bill = self.bill
         return {
             **totals,
-            "tokens_in": sum(s.aggregate.tokens_in for s in self.suites.values()),
-            "tokens_out": sum(s.aggregate.tokens_out for s in self.suites.values()),
-            "cost_usd": self.cost_usd, "deterministic_ok": self.deterministic_ok,
+            "tokens_in": bill["total"].tokens_in,
+            "tokens_out": bill["total"].tokens_out,
+            "cost_usd": self.cost_usd, "bill": bill_document(bill), "deterministic_ok": self.deterministic_ok,
             "error_rate_ok": not any(s.error_gate.over for s in self.suites.values() if s.error_gate),
             "suites": per_suite,
         }
 
     def history_row(self) -> dict[str, Any]:
         """The dashboard's history row: identity, status, git, and per suite and arm the
-        stored aggregates (counts with denominators, rates null over zero)."""
+        stored aggregates (counts with denominators, rates null over zero), and the bill."""
+        from evalh.core.results.bill import bill_document, bill_text
+
         return {
             "run_id": self.run_id, "label": self.label, "status": self.status,
             "status_reason": self.status_reason, "started_at": self.started_at,
@@ -226,17 +256,23 @@ class RunSummary:
                     "regime": s.regime, "cases": s.cases, "aggregate": s.aggregate.model_dump(mode="json"),
                     "arms": {a: v.model_dump(mode="json") for a, v in s.arms.items()} if len(s.arms) > 1 else {},
                     "baseline_arm": s.baseline_arm,
+                    "bill": bill_document(s.bill) if s.bill else None,
                 }
                 for name, s in self.suites.items()
             },
             "cost_usd": self.cost_usd,
-            "cost_suites": sum(s.aggregate.cost_usd is not None for s in self.suites.values()),
+            "bill": bill_document(self.bill),
+            "bill_text": bill_text(self.bill),
+            "cost_suites": sum(bool(s.bill) and s.bill["total"].cost_usd is not None for s in self.suites.values()),
         }
 
 
 def run_summary(run: Run) -> RunSummary:
-    """The summary of `run`, from its suites' aggregates (its cases are not read)."""
+    """The summary of `run`, from its suites' aggregates and details (its cases are not read)."""
+    from evalh.core.results.bill import run_bill
+
     gates = {g.suite: g for g in error_gates(run)}
+    bills = run_bill(run)
     return RunSummary(
         run_id=run.run_id, label=run.label, status=run.status, status_reason=run.status_reason,
         started_at=run.started_at, finished_at=run.finished_at, stopped_at=run.stopped_at, git=run.git,
@@ -244,7 +280,7 @@ def run_summary(run: Run) -> RunSummary:
         suites={
             name: SuiteSummary(regime=s.regime, cases=s.dataset.cases, aggregate=s.aggregate,
                                arms=dict(s.arms), baseline_arm=s.baseline_arm,
-                               error_gate=gates.get(name))
+                               error_gate=gates.get(name), bill=bills[name])
             for name, s in run.suites.items()
         },
     )

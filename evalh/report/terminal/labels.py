@@ -61,22 +61,15 @@ def render_label_report(rep: LabelReport, console: Console) -> None:
             f"{cl.unattested} coverage unattested); {cl.unresolved} unresolved"
             + (f": {', '.join(cl.unresolved_ids)}" if cl.unresolved_ids else "")
         ))
+    from evalh.report.figures import labels_agreement
+
     fields = rep.inter_rater.fields
+    fig = labels_agreement(rep)  # the table `evalh report`, `show` and the dashboard draw too
     t = Table(title=safe_text("agreement between raters, before adjudication"), title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("field", "raters", "overlap", "raw agreement", "kappa", "why null"):
+    for col in fig.columns:
         t.add_column(col)
-    for fname, f in fields.items():
-        for p in f.pairs:
-            a = p.agreement
-            t.add_row(safe_text(fname), safe_text(" × ".join(p.raters)), safe_text(str(a.overlap)),
-                      safe_text(num(a.raw_agreement, none="null")), safe_text(num(a.kappa, none="null")),
-                      safe_text(a.kappa_null_reason or ""))
-        fk = f.fleiss_kappa
-        t.add_row(safe_text(fname), safe_text("all: Fleiss' kappa"), safe_text(str(fk.subjects)), safe_text(""),
-                  safe_text(num(fk.kappa, none="null")), safe_text(fk.null_reason or ""))
-        for level, ka in f.krippendorff_alpha.items():
-            t.add_row(safe_text(fname), safe_text(f"all: Krippendorff's alpha ({level})"), safe_text(str(ka.subjects)),
-                      safe_text(""), safe_text(num(ka.alpha, none="null")), safe_text(ka.null_reason or ""))
+    for line in fig.rows:
+        t.add_row(*(safe_text(cell) for cell in line))
     console.print(t if any(f.raters[1:] for f in fields.values()) else safe_text("agreement between raters: fewer than two raters"))
     for j in rep.judges:
         ja = j.agreement
@@ -116,8 +109,8 @@ def render_label_report(rep: LabelReport, console: Console) -> None:
     for reason, strata in why.items():
         console.print(safe_text(f"no interval for {', '.join(strata)}: {reason}", style="dim"))
     for c in rep.corrected:
-        for line in corrected_lines(c.to_dict()):
-            console.print(safe_text(line))
+        for text in corrected_lines(c.to_dict()):
+            console.print(safe_text(text))
 
 
 def corrected_lines(d: dict[str, Any]) -> list[str]:

@@ -69,7 +69,7 @@ class ProgressObserver:
         )
 
     def cost_text(self) -> str:
-        """`$0.0123`; with unpriced results `$0.0123 + cost unknown (N)`, or `cost unknown (N)`
+        """What the results so far cost, their judges' calls included: `$0.0123`; with unpriced results `$0.0123 + cost unknown (N)`, or `cost unknown (N)`
         when no result had a price: an unknown cost is not $0 (as in the results table)."""
         known = money(self.cost, none="")
         if not self.cost_unknown:
@@ -85,6 +85,14 @@ class ProgressObserver:
             self.cost = (self.cost or 0.0) + result.cost_usd
         elif not result.cached and (result.tokens_in is not None or result.tokens_out is not None):
             self.cost_unknown += 1  # counted as evalh.core.results.aggregate counts cost_unknown
+        for score in result.scores:  # the judges' calls on this result: billed too (evalh.core.results.bill)
+            u = score.details.get("usage") if isinstance(score.details, dict) else None
+            if isinstance(u, dict) and u.get("calls"):
+                self.tokens += int(u.get("tokens_in") or 0) + int(u.get("tokens_out") or 0)
+                if isinstance(u.get("cost_usd"), int | float):
+                    self.cost = (self.cost or 0.0) + float(u["cost_usd"])
+                elif int(u.get("calls") or 0) > int(u.get("cached") or 0):
+                    self.cost_unknown += 1
         if self._progress is not None and self._task is not None:
             self._progress.update(
                 self._task, advance=1, errored=self.errored, tokens=self.tokens, cost=self.cost_text()

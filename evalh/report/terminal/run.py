@@ -19,7 +19,8 @@ def _row(name: str, regime: str, a: Aggregate) -> list[str]:
         str(a.judge_error), rate(a.pass_rate, a.passed, a.pass_rate_denominator, none="n/a (0)"),
         num(a.mean_score), num(a.latency_ms_p50, ".0f"), num(a.latency_ms_p95, ".0f"),
         f"{a.tokens_in + a.tokens_out}" if (a.tokens_in or a.tokens_out) else "–",
-        money(a.cost_usd, none="–") + (f" (+{a.cost_unknown} unpriced)" if a.cost_usd is not None and a.cost_unknown else ""),
+        money(a.cost_usd, none="–") + (f" (+{a.cost_unknown} unpriced)" if a.cost_usd is not None and a.cost_unknown else "")
+        + (f" ({a.cached} cached)" if a.cached else ""),
     ]
 
 
@@ -89,6 +90,14 @@ def results_table(run: Run, console: Console) -> Table:
     return table
 
 
+def bill_line(run: Run) -> str | None:
+    """The run's bill line (`evalh.core.results.bill.bill_text`): the table's cost column
+    is the target's; judges and generators are paid too (and the budget counts them)."""
+    from evalh.core.results.bill import bill_text, run_bill, total_bill
+
+    return bill_text(total_bill(run_bill(run).values()))
+
+
 def render_run(run: Run, console: Console, *, max_failures: int = 20,
                not_passed: dict[str, int] | None = None) -> None:
     """The results table, then per suite the results in `run` that did not pass (at most
@@ -106,6 +115,9 @@ def render_run(run: Run, console: Console, *, max_failures: int = 20,
     # quote a key the product echoed, and CI keeps this output as a log
     secrets = secret_env_values()
     console.print(results_table(run, console))
+    paid = bill_line(run)
+    if paid:
+        console.print(Text(paid, style="dim"))
     for name, suite in run.suites.items():
         # the count from the aggregate: `evalh run` hands a run holding only the first
         # `max_failures` results that did not pass (evalh.core.run.retained.not_passed)
