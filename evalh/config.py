@@ -40,6 +40,10 @@ DEFAULT_MAX_ERROR_RATE = 0.1
 """A suite fails the run when more than this share of its results errored or lost their
 judgment. One in ten: a flaky provider or a judge that sometimes truncates stays under it
 on a large suite, an outage, a wrong key or a judge that fails every case never does."""
+DEFAULT_MIN_COVERAGE = 0.9
+"""`min_coverage` when a suite does not set it (`SuiteConfig.min_coverage`): the candidate
+must measure nine in ten of what the base measured, the complement of the default
+`max_error_rate`."""
 
 
 class _Strict(BaseModel):
@@ -88,10 +92,10 @@ class SuiteConfig(_Strict):
             "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
             "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
-            "require", "metrics", "contrasts", "shuffle", "generate", "advisory",
+            "require", "metrics", "contrasts", "shuffle", "generate", "advisory", "min_coverage",
         }
     )
-    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"generate"})
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"generate", "min_coverage"})
 
     name: str = ""
     dataset: str = ""
@@ -130,6 +134,11 @@ class SuiteConfig(_Strict):
     """`evalh run` exits 1 when more than this share of the suite's results errored or got
     no judgment (errored + judge_error over the results that ran), in either regime; a suite
     whose every result errored fails whatever the value. `--max-error-rate` overrides it."""
+    min_coverage: float | None = Field(None, ge=0, le=1)
+    """`evalh compare --fail-on-regression` fails the suite when the candidate measured less
+    than this share of the base's (case, arm, attempt) results with a trustworthy result
+    (passed or failed, same content); `DEFAULT_MIN_COVERAGE` when unset, `--min-coverage`
+    overrides. The stricter of the two runs' values applies."""
     tier: int = 0
     """Suites run cheapest first: lower tiers first; within a tier, by the estimated cost of
     their model calls (suites whose cost cannot be estimated last), then by name."""

@@ -147,9 +147,26 @@ def main() -> None:
 def entry() -> None:
     """The `evalh` program: `main`, then the process ends without freeing what the command
     loaded (evalh.cli.process_exit). `main` itself raises SystemExit, for callers in Python."""
+    import sys
+
     from evalh.cli.process_exit import run_and_exit
 
+    if _needs_guard(sys.argv):
+        from evalh.cli.verdict_guard import guard
+
+        guard()  # the command runs in a child; this process exits with its verdict
     run_and_exit(main)
+
+
+def _needs_guard(argv: list[str]) -> bool:
+    """Whether the command may run code that is not evalh's (a command, not `--help`,
+    `--version` or shell completion): it then runs under `evalh.cli.verdict_guard`."""
+    import os
+
+    args = argv[1:]
+    if not args or any(k.startswith("_EVALH_COMPLETE") for k in os.environ):
+        return False
+    return not any(a in ("-h", "--help", "-V", "--version") for a in args)
 
 
 if __name__ == "__main__":  # pragma: no cover
