@@ -133,12 +133,14 @@ class SuiteConfig(_Strict):
     max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     """`evalh run` exits 1 when more than this share of the suite's results errored or got
     no judgment (errored + judge_error over the results that ran), in either regime; a suite
-    whose every result errored fails whatever the value. `--max-error-rate` overrides it."""
+    whose every result errored fails whatever the value, advisory or not.
+    `--max-error-rate` overrides it."""
     min_coverage: float | None = Field(None, ge=0, le=1)
-    """`evalh compare --fail-on-regression` fails the suite when the candidate measured less
-    than this share of the base's (case, arm, attempt) results with a trustworthy result
-    (passed or failed, same content); `DEFAULT_MIN_COVERAGE` when unset, `--min-coverage`
-    overrides. The stricter of the two runs' values applies."""
+    """`evalh compare --fail-on-regression` (and `run --compare-baseline`) fails the suite
+    when the candidate measured less than this share of the base's (case, arm, attempt)
+    results that have a trustworthy result (passed or failed), on the same case content;
+    0.9 when unset, `--min-coverage` overrides. The larger of the two runs' values applies
+    (docs/ci.md#what-a-green-gate-guarantees)."""
     tier: int = 0
     """Suites run cheapest first: lower tiers first; within a tier, by the estimated cost of
     their model calls (suites whose cost cannot be estimated last), then by name."""
@@ -158,8 +160,9 @@ class SuiteConfig(_Strict):
     cluster; `cluster = "case"` turns clustering off."""
     advisory: bool = False
     """Advisory (a suite judged only by an LLM judge, say): its figures are reported with
-    `judgeUse: advisory-only` and `releaseDecision: not-assessed`, and it never changes the
-    exit code of `evalh run` or `evalh compare` (docs/labels-and-sweeps.md)."""
+    `judgeUse: advisory-only` and `releaseDecision: not-assessed`, and what it measured never
+    changes the exit code of `evalh run` or `evalh compare`; one that measured nothing (every
+    result errored or got no judgment) fails both, like any suite (docs/labels-and-sweeps.md)."""
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""

@@ -164,7 +164,7 @@ def test_a_sweep_over_a_run_that_measured_nothing_is_not_green(tmp_path: Path) -
     run_id = json.loads(run.stdout)["run_id"]
     result = cli(cfg, "sweep", run_id, "--measure", "score", "--label", "text", "--positive", "Q0",
                  "--grid", "threshold=0.1:0.9:0.1")
-    assert result.exit_code != 0, result.output
+    assert result.exit_code == 2, result.output
     assert "nothing to rank" in result.stderr
 
 
@@ -175,5 +175,5 @@ def test_label_import_of_an_empty_ratings_file_is_not_green(tmp_path: Path) -> N
     empty = tmp_path / "ratings.jsonl"
     empty.write_text("")
     result = cli(cfg, "label", "import", str(empty), "--run", run_id)
-    assert result.exit_code != 0, result.output
+    assert result.exit_code == 2, result.output
     assert "no ratings in the file" in result.stderr

@@ -5,8 +5,9 @@ eval_runs/, and compare runs with verdicts CI can gate on. Start with `evalh ini
 project, or `evalh run` where an evalh.toml exists.
 
 Exit codes: 0 success; 1 a deterministic case failed, a suite errored past its
-max_error_rate, the run is partial (a budget stopped it), or a regression was found; 2 bad
-usage or bad input; 3 inconclusive (only with --fail-on-inconclusive); 4 a file could not
+max_error_rate, the run is partial (a budget stopped it) or skipped a suite for its key, a
+regression was found, or nothing (or less than the baseline) was measured; 2 bad usage or
+bad input, or evalh ended before its verdict; 3 inconclusive (only with --fail-on-inconclusive); 4 a file could not
 be written (disk full, read-only filesystem); 130 interrupted (the run is kept partial).
 """
 

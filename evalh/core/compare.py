@@ -562,7 +562,10 @@ def _finish(out: SuiteComparison) -> None:
     if out.verdict == "incomparable":
         nothing = (f"no case could be compared ({c.changed} changed, {c.added} added, "
                    f"{c.removed} removed, {c.not_run} not run, {c.skipped} skipped)")
-        out.blocking.insert(0, f"nothing comparable: {nothing}")  # a suite with nothing comparable fails
+        if out.coverage is not None and out.coverage.of == 0:  # the base measured nothing either
+            r.append(nothing)
+        else:  # a suite with nothing comparable fails
+            out.blocking.insert(0, f"nothing comparable: {nothing}")
     r.extend(out.blocking)
     if named.regressed and out.regime == "deterministic":
         r.append(f"{len(named.regressed)} case(s) passed in the base and fail or error now")
