@@ -238,3 +238,18 @@ def half(inp):
     assert cli(cfg, "run", "-q").exit_code == 0  # 50 % errored: advisory, over its rate, not nothing
     result, _ = compare_json(cfg)
     assert result.exit_code == 0, result.output
+
+
+def test_a_baseline_of_several_runs_counts_its_attempts_per_run(tmp_path: Path) -> None:
+    cfg = write(tmp_path, STOCH, n=10)
+    ids = []
+    for _ in range(3):
+        result = cli(cfg, "run", "--json")
+        assert result.exit_code == 0, result.output
+        ids.append(json.loads(result.stdout)["run_id"])
+    assert cli(cfg, "baseline", "set", *ids).exit_code == 0
+    assert cli(cfg, "run", "-q").exit_code == 0
+    result, doc = compare_json(cfg)
+    assert result.exit_code == 0, result.output
+    cov = doc["suites"]["sto"]["coverage"]
+    assert (cov["measured"], cov["of"], cov["below"]) == (10, 10, False)

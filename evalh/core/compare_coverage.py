@@ -61,10 +61,13 @@ def suite_coverage(
     slots = _trusted(fb, pool)
     trusted_c = _trusted(fc, 1)
     of = sum(slots)
-    measured = sum(
-        sum(map(min, map(slots.__getitem__, p.b_rows), map(trusted_c.__getitem__, p.c_rows)))
-        for p in pairs
-    )
+    measured = 0
+    for p in pairs:
+        b_rows, c_rows = p.b_rows, p.c_rows
+        if isinstance(b_rows, range) and b_rows == c_rows == range(len(slots)) == range(len(trusted_c)):
+            measured += sum(map(min, slots, trusted_c))  # row for row (the usual case)
+        else:
+            measured += sum(map(min, map(slots.__getitem__, b_rows), map(trusted_c.__getitem__, c_rows)))
 
     def slots_of(refs: list[CaseRef]) -> int:
         rows = fb.rows
