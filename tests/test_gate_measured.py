@@ -98,7 +98,7 @@ def test_a_split_filter_that_drops_39_of_40_cases_fails_the_gate(tmp_path: Path)
     assert det["coverage"] == {"measured": 1, "of": 40, "share": 0.025, "minimum": 0.9, "absent": 39,
                                "changed": 0, "untrusted": 0, "below": True}
     line = ("suite det cannot pass: coverage 1 of 40 base results measured (2.5 %), minimum 90 %: "
-            "39 not in the candidate (the candidate's splits are ['x'] (the base's: all))")
+            "39 not in the candidate; the candidate's splits are ['x'], the base's all")
     assert line in doc["gate_reasons"]
     assert any(r.startswith("suite sto cannot pass: ") for r in doc["gate_reasons"])
     table = cli(cfg, "compare", "--fail-on-regression")

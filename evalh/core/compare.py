@@ -327,7 +327,7 @@ def _compare_suite(
     )
     if out.coverage.below and not nothing:
         why = absent_why(name, base, cand) if out.coverage.absent else None
-        out.blocking.append(out.coverage.line() + (f" ({why})" if why else ""))
+        out.blocking.append(out.coverage.line() + (f"; {why}" if why else ""))
     return out
 
 

@@ -99,10 +99,10 @@ def absent_why(name: str, base: Run, cand: Run) -> str | None:
     if sb.get("splits") != sc.get("splits"):
         def splits(v: Any) -> str:
             return "all" if v is None else repr(v)
-        why.append(f"the candidate's splits are {splits(sc.get('splits'))} (the base's: "
-                   f"{splits(sb.get('splits'))})")
+        why.append(f"the candidate's splits are {splits(sc.get('splits'))}, the base's "
+                   f"{splits(sb.get('splits'))}")
     if sb.get("dataset") != sc.get("dataset"):
-        why.append(f"the candidate's dataset is {sc.get('dataset')!r} (the base's: {sb.get('dataset')!r})")
+        why.append(f"the candidate's dataset is {sc.get('dataset')!r}, the base's {sb.get('dataset')!r}")
     if cand.shard and cand.shard != base.shard:
         why.append(f"the candidate is shard {cand.shard}")
     if cand.status != "complete":
