@@ -253,3 +253,17 @@ def test_a_baseline_of_several_runs_counts_its_attempts_per_run(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     cov = doc["suites"]["sto"]["coverage"]
     assert (cov["measured"], cov["of"], cov["below"]) == (10, 10, False)
+
+
+def test_an_advisory_suite_skipped_for_its_key_fails_the_gate(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    advisory_live = LIVE.replace('regime = "deterministic"', 'regime = "deterministic"\nadvisory = true')
+    cfg = write(tmp_path, DET + advisory_live, n=5)
+    monkeypatch.setenv("LIVE_KEY_FOR_TEST", "set")
+    baseline(cfg)
+    monkeypatch.delenv("LIVE_KEY_FOR_TEST")
+    assert cli(cfg, "run", "-q").exit_code == 1
+    result, doc = compare_json(cfg)
+    assert result.exit_code == 1, result.output
+    assert doc["suites"]["live"]["advisory"] is not None
+    assert doc["gate_reasons"][0].startswith("suite live cannot pass: suite live is in the base")

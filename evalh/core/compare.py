@@ -19,6 +19,10 @@ are counted apart. They still fail closed: a passed → errored case is a regres
 deterministic suite, a passed → judge_error case blocks it (it could not be verified); in a
 stochastic suite the error rate (errored + judge_error) is a row like the others, and a
 candidate that produced nothing comparable blocks the gate.
+
+A green gate means the work was measured (`compare_coverage`): every compared suite has
+its coverage of the base's results, and blocks below its minimum; a suite the base ran and
+the candidate did not blocks unless it was left out on purpose and the policy names it.
 """
 
 from __future__ import annotations
@@ -264,10 +268,12 @@ def _one_sided(
                     else "; --allow-removed-suite does not cover it" if allowed else "")
             blocking.append(reason + hint)
         counts = SuiteCounts(base_cases=n, not_run=n) if partial else SuiteCounts(base_cases=n, removed=n)
-    return SuiteComparison(
+    out = SuiteComparison(
         suite=name, regime=sr.regime, verdict=verdict, reasons=[reason], partial=partial,
         thresholds=th.model_dump(), thresholds_source=source, counts=counts, blocking=blocking,
     )
+    out._measured_nothing = bool(blocking)  # gates even an advisory suite
+    return out
 
 
 def _compare_suite(
