@@ -106,14 +106,18 @@ class Project:
     def compare(self, base: Run | str | None = None, candidate: Run | str | None = None, *,
                 pass_rate_drop: float | None = None, mean_score_drop: float | None = None,
                 cost_increase_pct: float | None = None,
-                latency_increase_pct: float | None = None) -> Comparison:
+                latency_increase_pct: float | None = None, min_coverage: float | None = None,
+                allow_removed_suites: list[str] | None = None) -> Comparison:
         """`evalh compare`: `base` defaults to the BASELINE run(s) (pooled per case),
-        `candidate` to the newest run. `comparison.regressed` / `gate_exit_code` decide."""
+        `candidate` to the newest run. `comparison.regressed` / `gate_exit_code` decide.
+        `min_coverage` and `allow_removed_suites` are `--min-coverage` and
+        `--allow-removed-suite`."""
         from evalh.core.compare.decide import ComparePolicy, compare_runs
 
         policy = ComparePolicy(pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
                                cost_increase_pct=cost_increase_pct,
-                               latency_p50_increase_pct=latency_increase_pct)
+                               latency_p50_increase_pct=latency_increase_pct, min_coverage=min_coverage,
+                               allow_removed_suites=tuple(sorted(set(allow_removed_suites or []))))
         cand = self.latest_run() if candidate is None else (
             candidate if not isinstance(candidate, str) else self.load_run(candidate))
         if base is None:

@@ -41,6 +41,10 @@ DEFAULT_MAX_ERROR_RATE = 0.1
 """A suite fails the run when more than this share of its results errored or lost their
 judgment. One in ten: a flaky provider or a judge that sometimes truncates stays under it
 on a large suite, an outage, a wrong key or a judge that fails every case never does."""
+DEFAULT_MIN_COVERAGE = 0.9
+"""`min_coverage` when a suite does not set it (`SuiteConfig.min_coverage`): the candidate
+must measure nine in ten of what the base measured, the complement of the default
+`max_error_rate`."""
 
 
 class _Strict(BaseModel):
@@ -89,10 +93,10 @@ class SuiteConfig(_Strict):
             "dataset", "target", "regime", "scorers", "arms", "baseline_arm", "repeats",
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
             "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
-            "require", "metrics", "contrasts", "shuffle", "generate", "advisory",
+            "require", "metrics", "contrasts", "shuffle", "generate", "advisory", "min_coverage",
         }
     )
-    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"generate"})
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"generate", "min_coverage"})
 
     name: str = ""
     dataset: str = ""
@@ -130,7 +134,14 @@ class SuiteConfig(_Strict):
     max_error_rate: float = Field(DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     """`evalh run` exits 1 when more than this share of the suite's results errored or got
     no judgment (errored + judge_error over the results that ran), in either regime; a suite
-    whose every result errored fails whatever the value. `--max-error-rate` overrides it."""
+    whose every result errored fails whatever the value, advisory or not.
+    `--max-error-rate` overrides it."""
+    min_coverage: float | None = Field(None, ge=0, le=1)
+    """`evalh compare --fail-on-regression` (and `run --compare-baseline`) fails the suite
+    when the candidate measured less than this share of the base's (case, arm, attempt)
+    results that have a trustworthy result (passed or failed), on the same case content;
+    0.9 when unset, `--min-coverage` overrides. The larger of the two runs' values applies
+    (docs/ci.md#what-a-green-gate-guarantees)."""
     tier: int = 0
     """Suites run cheapest first: lower tiers first; within a tier, by the estimated cost of
     their model calls (suites whose cost cannot be estimated last), then by name."""
@@ -150,8 +161,9 @@ class SuiteConfig(_Strict):
     cluster; `cluster = "case"` turns clustering off."""
     advisory: bool = False
     """Advisory (a suite judged only by an LLM judge, say): its figures are reported with
-    `judgeUse: advisory-only` and `releaseDecision: not-assessed`, and it never changes the
-    exit code of `evalh run` or `evalh compare` (docs/labels-and-sweeps.md)."""
+    `judgeUse: advisory-only` and `releaseDecision: not-assessed`, and what it measured never
+    changes the exit code of `evalh run` or `evalh compare`; one that measured nothing (every
+    result errored or got no judgment) fails both, like any suite (docs/labels-and-sweeps.md)."""
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""

@@ -51,3 +51,19 @@ def case_scope(ctx: CaseContext, *, alone: bool = True) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+_process_pid: int | None = None
+
+
+def set_process_pid(pid: int) -> None:
+    """This process runs the command for `pid`, the `evalh` process the user started
+    (`evalh.cli.verdict_guard`): what a run's lock names as its holder."""
+    global _process_pid
+    _process_pid = pid
+
+
+def process_pid() -> int:
+    """The pid of the `evalh` process the user started: the guard's parent where there is
+    one, else this process."""
+    return _process_pid if _process_pid is not None else os.getpid()

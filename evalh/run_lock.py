@@ -119,7 +119,9 @@ def _lock_file(path: Path) -> int | None:
         if same:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode())
+                from evalh.context import process_pid
+
+                os.write(fd, f"{process_pid()}\n".encode())
             return fd
         os.close(fd)  # its holder removed that file as we took it: lock the new one
 

@@ -380,6 +380,10 @@ def test_json_keys_are_the_documented_contract() -> None:
     assert set(s) == {
         "suite", "regime", "verdict", "reasons", "partial", "thresholds", "thresholds_source",
         "counts", "errors", "metrics", "arms", "cases", "cases_needed", "blocking", "advisory",
+        "coverage",
+    }
+    assert set(s["coverage"]) == {
+        "measured", "of", "share", "minimum", "absent", "changed", "untrusted", "below",
     }
     assert set(s["metrics"][0]) == {
         "arm", "name", "better", "base", "candidate", "delta", "change", "unit", "allowance",

@@ -11,7 +11,7 @@ import pytest
 from compare_factory import det_suite, make_run, result, suite
 
 from evalh.config import load_config
-from evalh.core.compare.decide import compare_runs
+from evalh.core.compare.decide import ComparePolicy, compare_runs
 from evalh.errors import ConfigError
 from evalh.models import CaseResult, Score
 from evalh.report.compare_render import to_junit_xml, to_markdown
@@ -59,13 +59,21 @@ def test_a_deterministic_suite_whose_judge_failed_blocks() -> None:
     assert d.verdict == "flat" and not cmp.regressed
     assert cmp.fails_gate and d.blocking == [
         "1 case(s) passed in the base and could not be judged now (judge_error): zero "
-        "tolerance cannot vouch for them"]
+        "tolerance cannot vouch for them",
+        "coverage 1 of 3 base results measured (33.3 %), minimum 90 %: 2 without a trustworthy "
+        "result (errored, judge_error, skipped or fewer attempts)"]
 
 
 def test_added_and_removed_suites_do_not_gate_but_are_named_in_junit_and_markdown() -> None:
     b = make_run("b", {"old": det_suite({"x": "passed"}), "d": det_suite({"x": "passed"})})
     c = make_run("c", {"new": det_suite({"x": "failed"}), "d": det_suite({"x": "passed"})})
-    cmp = compare_runs(b, c)
+    # a suite the base measured and the candidate did not fails the gate unless the
+    # operator says it was removed on purpose
+    refused = compare_runs(b, c)
+    assert refused.fails_gate and refused.gate_reasons == [
+        "suite old cannot pass: suite old is in the base (1 case(s)) and was not run by the "
+        "candidate: not in the candidate; --allow-removed-suite old accepts that"]
+    cmp = compare_runs(b, c, ComparePolicy(allow_removed_suites=("old",)))
     assert not cmp.fails_gate and cmp.verdict == "flat"
     root = ET.fromstring(to_junit_xml(cmp))
     names = {el.get("name"): el for el in root.iter("testsuite")}

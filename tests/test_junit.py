@@ -134,8 +134,9 @@ def test_compare_junit_bodies_are_escaped_and_cut(project: Path) -> None:
 
 
 def test_compare_junit_names_suites_absent_from_one_side(project: Path) -> None:
-    """A suite only in the base and one only in the candidate are each a testcase (skipped,
-    saying which side lacks it), not left out of the report."""
+    """A suite only in the base and one only in the candidate are each a testcase saying which
+    side lacks it, not left out of the report: skipped, or a failure for a suite the base
+    ran and the candidate did not (unless --allow-removed-suite names it)."""
     config, runs = str(project / "evalh.toml"), str(project / "runs")
     assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 0
     toml = project / "evalh.toml"
@@ -143,7 +144,17 @@ def test_compare_junit_names_suites_absent_from_one_side(project: Path) -> None:
     assert invoke("run", "--config", config, "--runs-dir", runs, "-q").exit_code == 0
     base, cand = sorted(p.stem for p in (project / "runs").glob("*.json"))
     xml = project / "compare.xml"
-    result = invoke("compare", base, cand, "--config", config, "--runs-dir", runs, "--junit-xml", str(xml))
+    # the base ran smoke and the candidate did not: a failure, until the operator says so
+    result = invoke("compare", base, cand, "--config", config, "--runs-dir", runs, "--junit-xml", str(xml),
+                    "--fail-on-regression")
+    assert result.exit_code == 1, result.output
+    validate(xml)
+    (removed,) = cases(ET.parse(xml).getroot(), "smoke").values()
+    failure = removed.find("failure")
+    assert failure is not None and failure.get("type") == "cannot-pass"
+    assert "removed from the candidate's config" in (failure.get("message") or "")
+    result = invoke("compare", base, cand, "--config", config, "--runs-dir", runs, "--junit-xml", str(xml),
+                    "--fail-on-regression", "--allow-removed-suite", "smoke")
     assert result.exit_code == 0, result.output
     validate(xml)
     root = ET.parse(xml).getroot()

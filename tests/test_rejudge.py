@@ -295,7 +295,7 @@ def test_drift_note_does_not_suggest_all_when_all_was_given(tmp_path: Path) -> N
 
 def test_rejudge_returns_typed_suites_and_its_json_keeps_their_keys(tmp_path: Path) -> None:
     """`rejudge` returns a `SuiteRejudged` per suite with each judge's `Drift`; `--json`
-    writes them with the keys (and key order) it always had."""
+    writes them with the keys (and key order) it always had, new keys after them."""
     from dataclasses import asdict
 
     from evalh.config import load_config
@@ -313,7 +313,9 @@ def test_rejudge_returns_typed_suites_and_its_json_keeps_their_keys(tmp_path: Pa
     assert suite.drift["judge"].judged_again == 4 and suite.drift["judge"].agreement == 0.5
     out, _ = rejudge(cfg, run_id, "--all")
     shown = out["suites"]["s"]
-    assert list(shown) == ["rescored", "carried_over", "judge_error_before", "judge_error_after", "note", "drift"]
+    assert list(shown) == ["rescored", "carried_over", "judge_error_before", "judge_error_after", "note", "drift",
+                           "judge_error_now"]  # a key added last, as the contract allows
+    assert shown["judge_error_now"] == suite.judge_error_now == 0
     assert shown["drift"]["judge"] == asdict(suite.drift["judge"])
 
 

@@ -424,9 +424,16 @@ requires_env = ["ANTHROPIC_API_KEY"]
 """
     cfg = write_project(tmp_path, toml, {})
     result, doc, _ = run_config(cfg, "-q")
-    assert result.exit_code == 0, result.output
+    # the run is written, but it did not measure a suite of its config: never green
+    assert result.exit_code == 1, result.output
     assert "skipped suite 'live'" in result.stderr and "ANTHROPIC_API_KEY" in result.stderr
+    assert ("suite live was not run (skipped: needs ANTHROPIC_API_KEY): the run did not measure it"
+            in result.stderr)
     assert doc is not None and list(doc["suites"]) == ["gate"]
+    assert doc["config"]["suites_not_run"] == {
+        "live": {"cause": "missing_key", "text": "skipped: needs ANTHROPIC_API_KEY"}}
+    result, _, _ = run_config(cfg, "-q", "--suite", "gate")  # naming what to run is a choice
+    assert result.exit_code == 0, result.output
 
 
 def test_live_suite_without_a_key_exits_2_saying_what_to_set(repo_root: Path, tmp_path: Path) -> None:

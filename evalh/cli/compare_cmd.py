@@ -50,8 +50,9 @@ def compare(
         show_default=False)] = None,
     fail_on_regression: Annotated[bool, typer.Option(
         "--fail-on-regression",
-        help="Exit 1 when a suite regressed, or could not be compared because the candidate "
-        "produced nothing comparable.")] = False,
+        help="Exit 1 when a suite regressed, or cannot pass: the candidate produced nothing "
+        "comparable, measured less than the suite's minimum coverage of the base's results, or "
+        "did not run a suite the base ran.")] = False,
     fail_on_inconclusive: Annotated[bool, typer.Option(
         "--fail-on-inconclusive",
         help="Exit 3 when nothing failed but a row is inconclusive with its estimate on the "
@@ -84,6 +85,15 @@ def compare(
         "--base-ref", metavar="REF", envvar="EVALH_BASE_REF",
         help="Count the commits the BASELINE is behind the candidate's merge base with REF "
         "(e.g. origin/main; default: behind the candidate's commit).")] = None,
+    min_coverage: Annotated[float | None, typer.Option(
+        "--min-coverage", min=0.0, max=1.0, metavar="SHARE",
+        help="Share of the base's (case, arm, attempt) results the candidate must measure with a "
+        "trustworthy result, for every suite (default: each suite's min_coverage, else 0.9).")] = None,
+    allow_removed_suite: Annotated[list[str] | None, typer.Option(
+        "--allow-removed-suite", metavar="SUITE",
+        help="A suite the base ran that the candidate left out on purpose (its config removed it, "
+        "or the run did not select it): named, not failing the gate. Repeatable. Never covers a "
+        "suite skipped for a missing key.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
@@ -97,14 +107,18 @@ def compare(
     the interval lies wholly beyond the allowance, with every row of every suite held to
     one family-wise level (Holm); `flat` when it rules out a change beyond the allowance;
     `inconclusive` otherwise, with the cases that would settle it. A suite whose candidate
-    produced nothing comparable (every case errored or could not be judged) fails the gate.
-    See docs/methodology.md.
+    produced nothing comparable (every case errored, could not be judged or changed content)
+    fails the gate, and so does one whose candidate measured less than its minimum coverage
+    (--min-coverage, default 0.9) of the base's results, or a suite the base ran and the
+    candidate did not (unless --allow-removed-suite names it). See docs/ci.md and
+    docs/methodology.md.
 
     Against BASELINE, it says how old the baseline is: its run's date and how many commits
     behind the candidate's merge base (--base-ref) its commit is, where git can tell; a
     baseline older than --baseline-max-age days gets a warning (never a failure).
 
-    Exit codes: 0 the gate passes; 1 a regression (or a suite that cannot pass) with
+    Exit codes: 0 the gate passes; 1 a regression, or a suite that cannot pass (nothing
+    comparable, coverage below its minimum, not run by the candidate), with
     --fail-on-regression; 2 bad usage, a missing run or an unreadable run document; 3 with
     --fail-on-inconclusive when nothing failed but a row is inconclusive on the worse side.
 
@@ -134,6 +148,7 @@ def compare(
     policy = ComparePolicy(
         pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
         cost_increase_pct=cost_increase_pct, latency_p50_increase_pct=latency_increase_pct,
+        min_coverage=min_coverage, allow_removed_suites=tuple(sorted(set(allow_removed_suite or []))),
     )
     root, store = open_project(config, runs_dir)
     base_ref, cand_ref = _refs(store, root, base, candidate)

@@ -29,7 +29,9 @@ def generate(
 
     Each case keeps its provenance in `metadata.generated` (strategy, corpus row and its
     digest, topic, generator model, prompt digest). Cases the generator failed to write are
-    left out and counted. Exit 0; 2 on bad input or a generator that is a model under test.
+    left out and counted. Exit 0 when at least one case was written; 1 when none was (the
+    generator down, every reply unusable, a budget spent before the first case): FILE is
+    then not written; 2 on bad input or a generator that is a model under test.
 
     Examples:
 

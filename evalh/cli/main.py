@@ -5,8 +5,9 @@ eval_runs/, and compare runs with verdicts CI can gate on. Start with `evalh ini
 project, or `evalh run` where an evalh.toml exists.
 
 Exit codes: 0 success; 1 a deterministic case failed, a suite errored past its
-max_error_rate, the run is partial (a budget stopped it), or a regression was found; 2 bad
-usage or bad input; 3 inconclusive (only with --fail-on-inconclusive); 4 a file could not
+max_error_rate, the run is partial (a budget stopped it) or skipped a suite for its key, a
+regression was found, or nothing (or less than the baseline) was measured; 2 bad usage or
+bad input, or evalh ended before its verdict; 3 inconclusive (only with --fail-on-inconclusive); 4 a file could not
 be written (disk full, read-only filesystem); 130 interrupted (the run is kept partial).
 """
 
@@ -153,9 +154,26 @@ def main() -> None:
 def entry() -> None:
     """The `evalh` program: `main`, then the process ends without freeing what the command
     loaded (evalh.cli.process_exit). `main` itself raises SystemExit, for callers in Python."""
+    import sys
+
     from evalh.cli.process_exit import run_and_exit
 
+    if _needs_guard(sys.argv):
+        from evalh.cli.verdict_guard import guard
+
+        guard()  # the command runs in a child; this process exits with its verdict
     run_and_exit(main)
+
+
+def _needs_guard(argv: list[str]) -> bool:
+    """Whether the command may run code that is not evalh's (a command, not `--help`,
+    `--version` or shell completion): it then runs under `evalh.cli.verdict_guard`."""
+    import os
+
+    args = argv[1:]
+    if not args or any(k.startswith("_EVALH_COMPLETE") for k in os.environ):
+        return False
+    return not any(a in ("-h", "--help", "-V", "--version") for a in args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -35,20 +35,34 @@ def exit_code_of(code: Any) -> int:
     return 1
 
 
+def _status_of(code: Any) -> int:
+    """`exit_code_of` without the message."""
+    if code is None:
+        return 0
+    return code % 256 if isinstance(code, int) else 1
+
+
 def run_and_exit(command: Callable[[], Any]) -> None:
     """Run `command` (which ends by raising SystemExit, as typer's app does, or returns) and
     end the process as described in the module docstring."""
+    from evalh.cli.verdict_guard import report
+
     try:
         command()
         code: Any = 0
     except SystemExit as exc:
         code = exc.code
+    except BaseException:  # the interpreter prints it and exits 1: a verdict all the same
+        report(1)
+        raise
     if os.environ.get("EVALH_FULL_EXIT") == "1":
+        report(_status_of(code))
         raise SystemExit(code)
-    status = exit_code_of(code)
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is None or threading.current_thread() is not threading.main_thread():
+        report(_status_of(code))
         raise SystemExit(code)  # no way to do the interpreter's thread shutdown: its own exit
+    status = exit_code_of(code)
     shutdown()  # joins non-daemon threads, after the hooks threading registered (executors)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
@@ -58,4 +72,5 @@ def run_and_exit(command: Callable[[], Any]) -> None:
         except (OSError, ValueError):
             if stream is sys.stdout and status == 0:
                 status = 120  # as the interpreter does when stdout cannot be flushed at exit
+    report(status)  # the guarded process's verdict (evalh.cli.verdict_guard)
     os._exit(status)

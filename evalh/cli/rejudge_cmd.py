@@ -34,7 +34,9 @@ def rejudge(
     shows judge drift on the same outputs: raw agreement, Cohen's kappa, and the table of
     old vs new verdicts. `evalh compare RUN_ID NEW_ID` then shows what the new judge changed.
 
-    Exit 0 when the new run is written; 2 on bad usage or input (nothing is written).
+    Exit 0 when the new run is written; 1 when it is written but measured nothing (every
+    result judged again got judge_error: the judge is down or refuses); 2 on bad usage or
+    input (nothing is written).
 
     Examples:
 
@@ -55,13 +57,18 @@ def rejudge(
     opts = RejudgeOptions(run=run_id, everything=everything, judge_model=judge_model, label=label,
                           suites=suite, concurrency=concurrency, allow_self_judge=allow_self_judge)
     result = run_rejudge(cfg, store, opts, ProgressObserver(enabled=not quiet and not json_out))
+    nothing = result.measured_nothing()
     if json_out:
         from evalh.jsonio import document_text
 
         doc = {"run_id": result.run.run_id, "path": str(result.path), "status": result.run.status,
                "derived_from": {"run_id": result.source.run_id, "how": "rejudge"}, "suites": result.suites}
         out().file.write(document_text(doc))
-        return
-    if not quiet:
+    elif not quiet:
         render_rejudge(result, out())
         err().print(f"wrote {result.path}", markup=False, highlight=False)
+    if nothing:
+        from evalh.console import error_line
+
+        error_line(f"rejudge of {result.source.run_id}: {nothing}")
+        raise typer.Exit(code=1)

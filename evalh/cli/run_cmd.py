@@ -37,6 +37,8 @@ def run(
     judge_model: Annotated[str | None, typer.Option("--judge-model", metavar="MODEL", help="Judge with this model instead of the configured judges (one judge, the first judge's provider settings); recorded in the run's config and checked against the subject like any judge.")] = None,
     sleep_ms: Annotated[float | None, typer.Option("--sleep-ms", min=0, metavar="MS", help="Pace every Python, model and HTTP target: its calls start at least MS milliseconds apart (its pace_ms; neither latency nor timeout).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
+    min_coverage: Annotated[float | None, typer.Option("--min-coverage", min=0, max=1, metavar="SHARE", help="With --compare-baseline: the share of the baseline's results each suite must measure (as `evalh compare --min-coverage`; default each suite's min_coverage, else 0.9).")] = None,
+    allow_removed_suite: Annotated[list[str] | None, typer.Option("--allow-removed-suite", metavar="SUITE", help="With --compare-baseline: a suite the baseline ran that this run leaves out on purpose (not selected, or removed from the config); never one skipped for a missing key. Repeatable.")] = None,
     shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", help="Run only the cases whose id hashes to shard K of N (every arm and attempt of a case on one shard; needs --seed); put the shards together with `evalh merge`.")] = None,
     junit_xml: Annotated[Path | None, typer.Option("--junit-xml", metavar="FILE", help="Also write JUnit XML here: a testcase per case (per arm and attempt), failures naming the scorer and why, errors as <error>.", dir_okay=False)] = None,
     config: ConfigOpt = None,
@@ -49,8 +51,11 @@ def run(
     Exit 0 when every deterministic case passed; 1 when a deterministic case failed or
     errored, when a suite's error rate (errored + judge_error over the results that ran)
     is over its max_error_rate (any regime; a suite where every result errored always is),
-    when the run stopped before every case ran (`partial`: budget reached, interrupted)
-    or, with --compare-baseline, on a regression against BASELINE; 2 on bad usage or bad
+    when the run stopped before every case ran (`partial`: budget reached, interrupted),
+    when a configured suite was skipped for a missing key (run without --suite: the run
+    did not measure it; name the suites to run with --suite), when an advisory suite
+    measured nothing, or, with --compare-baseline, when the gate fails against BASELINE (a
+    regression, a suite that cannot pass, coverage below its minimum); 2 on bad usage or bad
     input, or a judge refused before the first case ran (judge = subject, calibration
     below its threshold) — nothing is written then; a calibration refused after earlier
     suites ran keeps them in a `failed` document — or when another process is running the
@@ -82,6 +87,7 @@ def run(
         resume=resume, dry_run=dry_run, allow_self_judge=allow_self_judge,
         max_error_rate=max_error_rate, compare_baseline=compare_baseline, shard=shard,
         judge_model=judge_model, sleep_ms=sleep_ms, iterations=iterations, processes=procs,
+        min_coverage=min_coverage, allow_removed_suites=tuple(allow_removed_suite or ()),
     )
     talk = not quiet and not json_out
 

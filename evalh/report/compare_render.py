@@ -117,6 +117,16 @@ def difference_text(d: Any) -> str:
     return f"{where}{d.key}: {d.base!r} → {d.candidate!r}"
 
 
+def coverage_cell(s: SuiteComparison) -> str:
+    """A suite's coverage as a table cell: `measured/of (share)`, `—` for a suite one run
+    has (or whose base measured nothing)."""
+    c = s.coverage
+    if c is None or c.share is None:
+        return "—"
+    mark = " ✗" if c.below else ""
+    return f"{c.measured}/{c.of} ({c.share * 100:.3g} %){mark}"
+
+
 def _confidence(cmp: Comparison) -> str:
     return f"{float(cmp.policy.get('confidence', 0.95)) * 100:g} %"
 
@@ -146,12 +156,13 @@ def to_markdown(cmp: Comparison, *, max_named: int = MAX_NAMED, notes: CompareNo
     out += [f"**{e(gate[0])}**" + ("" if len(gate) == 1 else ":")]
     out += [f"- {e(line.strip())}" for line in gate[1:]]
     out += ["", f"_{e(family_text(cmp))}_", ""]
-    out += ["| suite | regime | verdict | compared | cases needed |", "| --- | --- | --- | ---: | ---: |"]
+    out += ["| suite | regime | verdict | compared | coverage | cases needed |",
+            "| --- | --- | --- | ---: | ---: | ---: |"]
     for s in cmp.suites.values():
         needed = str(s.cases_needed) if s.cases_needed else ""
         partial = " (partial)" if s.partial else ""
         out.append(f"| {e(s.suite)} | {s.regime or '—'} | **{s.verdict}**{partial} | "
-                   f"{s.counts.compared} | {needed} |")
+                   f"{s.counts.compared} | {coverage_cell(s)} | {needed} |")
     out.append("")
     for s in cmp.suites.values():
         out += _suite_markdown(cmp, s, max_named, notes.suites.get(s.suite, []) if notes else [])
@@ -238,6 +249,8 @@ def render_terminal(
             console.print(title)
         for m in s.metrics:
             console.print(Text(f"  {metric_label(m)}: {detail(m)}", style="dim"))
+        if s.coverage is not None and not any(r.startswith(s.coverage.line()) for r in s.reasons):
+            console.print(Text(f"  {s.coverage.line()}", style="red" if s.coverage.below else "dim"))
         for r in [*s.reasons, *(notes.suites.get(s.suite, []) if notes else [])]:
             console.print(Text(f"  {r}"))
         for key, _ in _LISTS:

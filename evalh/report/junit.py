@@ -10,10 +10,11 @@ answered, the judge could not); a skipped one `<skipped>`. Text XML 1.0 cannot c
 replaced, and everything is escaped by ElementTree.
 
 A comparison's document (`compare_to_junit_xml`) has one `<testsuite>` per suite of either
-run (a suite one side lacks is a skipped testcase naming the side), a testcase per compared
-case whose `time` is the candidate's latency for it, and failure bodies that say what
-regressed: base and candidate status and score, each scorer's say on both sides (rationales
-cut to `MAX_RATIONALE` characters), the candidate's output or error.
+run (a suite one side lacks is one testcase naming the side: skipped, or a failure when the
+base ran it and the candidate did not), a testcase per compared case whose `time` is the
+candidate's latency for it, and failure bodies that say what regressed: base and candidate
+status and score, each scorer's say on both sides (rationales cut to `MAX_RATIONALE`
+characters), the candidate's output or error.
 """
 
 from __future__ import annotations
@@ -215,13 +216,17 @@ def compare_to_junit_xml(cmp: Comparison, runs: tuple[Run, Run] | None = None) -
     total_time = 0.0
     for s in cmp.suites.values():
         suite_el = ET.SubElement(root, "testsuite", name=_x(s.suite))
-        if s.verdict in ("added", "removed"):  # named, never gating: one skipped testcase
+        if s.verdict in ("added", "removed"):  # one testcase: skipped, or failed when it blocks
             side = "base" if s.verdict == "added" else "candidate"
             tc = ET.SubElement(suite_el, "testcase", classname=_x(f"evalh.{s.suite}"),
                                name=_x(f"suite {s.verdict}"), time="0.000")
-            ET.SubElement(tc, "skipped", message=_x(f"{s.verdict} (the {side} run has no suite "
-                                                   f"{s.suite}): {'; '.join(s.reasons)}"))
-            counts = {"tests": 1, "failures": 0, "errors": 0, "skipped": 1}
+            message = _x(f"{s.verdict} (the {side} run has no suite {s.suite}): {'; '.join(s.reasons)}")
+            if s.blocking:  # the base measured it and the candidate did not: cannot pass
+                ET.SubElement(tc, "failure", message=message, type="cannot-pass")
+                counts = {"tests": 1, "failures": 1, "errors": 0, "skipped": 0}
+            else:
+                ET.SubElement(tc, "skipped", message=message)
+                counts = {"tests": 1, "failures": 0, "errors": 0, "skipped": 1}
             seconds = 0.0
         else:
             props = ET.SubElement(suite_el, "properties")

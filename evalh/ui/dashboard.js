@@ -708,7 +708,9 @@
           s.partial ? badge("partial", "v-inconclusive") : null]),
         el("ul", { "class": "notes" }, s.reasons.map(function (r) { return el("li", null, r); })),
         el("div", { "class": "dim" }, s.counts.compared + " compared · " + s.counts.changed + " with changed content (not compared) · " + s.counts.added + " added · " +
-          s.counts.removed + " removed · errored " + s.errors.base_errored + " → " + s.errors.candidate_errored)
+          s.counts.removed + " removed · errored " + s.errors.base_errored + " → " + s.errors.candidate_errored +
+          (s.coverage && s.coverage.share !== null ? " · coverage " + s.coverage.measured + "/" + s.coverage.of + " (" +
+            (100 * s.coverage.share).toFixed(1) + " %, minimum " + (100 * s.coverage.minimum).toFixed(0) + " %)" : ""))
       ]);
       if (s.metrics.length) {
         add(card, el("div", { "class": "scroll" }, el("table", { "class": "data" }, [

@@ -19,6 +19,10 @@ are counted apart. They still fail closed: a passed → errored case is a regres
 deterministic suite, a passed → judge_error case blocks it (it could not be verified); in a
 stochastic suite the error rate (errored + judge_error) is a row like the others, and a
 candidate that produced nothing comparable blocks the gate.
+
+A green gate means the work was measured (`compare_coverage`): every compared suite has
+its coverage of the base's results, and blocks below its minimum; a suite the base ran and
+the candidate did not blocks unless it was left out on purpose and the policy names it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from evalh.config import Thresholds
 from evalh.core.compare.columns import row_range
 from evalh.core.compare.config import config_differences, thresholds_for
 from evalh.core.compare.corrected import CorrectedPair, corrected_row
+from evalh.core.compare.coverage import absent_why, min_coverage_for, suite_coverage, why_not_run
 from evalh.core.compare.facts import (
     ERRORED,
     FAILED,
@@ -152,8 +157,10 @@ def _compare_runs(
     if not suites:
         warnings.append("neither run has any suite")
     verdict = worst(compared, default="incomparable")
+    # an advisory suite never gates on what it measured, but one that measured nothing
+    # still fails: a green gate means the work was measured
     gate = [_gate_reason(s) for s in suites.values()
-            if (s.verdict == "regressed" or s.blocking) and s.advisory is None]
+            if ((s.verdict == "regressed" or s.blocking) and s.advisory is None) or s._measured_nothing]
     from evalh.core.analysis.suite_metrics import crossings
 
     for line, gates in crossings(base, candidate):  # a suite metric newly over its threshold
@@ -251,24 +258,35 @@ def _errors(fb: SuiteFacts, fc: SuiteFacts) -> ErrorCounts:
 
 
 def _one_sided(
-    name: str, sr: SuiteResult, n: int, verdict: Verdict, partial: bool, th: Thresholds, source: str
+    name: str, sr: SuiteResult, n: int, verdict: Verdict, cand: Run, policy: ComparePolicy,
+    th: Thresholds, source: str,
 ) -> SuiteComparison:
+    partial = cand.status != "complete"
+    blocking: list[str] = []
     if verdict == "added":
         reason = f"suite {name} is only in the candidate ({n} case(s))"
         counts = SuiteCounts(candidate_cases=n, added=n)
-    elif partial:
-        reason = f"suite {name} was not run by the candidate (the candidate run is not complete)"
-        counts = SuiteCounts(base_cases=n, not_run=n)
     else:
-        reason = f"suite {name} is only in the base ({n} case(s))"
-        counts = SuiteCounts(base_cases=n, removed=n)
-    # A suite the candidate meant to run and did not reach measured nothing: it cannot pass.
-    # Only a suite absent by design (a complete run without it) is merely named.
-    blocking = [reason] if verdict == "removed" and partial else []
-    return SuiteComparison(
+        # A suite the base measured and the candidate did not: the candidate measured less
+        # than the baseline did. It fails the gate unless it was left out on purpose (the
+        # candidate's config removed it, or the run did not select it) and the operator
+        # says so with --allow-removed-suite; a missing key or an unfinished run never.
+        why, deliberate = why_not_run(name, cand)
+        reason = f"suite {name} is in the base ({n} case(s)) and was not run by the candidate: {why}"
+        allowed = name in policy.allow_removed_suites
+        if deliberate and allowed:
+            reason += " (allowed by --allow-removed-suite)"
+        else:
+            hint = (f"; --allow-removed-suite {name} accepts that" if deliberate
+                    else "; --allow-removed-suite does not cover it" if allowed else "")
+            blocking.append(reason + hint)
+        counts = SuiteCounts(base_cases=n, not_run=n) if partial else SuiteCounts(base_cases=n, removed=n)
+    out = SuiteComparison(
         suite=name, regime=sr.regime, verdict=verdict, reasons=[reason], partial=partial,
         thresholds=th.model_dump(), thresholds_source=source, counts=counts, blocking=blocking,
     )
+    out._measured_nothing = bool(blocking)  # gates even an advisory suite
+    return out
 
 
 def _compare_suite(
@@ -278,9 +296,9 @@ def _compare_suite(
     partial = base.status != "complete" or cand.status != "complete"
     if sb is None:
         assert sc is not None
-        return _one_sided(name, sc, len(fc), "added", partial, th, source)
+        return _one_sided(name, sc, len(fc), "added", cand, policy, th, source)
     if sc is None:
-        return _one_sided(name, sb, len(fb), "removed", cand.status != "complete", th, source)
+        return _one_sided(name, sb, len(fb), "removed", cand, policy, th, source)
     out = SuiteComparison(
         suite=name, regime=sc.regime, verdict="flat", partial=partial,
         thresholds=th.model_dump(), thresholds_source=source, errors=_errors(fb, fc),
@@ -289,6 +307,8 @@ def _compare_suite(
         out.regime = None
         out.verdict = "incomparable"
         out.reasons.append(f"regime changed: {sb.regime} in the base, {sc.regime} in the candidate")
+        out.blocking.append("nothing comparable: the regime changed (move the baseline if that is the change)")
+        out.reasons.extend(out.blocking)
         return out
     cluster_by, gate_scores = _suite_options(name, base, cand)
     out.counts.base_cases, out.counts.candidate_cases = len(fb), len(fc)
@@ -317,7 +337,16 @@ def _compare_suite(
     if arms != ["default"]:
         out.arms = arm_verdicts
     out._arm_verdicts = arm_verdicts
-    out.blocking.extend(_nothing_measured(fb, fc, arms_b))
+    nothing = _nothing_measured(fb, fc, arms_b)
+    out.blocking.extend(nothing)
+    out._measured_nothing = bool(nothing)
+    out.coverage = suite_coverage(
+        fb, fc, pairs_by_arm.values(), changed=named.changed, absent=[*named.removed, *named.not_run],
+        pool=max(len(base.pooled_from), 1), minimum=min_coverage_for(name, base, cand, policy),
+    )
+    if out.coverage.below and not nothing:
+        why = absent_why(name, base, cand) if out.coverage.absent else None
+        out.blocking.append(out.coverage.line() + (f"; {why}" if why else ""))
     return out
 
 
@@ -550,10 +579,12 @@ def _finish(out: SuiteComparison) -> None:
     out.verdict = worst(compared, default="incomparable")
     r = out.reasons
     if out.verdict == "incomparable":
-        r.append(
-            f"no case could be compared ({c.changed} changed, {c.added} added, "
-            f"{c.removed} removed, {c.not_run} not run, {c.skipped} skipped)"
-        )
+        nothing = (f"no case could be compared ({c.changed} changed, {c.added} added, "
+                   f"{c.removed} removed, {c.not_run} not run, {c.skipped} skipped)")
+        if out.coverage is not None and out.coverage.of == 0:  # the base measured nothing either
+            r.append(nothing)
+        else:  # a suite with nothing comparable fails
+            out.blocking.insert(0, f"nothing comparable: {nothing}")
     r.extend(out.blocking)
     if named.regressed and out.regime == "deterministic":
         r.append(f"{len(named.regressed)} case(s) passed in the base and fail or error now")

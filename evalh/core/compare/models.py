@@ -71,6 +71,13 @@ class ComparePolicy(BaseModel):
     regressions is at most (1 − confidence)/2."""
     power: float = Field(0.8, gt=0.5, lt=1)
     """Power used to estimate the cases that would settle an inconclusive verdict."""
+    min_coverage: float | None = Field(None, ge=0, le=1)
+    """`--min-coverage`: the share of the base's results the candidate must measure, for
+    every suite (overrides the suites' `min_coverage`)."""
+    allow_removed_suites: tuple[str, ...] = ()
+    """`--allow-removed-suite S`: suites the candidate left out on purpose (its config no
+    longer has them, or the run did not select them); named, not gating. A suite skipped
+    for a missing key or not reached is never allowed."""
 
     def overrides(self) -> dict[str, float]:
         """The allowances set explicitly, by `Thresholds` field name."""
@@ -193,6 +200,39 @@ class ErrorCounts(_Out):
     judge_errors_rose: bool = False
 
 
+class Coverage(_Out):
+    """How much of what the base measured the candidate measured too: of the base's
+    (case, arm, attempt) results with a trustworthy result (passed or failed), the share
+    the candidate has a trustworthy result for, on the same case content. A baseline of
+    several runs counts its attempts per run (their mean, rounded up)."""
+
+    measured: int
+    of: int
+    """The denominator: the base's trustworthy results."""
+    share: float | None
+    """measured / of; null when the base measured nothing."""
+    minimum: float
+    absent: int = 0
+    """Base results whose (case, arm) the candidate does not have (removed, not run)."""
+    changed: int = 0
+    """Base results whose case content changed in the candidate (not compared)."""
+    untrusted: int = 0
+    """Base results the candidate has no trustworthy result for: errored, judge_error,
+    skipped, or fewer attempts."""
+    below: bool = False
+    """share < minimum (or nothing measured): the suite cannot pass."""
+
+    def line(self) -> str:
+        share = "–" if self.share is None else f"{self.share * 100:.3g} %"
+        parts = [f"{n} {what}" for n, what in (
+            (self.absent, "not in the candidate"), (self.changed, "changed content"),
+            (self.untrusted, "without a trustworthy result (errored, judge_error, skipped or "
+                             "fewer attempts)")) if n]
+        missing = f": {', '.join(parts)}" if parts else ""
+        return (f"coverage {self.measured} of {self.of} base results measured ({share}), "
+                f"minimum {self.minimum * 100:.3g} %{missing}")
+
+
 class SuiteComparison(_Out):
     suite: str
     regime: Regime | None
@@ -213,9 +253,15 @@ class SuiteComparison(_Out):
     blocking: list[str] = Field(default_factory=list)
     """Why this suite fails the gate although no row regressed (the candidate produced
     nothing that could be compared, or cases it passed before could not be scored now)."""
+    coverage: Coverage | None = None
+    """What share of the base's results the candidate measured (null for a suite only one
+    run has, or whose regime changed)."""
     advisory: dict[str, str] | None = None
     """Set for an advisory suite: `judgeUse: advisory-only`, `releaseDecision: not-assessed`
     (it never gates)."""
+    _measured_nothing: bool = PrivateAttr(default=False)
+    """The candidate has no pass/fail result for some arm of the base: gates even an
+    advisory suite."""
     _arm_verdicts: dict[str, Any] = PrivateAttr(default_factory=dict)
     _compared: list[Any] = PrivateAttr(default_factory=list)
     """The compared cases of each arm (`compare_metrics.Pairs`), in the order compared."""

@@ -673,6 +673,14 @@ def generate_to_file(config: Config, name: str, out: Path, *, seed: int | None, 
     services = _services(config, max_cost_usd, max_tokens, allow_self)
     generated = generate_suite(config, suite, seed=seed, count=iterations, services=services, allow_self=allow_self)
     good = [c for c in generated.cases if not getattr(c.metadata, GENERATION_FAILED, None)]
+    if not good:  # a generation that wrote nothing is never a success, nor an empty dataset
+        record = generated.record
+        first = next((str(getattr(c.metadata, GENERATION_FAILED)) for c in generated.cases
+                      if getattr(c.metadata, GENERATION_FAILED, None)), None)
+        why = (f"{record.get('failed', 0)} of {record.get('requested', 0)} generations failed"
+               + (f" (the first: {first})" if first else "")
+               + (f"; stopped: {record['stopped']}" if record.get("stopped") else ""))
+        raise EvalhError(f"suite {name!r}: no case generated: {why}; {out} not written", exit_code=1)
     data = cases_jsonl(good)
     atomic_write_bytes(out, data)
     return {**generated.record, "file": str(out), "sha256": hashlib.sha256(data).hexdigest(), "cases": len(good)}

@@ -82,6 +82,8 @@ class SuiteRejudged:
     """Why nothing was judged again in this suite, if so."""
     drift: dict[str, Drift | None]
     """Per judge scorer: its drift on the results it judged again (None: not measured)."""
+    judge_error_now: int = 0
+    """Of the results judged again, those whose judgment failed again (judge_error)."""
 
 
 @dataclass
@@ -90,6 +92,19 @@ class RejudgeResult:
     source: Run
     path: Path
     suites: dict[str, SuiteRejudged]
+
+    def measured_nothing(self) -> str | None:
+        """Why the rejudge measured nothing — every result it judged again has no judgment
+        (the judge down) — else None. `evalh rejudge` exits 1 then. (A rejudge with nothing
+        to judge again, every judgment already there, changed nothing and says so.)"""
+        rescored = sum(s.rescored for s in self.suites.values())
+        if not rescored:
+            return None
+        failed = sum(s.judge_error_now for s in self.suites.values())
+        if failed == rescored:
+            return (f"every result judged again got no judgment: {failed} of {rescored} judge_error "
+                    "(the judge failed); nothing was measured")
+        return None
 
 
 @dataclass(frozen=True)
@@ -260,11 +275,13 @@ def rejudge(config: Config, store: RunStore, opts: RejudgeOptions, observer: Obs
         drift = {j.config.display_name: _drift((details.get(j.config.display_name) or {}).get("rejudge_drift"))
                  for j in info.judges}
         judged = set().union(*(j.judged for j in info.judges)) if info.judges else set()
+        failed_now = sum(1 for r in (new_suite.cases if new_suite else [])
+                         if r.status == "judge_error" and (r.case_id, r.arm, r.attempt) in judged)
         suites[info.name] = SuiteRejudged(
             rescored=len(judged),
             carried_over=(len(new_suite.cases) if new_suite else 0) - len(judged),
             judge_error_before=source.suites[info.name].aggregate.judge_error,
             judge_error_after=new_suite.aggregate.judge_error if new_suite else None,
-            note=info.note, drift=drift,
+            note=info.note, drift=drift, judge_error_now=failed_now,
         )
     return RejudgeResult(run=run, source=source, path=store.path_for(run.run_id), suites=suites)

@@ -18,7 +18,7 @@ from evalh.errors import EvalhError
 
 if TYPE_CHECKING:
     from evalh.config import Config
-    from evalh.core.compare.models import Comparison
+    from evalh.core.compare.models import ComparePolicy, Comparison
     from evalh.core.compare.notes import CompareNotes
     from evalh.core.run.estimate import PlanEstimate
     from evalh.core.run.prepare import Prepared
@@ -56,6 +56,10 @@ class RunRequest:
     """`--iterations`: cases generated per suite with a `generate` table (`core.generate.generate`)."""
     processes: int | None = None
     """`--procs`: every suite's cases over this many worker processes (`core.run.procs`)."""
+    min_coverage: float | None = None
+    """`--min-coverage`: with `--compare-baseline`, as `evalh compare --min-coverage`."""
+    allow_removed_suites: tuple[str, ...] = ()
+    """`--allow-removed-suite`: with `--compare-baseline`, as on `evalh compare`."""
 
     def refused_with_resume(self) -> list[str]:
         """The flags given that `--resume` refuses: the run keeps its own."""
@@ -70,9 +74,10 @@ class RunRequest:
 class Reference(Protocol):
     """What `--compare-baseline` compares with (`evalh.baseline.LoadedBaseline`)."""
 
-    def compare(self, candidate: Run) -> tuple[Comparison, CompareNotes]: ...
+    def compare(self, candidate: Run, policy: ComparePolicy | None = None) -> tuple[Comparison, CompareNotes]: ...
 
-    def compare_stored(self, store: RunStore, run_id: str) -> tuple[Comparison, CompareNotes]: ...
+    def compare_stored(self, store: RunStore, run_id: str,
+                       policy: ComparePolicy | None = None) -> tuple[Comparison, CompareNotes]: ...
 
     @property
     def runs(self) -> list[Run]:
@@ -255,10 +260,14 @@ def run_request(
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
                          path=req.store.path_for(run.run_id))
     if reference is not None:
+        from evalh.core.compare.models import ComparePolicy
+
+        policy = ComparePolicy(min_coverage=req.request.min_coverage,
+                               allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
         if results:  # the baseline's runs pooled per case
-            outcome.comparison, outcome.notes = reference.compare(run)
+            outcome.comparison, outcome.notes = reference.compare(run, policy)
         else:  # what a comparison pairs, read from the documents
-            outcome.comparison, outcome.notes = reference.compare_stored(req.store, run.run_id)
+            outcome.comparison, outcome.notes = reference.compare_stored(req.store, run.run_id, policy)
         import os
 
         from evalh.core.compare.baseline_age import baseline_age

@@ -67,6 +67,12 @@ class ErrorGate:
             return self.results > 0
         return self.errors == self.of or self.errors / self.of > self.max_error_rate
 
+    @property
+    def measured_nothing(self) -> bool:
+        """No result that ran passed or failed: every one errored or got no judgment, or
+        none ran."""
+        return self.results > 0 and (not self.of or self.errors == self.of)
+
     def line(self) -> str:
         if self.judge_error and self.errored:
             what = f"errored or judge_error ({self.errored} errored, {self.judge_error} judge_error)"

@@ -114,6 +114,12 @@ def prepare_run(config: Config, options: RunOptions, runs_dir: Path) -> Prepared
         extra["allow_self_judge"] = True
     if options.overrides():
         extra["run_options"] = options.overrides()
+    from evalh.core.results.skipped import NOT_RUN_KEY, not_run_record
+
+    chosen_names = {s.name for s in chosen} | {name for name, _ in skipped}
+    not_run = not_run_record(skipped, [n for n in config.suites if n not in chosen_names], options.suites)
+    if not_run:  # what a comparison says of a suite the baseline ran and this run did not
+        extra[NOT_RUN_KEY] = not_run
     recorded = {
         "suites": [s.name for s in chosen], "label": options.label, "seed": seed,
         "allow_self_judge": options.allow_self_judge, **options.overrides(),

@@ -22,12 +22,19 @@ class RunVerdict:
 def run_verdict(run: Run) -> RunVerdict:
     """1 when a deterministic case failed or errored, a suite's error rate is over its
     `max_error_rate` (deterministic or stochastic), a gating contrast's rules do not hold,
-    or the run is not complete; else 0. An advisory suite never changes the code."""
+    a configured suite was skipped for a missing key, or the run is not complete; else 0.
+    An advisory suite changes the code only when it measured nothing (every result
+    errored, got no judgment or was skipped)."""
     from evalh.core.analysis.contrasts import contrast_reasons
 
     advisory = advisory_suites(run)
-    reasons = [g.line() for g in error_gates(run) if g.over and g.suite not in advisory]
+    # advisory: its error rate never fails the run, but a suite that measured nothing does
+    reasons = [g.line() + (": an advisory suite that measured nothing" if g.suite in advisory else "")
+               for g in error_gates(run) if g.over and (g.suite not in advisory or g.measured_nothing)]
     reasons += contrast_reasons(run)  # a gating contrast (suites.S.contrasts) whose rules do not hold
+    from evalh.core.results.skipped import skipped_for_keys
+
+    reasons += skipped_for_keys(run.config)  # a configured suite its key was missing for
     code = 1 if reasons else 0
     if any(s.regime == "deterministic" and (s.aggregate.failed or s.aggregate.errored)
            for name, s in run.suites.items() if name not in advisory):
