@@ -89,9 +89,12 @@ class SuiteConfig(_Strict):
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
             "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
             "require", "metrics", "contrasts", "shuffle", "generate", "advisory",
+            "estimand", "until_decided", "max_attempts",
         }
     )
-    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"generate"})
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset(
+        {"generate", "estimand", "until_decided", "max_attempts"}
+    )
 
     name: str = ""
     dataset: str = ""
@@ -151,6 +154,17 @@ class SuiteConfig(_Strict):
     """Advisory (a suite judged only by an LLM judge, say): its figures are reported with
     `judgeUse: advisory-only` and `releaseDecision: not-assessed`, and it never changes the
     exit code of `evalh run` or `evalh compare` (docs/labels-and-sweeps.md)."""
+    estimand: Literal["fixed-suite", "population"] | None = None
+    """What `compare` estimates for this suite's pass-rate and score rows (docs/methodology.md,
+    "The estimand"): `fixed-suite` (the default when unset), the change over these very cases,
+    whose only randomness is the attempts'; or `population`, the change over the population
+    the cases were sampled from. `evalh compare --estimand` overrides it."""
+    until_decided: bool | None = None
+    """`evalh run --compare-baseline` runs this suite in rounds until its gating rows are
+    decided (`--until-decided`; docs/methodology.md, "Deciding in rounds")."""
+    max_attempts: int | None = Field(None, ge=1)
+    """With `until_decided`: the most candidate attempts (target calls) per arm of the suite;
+    default 2.5 × its cases. `--max-attempts` overrides it."""
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""

@@ -53,6 +53,7 @@ from evalh.core.compare_models import (
     ComparePolicy,
     Comparison,
     ErrorCounts,
+    Estimand,
     Family,
     MetricRow,
     NamedCases,
@@ -278,6 +279,7 @@ def _compare_suite(
         out.reasons.append(f"regime changed: {sb.regime} in the base, {sc.regime} in the candidate")
         return out
     cluster_by, gate_scores = _suite_options(name, base, cand)
+    estimand = suite_estimand(name, base, cand, policy)
     out.counts.base_cases, out.counts.candidate_cases = len(fb), len(fc)
     pairs_by_arm: dict[str, Pairs] = {}
     named = out.cases
@@ -300,7 +302,8 @@ def _compare_suite(
         elif sc.regime == "deterministic":
             arm_verdicts[arm] = _deterministic_arm(out, arm, keyed)
         else:
-            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores)
+            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores,
+                                                estimand)
     if arms != ["default"]:
         out.arms = arm_verdicts
     out._arm_verdicts = arm_verdicts
@@ -404,6 +407,19 @@ def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[st
     return cluster_by, gated
 
 
+def suite_estimand(name: str, base: Run, cand: Run, policy: ComparePolicy) -> Estimand:
+    """The estimand of a suite's pass-rate and score rows: the policy's (`--estimand`), else
+    the suite's `estimand` key (the base's snapshot, then the candidate's), else
+    `fixed-suite`."""
+    if policy.estimand is not None:
+        return policy.estimand
+    for run in (base, cand):
+        snap = (run.config.get("suites") or {}).get(name)
+        if isinstance(snap, dict) and snap.get("estimand") in ("fixed-suite", "population"):
+            return snap["estimand"]
+    return "fixed-suite"
+
+
 def _deterministic_arm(out: SuiteComparison, arm: str, keyed: Pairs) -> Verdict:
     named = out.cases
     fb, fc = keyed.base, keyed.cand
@@ -464,6 +480,7 @@ _UNJUDGED = re.compile(re.escape(JUDGE_ERROR.to_bytes(1, "little")))
 def _stochastic_arm(
     out: SuiteComparison, arm: str, keyed: Pairs, policy: ComparePolicy,
     th: Thresholds, cluster_by: str | None, gate_scores: list[str],
+    estimand: Estimand = "fixed-suite",
 ) -> Verdict:
     named = out.cases
     fb, fc = keyed.base, keyed.cand
@@ -493,7 +510,8 @@ def _stochastic_arm(
             for target in lists:
                 target.append(ref)
     out._compared.append(pairs)
-    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores)
+    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores,
+                           estimand=estimand)
     out.metrics.extend(rows)
     where = f" [{arm}]" if arm != "default" else ""
     for r in rows:

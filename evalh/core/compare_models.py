@@ -25,6 +25,10 @@ Verdict = Literal[
 RowVerdict = Literal["regressed", "improved", "flat", "inconclusive", "incomparable"]
 """Verdict of one metric row."""
 
+Estimand = Literal["fixed-suite", "population"]
+"""What a row estimates: the change over these fixed cases, whose only randomness is the
+attempts' (`fixed-suite`), or over the population the cases were sampled from."""
+
 MetricName = Literal[
     "pass_rate", "mean_score", "score", "error_rate", "cost_usd", "latency_ms"
 ]
@@ -70,6 +74,9 @@ class ComparePolicy(BaseModel):
     regressions is at most (1 − confidence)/2."""
     power: float = Field(0.8, gt=0.5, lt=1)
     """Power used to estimate the cases that would settle an inconclusive verdict."""
+    estimand: Estimand | None = None
+    """`fixed-suite` or `population` for every suite's pass-rate and score rows (`--estimand`);
+    None: each suite's `estimand` key, else `fixed-suite`."""
 
     def overrides(self) -> dict[str, float]:
         """The allowances set explicitly, by `Thresholds` field name."""
@@ -137,6 +144,12 @@ class MetricRow(_Out):
     repeats_needed: int | None = None
     """Repeats per case at the current cases that would give the same power, when repeats
     can (only the within-case part of the noise shrinks with repeats); null otherwise."""
+    estimand: Estimand | None = None
+    """What the interval is of: `fixed-suite` (the change over these cases; randomness of the
+    attempts only) or `population` (cases sampled from a population); null without one."""
+    rounds: int | None = None
+    """With `--until-decided`: the round whose confidence sequence gave the verdict (the
+    interval is that round's, valid over every round at once); null for a fixed-n row."""
     _evidence: Any = PrivateAttr(default=None)
 
 
