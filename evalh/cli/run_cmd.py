@@ -37,6 +37,8 @@ def run(
     judge_model: Annotated[str | None, typer.Option("--judge-model", metavar="MODEL", help="Judge with this model instead of the configured judges (one judge, the first judge's provider settings); recorded in the run's config and checked against the subject like any judge.")] = None,
     sleep_ms: Annotated[float | None, typer.Option("--sleep-ms", min=0, metavar="MS", help="Pace every Python, model and HTTP target: its calls start at least MS milliseconds apart (its pace_ms; neither latency nor timeout).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
+    until_decided: Annotated[bool, typer.Option("--until-decided", help="With --compare-baseline: run each stochastic suite in rounds, more attempts where the baseline varies, and stop once every gating row is flat or regressed (confidence sequences keep the error rates however often it looks); the rounds are recorded in the run.")] = False,
+    max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1, metavar="N", help="With --until-decided: the most candidate attempts (target calls) per suite and arm; default 3 x its cases.")] = None,
     shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", help="Run only the cases whose id hashes to shard K of N (every arm and attempt of a case on one shard; needs --seed); put the shards together with `evalh merge`.")] = None,
     junit_xml: Annotated[Path | None, typer.Option("--junit-xml", metavar="FILE", help="Also write JUnit XML here: a testcase per case (per arm and attempt), failures naming the scorer and why, errors as <error>.", dir_okay=False)] = None,
     config: ConfigOpt = None,
@@ -68,6 +70,8 @@ def run(
         evalh run --resume 20261129T201530123Z-3fa9c1 --max-cost 5
 
         evalh run --suite gate --compare-baseline      # the CI gate in one command
+
+        evalh run --suite live --compare-baseline --until-decided   # decide in rounds
     """
     from evalh.config import load_config
     from evalh.console import err, out, safe_text, warn
@@ -82,7 +86,13 @@ def run(
         resume=resume, dry_run=dry_run, allow_self_judge=allow_self_judge,
         max_error_rate=max_error_rate, compare_baseline=compare_baseline, shard=shard,
         judge_model=judge_model, sleep_ms=sleep_ms, iterations=iterations, processes=procs,
+        until_decided=until_decided, max_attempts=max_attempts,
     )
+    if (until_decided or max_attempts is not None) and not compare_baseline:
+        from evalh.errors import EvalhError
+
+        raise EvalhError("--until-decided and --max-attempts need --compare-baseline: the rounds "
+                         "decide against the baseline")
     talk = not quiet and not json_out
 
     def say(note: str) -> None:
@@ -100,7 +110,10 @@ def run(
 
         # every run it names, of one configuration; one run: its header (its facts are read
         # from its document after the run, with the run's)
-        return load_baseline(prepared.config.root, prepared.store, header_only=True)
+        from evalh.core.run_request import in_rounds
+
+        # in rounds, the baseline's attempts per case set the allocation: its results are read
+        return load_baseline(prepared.config.root, prepared.store, header_only=not in_rounds(prepared))
 
     # the run comes back without its results: what is printed is read from its document
     outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference, results=False)

@@ -44,6 +44,7 @@ from evalh.core.compare_metrics import (
     Key,
     Pairs,
     apply_family,
+    apply_rounds,
     deterministic_row,
     plan_row,
     stochastic_rows,
@@ -132,6 +133,8 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
               for m in s.metrics if m.gating]
     alpha = apply_family(family, policy)
     tested = sum(1 for m in family if m.p_worse is not None)
+    apply_rounds({name: s.metrics for name, s in suites.items()
+                  if s.regime == "stochastic" and s.advisory is None}, policy, tested)
     for s in suites.values():
         for m in s.metrics:
             plan_row(m, policy, tested)

@@ -19,7 +19,13 @@ from evalh.config import Thresholds
 from evalh.core import stats
 from evalh.core.compare_facts import SuiteFacts, Values
 from evalh.core.compare_models import ComparePolicy, Estimand, MetricName, MetricRow, RowVerdict
-from evalh.core.stats_sequential import case_variance, fixed_suite_estimate
+from evalh.core.stats_sequential import (
+    case_variance,
+    fixed_suite_estimate,
+    sequential_verdict,
+    spending_boundaries,
+    student_multiplier,
+)
 
 Key = tuple[str, str]
 """(case_id, arm)"""
@@ -181,6 +187,39 @@ def apply_family(rows: Sequence[MetricRow], policy: ComparePolicy) -> float:
                 f"for {m} tests (Holm-adjusted p {adjusted[i]:.3g} > {alpha:g})",
             )
     return alpha
+
+
+def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolicy,
+                 family_size: int) -> None:
+    """Decide the fixed-suite gating rows of the suites run in rounds (`policy.rounds`) by
+    the round's confidence sequence: the interval is estimate − c_flat·se to estimate +
+    c_regressed·se, where c_flat spends the one-sided α = (1 − confidence)/2 and
+    c_regressed spends α/m over the planned rounds (Bonferroni over the m rows of the
+    family), each a Lan–DeMets error-spending boundary at the rounds' information fractions
+    (`stats_sequential.spending_boundaries`), widened to Student's t at the row's degrees
+    of freedom. Every round's interval holds at once, so looking after each round and
+    stopping at the first decision keeps both error rates."""
+    if not policy.rounds:
+        return
+    alpha = (1.0 - policy.confidence) / 2.0
+    for suite, look in policy.rounds.items():
+        for row in rows_by_suite.get(suite, []):
+            ev: Evidence | None = row._evidence
+            fractions = look.fractions.get(row.arm)
+            if (not row.gating or row.estimand != "fixed-suite" or ev is None
+                    or ev.estimate is None or not fractions or row.better != "higher"):
+                continue
+            k = min(look.round, len(fractions))
+            est = ev.estimate
+            c_flat = student_multiplier(spending_boundaries(fractions[:k], alpha, look.rho)[-1], est.df)
+            c_reg = student_multiplier(
+                spending_boundaries(fractions[:k], alpha / max(family_size, 1), look.rho)[-1], est.df)
+            lo = est.value - c_flat * est.se if math.isfinite(c_flat) else -math.inf
+            hi = est.value + c_reg * est.se if math.isfinite(c_reg) else math.inf
+            row.interval = (max(lo, -1.0), min(hi, 1.0)) if row.name == "pass_rate" else (lo, hi)
+            row.verdict = sequential_verdict(est.value, est.se, row.allowance, c_flat, c_reg)  # type: ignore[assignment]
+            row.rounds = look.round
+            row.method += f"; confidence sequence over rounds (error spending), round {look.round}"
 
 
 def _join(a: str | None, b: str) -> str:

@@ -57,6 +57,19 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+class RoundLook(BaseModel):
+    """One look of `evalh run --until-decided` at a suite (`core.run_rounds`): the round
+    just finished, and per arm the information fraction of every planned round, fixed from
+    the baseline before the candidate ran (`stats_sequential.information_fractions`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    round: int = Field(ge=1)
+    fractions: dict[str, list[float]]
+    rho: float = Field(3.0, gt=0)
+    """Exponent of the error-spending function α·t^ρ."""
+
+
 class ComparePolicy(BaseModel):
     """How to compare. Allowances left as None come from each suite's thresholds in the run
     documents (the candidate's config snapshot first, else the base's, else the defaults);
@@ -77,6 +90,10 @@ class ComparePolicy(BaseModel):
     estimand: Estimand | None = None
     """`fixed-suite` or `population` for every suite's pass-rate and score rows (`--estimand`);
     None: each suite's `estimand` key, else `fixed-suite`."""
+    rounds: dict[str, RoundLook] | None = None
+    """Suite name → its current look, when the candidate is run in rounds
+    (`--until-decided`): its fixed-suite gating rows are decided by the round's confidence
+    sequence instead of a fixed-n interval (`compare_metrics.apply_rounds`)."""
 
     def overrides(self) -> dict[str, float]:
         """The allowances set explicitly, by `Thresholds` field name."""

@@ -56,6 +56,11 @@ class RunRequest:
     """`--iterations`: cases generated per suite with a `generate` table (`core.generate`)."""
     processes: int | None = None
     """`--procs`: every suite's cases over this many worker processes (`core.procs`)."""
+    until_decided: bool = False
+    """`--until-decided` (with `--compare-baseline`): run every stochastic suite in rounds
+    until its gating rows are decided (`core.run_rounds`)."""
+    max_attempts: int | None = None
+    """`--max-attempts`: the most candidate attempts per suite and arm in rounds."""
 
     def refused_with_resume(self) -> list[str]:
         """The flags given that `--resume` refuses: the run keeps its own."""
@@ -190,6 +195,17 @@ def prepare_request(
     return PreparedRequest(request, config, RunStore(directory), prepared, warnings)
 
 
+def in_rounds(req: PreparedRequest) -> bool:
+    """Whether the run goes in rounds until decided (`core.run_rounds`): `--until-decided`,
+    a suite whose config sets `until_decided`, or a resumed run that went in rounds —
+    always with `--compare-baseline` (the rounds look at the baseline)."""
+    if not req.request.compare_baseline:
+        return False
+    plan = req.prepared.plan
+    return (req.request.until_decided or "until_decided" in plan.options
+            or any(s.config is not None and s.config.until_decided for s in plan.suites))
+
+
 def run_request(
     req: PreparedRequest,
     observer: Observer | None = None,
@@ -219,6 +235,10 @@ def run_request(
     from evalh.core.outcome import gate_exit_code, run_verdict
     from evalh.core.runner import run_plan
 
+    if reference is not None and in_rounds(req):
+        from evalh.core.run_rounds import run_until_decided
+
+        return run_until_decided(req, observer, reference)
     run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock, results=results)
     verdict = run_verdict(run)
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,

@@ -213,6 +213,19 @@ def _boundaries(fractions: tuple[float, ...], alpha: float, rho: float) -> tuple
     return tuple(out)
 
 
+def student_multiplier(c: float, df: float) -> float:
+    """A normal multiplier c carried to Student's t at `df` degrees of freedom (the same
+    tail probability): the standard error is itself estimated."""
+    if not math.isfinite(c) or math.isinf(df):
+        return c
+    from evalh.core.stats import t_quantile
+
+    tail = _N.cdf(-c)
+    if tail <= 0:
+        return c
+    return t_quantile(1.0 - tail, df)
+
+
 def mixture_multiplier(t: float, alpha: float, ratio: float = 10.0) -> float:
     """One-sided normal-mixture confidence-sequence multiplier at information fraction t
     (valid at every attempt, not only between rounds): the boundary

@@ -1,0 +1,152 @@
+"""`evalh run --compare-baseline --until-decided` end to end, through the CLI, on the reference
+workload (docs/methodology.md, "Deciding in rounds"): a python target drawing each case's
+pass from its own probability (seeded by the run's seed, case and attempt), three baseline
+runs of three repeats pooled, then the candidate in rounds. The target counts its own calls.
+
+The seeds are fixed, so each test is one deterministic draw: with them the unchanged
+candidate is `flat` after round 3. How often that happens over many draws (84 % at the
+default budget) is measured by `bench/sequential_bench.py`, not here."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from evalh.cli.main import app
+
+TOML = """\
+[evalh]
+concurrency = 4
+timeout_s = 5
+
+[suites.ref]
+dataset = "data/ref.jsonl"
+target = "refwork_target:answer"
+regime = "stochastic"
+scorers = [{ type = "exact", field = "verdict" }]
+"""
+
+TARGET = '''
+import hashlib
+import os
+from pathlib import Path
+
+from evalh.context import current
+
+CALLS = Path(__file__).with_name("calls.txt")
+
+
+def answer(inp):
+    """Right with the case's probability `p` (lowered by `drop` when EVALH_TEST_DROP is set),
+    drawn from a hash of the attempt's seed (from the run's `--seed`), the case and the
+    attempt: another draw each time, the same in every test run."""
+    ctx = current()
+    with CALLS.open("a") as fh:
+        fh.write(f"{ctx.run_id} {ctx.case_id} {ctx.attempt}\\n")
+    p = inp["p"] - (inp.get("drop", 0.0) if os.environ.get("EVALH_TEST_DROP") else 0.0)
+    h = hashlib.sha256(f"{ctx.seed}/{ctx.case_id}/{ctx.attempt}".encode()).digest()
+    u = int.from_bytes(h[:8], "big") / 2**64
+    return {"verdict": "right" if u < p else "wrong"}
+'''
+
+
+def _cases() -> list[dict[str, Any]]:
+    """The reference workload: 60 cases at 0.98, 15 at 0.02, 25 uniform on 0.2-0.8; with
+    EVALH_TEST_DROP, 40 of the 0.98 cases fall to 0.48 (20 pp in all, four times the
+    allowance, concentrated on two fifths of the cases)."""
+    rng = random.Random(26)
+    probs = [0.98] * 60 + [0.02] * 15 + [rng.uniform(0.2, 0.8) for _ in range(25)]
+    return [{"id": f"c{i:03d}", "input": {"p": p, "drop": 0.5 if i < 40 else 0.0},
+             "expected": "right"} for i, p in enumerate(probs)]
+
+
+@pytest.fixture
+def ref(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "evalh.toml").write_text(TOML)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ref.jsonl").write_text(
+        "\n".join(json.dumps(c) for c in _cases()) + "\n")
+    (tmp_path / "refwork_target.py").write_text(TARGET)
+    yield tmp_path
+    sys.modules.pop("refwork_target", None)
+
+
+def cli(project: Path, *args: str) -> Result:
+    return CliRunner().invoke(app, [*args, "--config", str(project / "evalh.toml"),
+                                    "--runs-dir", str(project / "runs")])
+
+
+def _baseline(project: Path) -> list[str]:
+    for seed in (1, 2, 3):
+        r = cli(project, "run", "-q", "--repeats", "3", "--seed", str(seed))
+        assert r.exit_code in (0, 1), r.output
+    ids = sorted(p.stem for p in (project / "runs").glob("*.json"))
+    assert len(ids) == 3
+    assert cli(project, "baseline", "set", *ids).exit_code == 0
+    assert cli(project, "baseline", "noise").exit_code == 0
+    (project / "calls.txt").unlink()
+    return ids
+
+
+def _candidate(project: Path, base: list[str], *args: str) -> tuple[Result, dict[str, Any]]:
+    r = cli(project, "run", "--compare-baseline", "--until-decided", "--seed", "8", "--json", *args)
+    new = [p for p in (project / "runs").glob("*.json") if p.stem not in base]
+    assert len(new) == 1, r.output
+    return r, json.loads(new[0].read_bytes())
+
+
+def _calls(project: Path) -> list[str]:
+    return (project / "calls.txt").read_text().splitlines()
+
+
+def test_unchanged_candidate_is_flat_within_the_budget_and_every_round_is_recorded(ref: Path) -> None:
+    base = _baseline(ref)
+    r, doc = _candidate(ref, base)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    row = next(m for m in out["comparison"]["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert row["verdict"] == "flat" and row["estimand"] == "fixed-suite"
+    assert row["rounds"] == len(doc["rounds"]) and "confidence sequence" in row["method"]
+    calls = _calls(ref)
+    results = doc["suites"]["ref"]["cases"]
+    # Every call the target saw is one result of the run, and the rounds add up to them.
+    assert len(calls) == len(results) == doc["rounds"][-1]["calls_so_far"]
+    assert sum(rd["calls"] for rd in doc["rounds"]) == len(calls)
+    assert 100 <= len(calls) <= 300  # never above the default budget, 3 x the cases
+    for k, rd in enumerate(doc["rounds"], start=1):
+        assert rd["round"] == k and rd["plain_run_calls"] == 100
+        assert rd["fixed_design_calls"] == rd["suites"]["ref"]["planned_attempts"] <= 300
+    last = doc["rounds"][-1]
+    assert last["suites"]["ref"]["decided_at"] == len(doc["rounds"])
+    assert last["suites"]["ref"]["rows"]["pass_rate"] == "flat"
+    # More attempts went to the cases whose baseline varied: the 0.98 and 0.02 cases that
+    # never varied got fewer than the unstable ones.
+    per_case: dict[str, int] = {}
+    for line in calls:
+        per_case[line.split()[1]] = per_case.get(line.split()[1], 0) + 1
+    unstable = [per_case[f"c{i:03d}"] for i in range(75, 100)]
+    assert max(unstable) > 1 and all(per_case[c] >= 1 for c in per_case)
+
+
+def test_a_concentrated_drop_is_regressed_and_exits_1(ref: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_DROP", "1")
+    r, doc = _candidate(ref, base)
+    assert r.exit_code == 1, r.output
+    suite = json.loads(r.stdout)["comparison"]["suites"]["ref"]
+    assert suite["verdict"] == "regressed"
+    assert len(_calls(ref)) == doc["rounds"][-1]["calls_so_far"] <= 300
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == "regressed"
+
+
+def test_until_decided_needs_compare_baseline(ref: Path) -> None:
+    r = cli(ref, "run", "--until-decided")
+    assert r.exit_code == 2
+    assert "--compare-baseline" in r.stderr and "Traceback" not in r.output
