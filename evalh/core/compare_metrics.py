@@ -22,9 +22,8 @@ from evalh.core.compare_models import ComparePolicy, Estimand, MetricName, Metri
 from evalh.core.stats_sequential import (
     case_variance,
     fixed_suite_estimate,
+    look_multipliers,
     sequential_verdict,
-    spending_boundaries,
-    student_multiplier,
 )
 
 Key = tuple[str, str]
@@ -209,11 +208,9 @@ def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolic
             if (not row.gating or row.estimand != "fixed-suite" or ev is None
                     or ev.estimate is None or not fractions or row.better != "higher"):
                 continue
-            k = min(look.round, len(fractions))
             est = ev.estimate
-            c_flat = student_multiplier(spending_boundaries(fractions[:k], alpha, look.rho)[-1], est.df)
-            c_reg = student_multiplier(
-                spending_boundaries(fractions[:k], alpha / max(family_size, 1), look.rho)[-1], est.df)
+            c_flat, c_reg = look_multipliers(fractions, look.round, alpha, family_size, est.df,
+                                             look.rho)
             lo = est.value - c_flat * est.se if math.isfinite(c_flat) else -math.inf
             hi = est.value + c_reg * est.se if math.isfinite(c_reg) else math.inf
             row.interval = (max(lo, -1.0), min(hi, 1.0)) if row.name == "pass_rate" else (lo, hi)

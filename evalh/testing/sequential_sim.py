@@ -26,15 +26,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalh.core import stats
+from evalh.core.run_rounds import DEFAULT_BUDGET, MOST_PER_CASE
 from evalh.core.stats_sequential import (
     allocate,
+    bernoulli_within,
     case_variance,
     fixed_suite_estimate,
     information_fractions,
+    look_multipliers,
     mixture_multiplier,
     planning_variance,
     sequential_verdict,
-    spending_boundaries,
+    student_multiplier,
 )
 
 ALLOWANCE = 0.05
@@ -109,9 +112,9 @@ def before(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, family: in
     return Outcome(verdict, len(p), 1, truth)
 
 
-def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: float = 2.5,
+def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: float = DEFAULT_BUDGET,
            family: int = 1, confidence: float = 0.95, boundary: str = "spending",
-           rho: float = 3.0, most: int = 16, peek: bool = True) -> Outcome:
+           rho: float = 3.0, most: int = MOST_PER_CASE, peek: bool = True) -> Outcome:
     """`--until-decided` on one suite: allocation from the baseline, rounds, a look after
     each (`peek`; else one look at the end), stop once decided. `boundary`: `spending`
     (the default, error spending over the rounds), `mixture` (a normal-mixture confidence
@@ -126,9 +129,8 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
     fractions = information_fractions(plan_var, alloc, base_var)
     alpha_f = (1 - confidence) / 2
     alpha_r = alpha_f / family
-    if boundary == "spending":
-        c_f = spending_boundaries(fractions, alpha_f, rho)
-        c_r = spending_boundaries(fractions, alpha_r, rho)
+    if boundary == "spending":  # computed per look below, as compare does
+        c_f = c_r = []
     elif boundary == "mixture":
         c_f = [mixture_multiplier(t, alpha_f) for t in fractions]
         c_r = [mixture_multiplier(t, alpha_r) for t in fractions]
@@ -138,7 +140,7 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
     m = np.asarray(alloc)
     most_k = int(m.max())
     draws = rng.random((n, most_k)) < q[:, None]  # attempt j of case i (used when j < m_i)
-    within_b = [stats_within(int(k)) for k in passed_b]
+    within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
     truth = float(q.mean() - p.mean())
     verdict = "inconclusive"
     k_stop = most_k
@@ -152,15 +154,18 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
         variances = []
         for i in range(n):
             t = int(taken[i])
-            wc = None
-            if t >= 2:
-                pc = passed_c[i] / t
-                wc = pc * (1 - pc) / (t - 1) + within_b[i]
+            wc = bernoulli_within(int(passed_c[i]), t)
+            if wc is not None:  # both sides have two attempts or more (the base has 9)
+                wc += within_b[i]
             variances.append(case_variance(float(diffs[i]), wc))
         est = fixed_suite_estimate(list(diffs), variances)
         if est is None:
             continue
-        c_flat, c_reg = c_f[k - 1], c_r[k - 1]
+        if boundary == "spending":  # compare_metrics.apply_rounds's multipliers
+            c_flat, c_reg = look_multipliers(fractions, k, alpha_f, family, est.df, rho)
+        else:
+            c_flat = student_multiplier(c_f[k - 1], est.df)
+            c_reg = student_multiplier(c_r[k - 1], est.df)
         if boundary == "fixed" and not peek:
             c_flat = stats.t_quantile(1 - alpha_f, est.df)
             c_reg = stats.t_quantile(1 - alpha_r, est.df)
@@ -170,12 +175,6 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
             break
     calls = int(np.minimum(m, k_stop).sum())
     return Outcome(verdict, calls, k_stop, truth)
-
-
-def stats_within(passed: int) -> float:
-    """Unbiased variance of a baseline case's mean over its 9 attempts."""
-    p = passed / BASE_ATTEMPTS
-    return p * (1 - p) / (BASE_ATTEMPTS - 1)
 
 
 def share(outcomes: list[Outcome], verdict: str) -> float:
