@@ -150,3 +150,49 @@ def test_until_decided_needs_compare_baseline(ref: Path) -> None:
     r = cli(ref, "run", "--until-decided")
     assert r.exit_code == 2
     assert "--compare-baseline" in r.stderr and "Traceback" not in r.output
+
+
+STOP = '''
+
+_real_answer = answer
+
+
+def answer(inp):  # noqa: F811
+    """Ctrl-C at the STOP_AT-th call (as a person would, mid-round)."""
+    stop = os.environ.get("EVALH_TEST_STOP_AT")
+    if stop and CALLS.is_file() and len(CALLS.read_text().splitlines()) + 1 == int(stop):
+        CALLS.write_text(CALLS.read_text() + "interrupted\\n")
+        raise KeyboardInterrupt
+    return _real_answer(inp)
+'''
+
+
+def test_an_interrupted_run_resumes_at_its_round_and_reaches_the_same_decision(
+    ref: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted in round 2 (call 150), then `--resume`d: the schedule is rebuilt from the
+    same baseline, round 2 is finished with its finished attempts kept, and the looks fall
+    at the same rounds, so the decision, the rounds and the results are those of the
+    uninterrupted run of the same seed (the first test: flat after round 3)."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(STOP)
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_STOP_AT", "150")
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8")
+    assert r.exit_code == 130, r.output
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "partial" and [rd["round"] for rd in doc["rounds"]] == [1]
+    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "complete"
+    assert [rd["round"] for rd in doc["rounds"]] == [1, 2, 3]
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == "flat"
+    keys = [(c["case_id"], c["attempt"]) for c in doc["suites"]["ref"]["cases"]]
+    assert len(keys) == len(set(keys)) == doc["rounds"][-1]["calls_so_far"]
+    # the same results as the uninterrupted run of this seed (243 calls: the first test)
+    calls = [line for line in _calls(ref) if line != "interrupted"]
+    assert len(set(calls)) == len(keys) == 243
+    assert len(calls) - len(set(calls)) <= 4  # at most the calls in flight ran twice

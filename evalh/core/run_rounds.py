@@ -161,10 +161,21 @@ def run_until_decided(
 
     plan = req.prepared.plan
     store = req.store
-    rounds = schedule(plan, reference.run, max_attempts=req.request.max_attempts,
-                      every=req.request.until_decided)
-    plan.options["until_decided"] = {"max_attempts": req.request.max_attempts,
-                                     "most": MOST_PER_CASE}
+    recorded = plan.options.get("until_decided")  # a resumed run keeps its own schedule
+    if isinstance(recorded, dict):
+        max_attempts, every = recorded.get("max_attempts"), bool(recorded.get("every"))
+        if recorded.get("baseline") not in (None, list(reference.ids)):
+            from evalh.errors import EvalhError
+
+            raise EvalhError(
+                f"run {plan.run_id} went in rounds against the baseline "
+                f"{', '.join(recorded['baseline'])}; BASELINE now names {', '.join(reference.ids)}: "
+                "its schedule would not be the same (set the baseline back to resume it)")
+    else:
+        max_attempts, every = req.request.max_attempts, req.request.until_decided
+    rounds = schedule(plan, reference.run, max_attempts=max_attempts, every=every)
+    plan.options["until_decided"] = {"max_attempts": max_attempts, "every": every,
+                                     "most": MOST_PER_CASE, "baseline": list(reference.ids)}
     fixed = plain = 0
     for suite in plan.suites:
         s = rounds.schedules.get(suite.name)
