@@ -133,6 +133,14 @@ def test_unchanged_candidate_is_flat_within_the_budget_and_every_round_is_record
         per_case[line.split()[1]] = per_case.get(line.split()[1], 0) + 1
     unstable = [per_case[f"c{i:03d}"] for i in range(75, 100)]
     assert max(unstable) > 1 and all(per_case[c] >= 1 for c in per_case)
+    # Every output labels the row with its estimand; --estimand population asks the other.
+    md = cli(ref, "compare", "--format", "markdown")
+    assert md.exit_code == 0 and "estimand: fixed-suite" in md.stdout
+    pop = json.loads(cli(ref, "compare", "--json", "--estimand", "population").stdout)
+    row = next(m for m in pop["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert row["estimand"] == "population" and row["rounds"] is None
+    bad = cli(ref, "compare", "--estimand", "sample")
+    assert bad.exit_code == 2 and "--estimand" in bad.stderr
 
 
 def test_a_concentrated_drop_is_regressed_and_exits_1(ref: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -72,6 +72,11 @@ def compare(
         "--cost-increase-pct", min=0.0, metavar="PCT", help="Allowed cost increase, in percent.")] = None,
     latency_increase_pct: Annotated[float | None, typer.Option(
         "--latency-increase-pct", min=0.0, metavar="PCT", help="Allowed rise of the typical latency per case (geometric mean), in percent.")] = None,
+    estimand: Annotated[str | None, typer.Option(
+        "--estimand", metavar="fixed-suite|population",
+        help="What pass-rate and score rows estimate, for every suite: the change over these "
+        "very cases (fixed-suite, the default) or over the population they were drawn from; "
+        "default: each suite's estimand key.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
@@ -118,6 +123,7 @@ def compare(
     policy = ComparePolicy(
         pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
         cost_increase_pct=cost_increase_pct, latency_p50_increase_pct=latency_increase_pct,
+        estimand=_estimand(estimand),
     )
     root, store = open_project(config, runs_dir)
     base_ref, cand_ref = _refs(store, root, base, candidate)
@@ -149,3 +155,12 @@ def compare(
     code = gate_exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)
     if code:
         raise typer.Exit(code=code)
+
+
+def _estimand(value: str | None) -> Literal["fixed-suite", "population"] | None:
+    """`--estimand`, checked: one line and exit 2 for anything else."""
+    if value is None or value in ("fixed-suite", "population"):
+        return value  # type: ignore[return-value]
+    from evalh.errors import EvalhError
+
+    raise EvalhError(f"--estimand: {value!r} is neither fixed-suite nor population")
