@@ -134,6 +134,10 @@ def test_unchanged_candidate_is_flat_within_the_budget_and_every_round_is_record
     unstable = [per_case[f"c{i:03d}"] for i in range(75, 100)]
     assert max(unstable) > 1 and all(per_case[c] >= 1 for c in per_case)
     # Every output labels the row with its estimand; --estimand population asks the other.
+    # A later `evalh compare` of the run decides with the run's own sequence, not fixed-n.
+    again = json.loads(cli(ref, "compare", "--json").stdout)
+    row = next(m for m in again["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert row["verdict"] == "flat" and row["rounds"] == len(doc["rounds"])
     md = cli(ref, "compare", "--format", "markdown")
     assert md.exit_code == 0 and "estimand: fixed-suite" in md.stdout
     pop = json.loads(cli(ref, "compare", "--json", "--estimand", "population").stdout)
@@ -204,3 +208,24 @@ def test_an_interrupted_run_resumes_at_its_round_and_reaches_the_same_decision(
     calls = [line for line in _calls(ref) if line != "interrupted"]
     assert len(set(calls)) == len(keys) == 243
     assert len(calls) - len(set(calls)) <= 4  # at most the calls in flight ran twice
+
+
+def test_run_fail_on_inconclusive_exits_3_only_when_the_run_passed() -> None:
+    from compare_factory import binary_runs
+
+    from evalh.core.compare import compare_runs
+    from evalh.core.run_request import RunRequest, gate_code
+
+    open_question = compare_runs(*binary_runs(30, 0.8, 0.7, seed=15))
+    assert open_question.inconclusive_worse and not open_question.fails_gate
+    asked = RunRequest(compare_baseline=True, fail_on_inconclusive=True)
+    assert gate_code(0, open_question, asked) == 3
+    assert gate_code(0, open_question, RunRequest(compare_baseline=True)) == 0
+    assert gate_code(1, open_question, asked) == 1  # the run's own failure stands
+    regressed = compare_runs(*binary_runs(2000, 0.8, 0.65, seed=12))
+    assert gate_code(0, regressed, asked) == 1
+
+
+def test_fail_on_inconclusive_needs_compare_baseline(ref: Path) -> None:
+    r = cli(ref, "run", "--fail-on-inconclusive")
+    assert r.exit_code == 2 and "--compare-baseline" in r.stderr

@@ -38,6 +38,7 @@ def run(
     sleep_ms: Annotated[float | None, typer.Option("--sleep-ms", min=0, metavar="MS", help="Pace every Python, model and HTTP target: its calls start at least MS milliseconds apart (its pace_ms; neither latency nor timeout).")] = None,
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
     until_decided: Annotated[bool, typer.Option("--until-decided", help="With --compare-baseline: run each stochastic suite in rounds, more attempts where the baseline varies, and stop once every gating row is flat or regressed (confidence sequences keep the error rates however often it looks); the rounds are recorded in the run.")] = False,
+    fail_on_inconclusive: Annotated[bool, typer.Option("--fail-on-inconclusive", help="With --compare-baseline: exit 3 when the gate passes but a gating row is inconclusive with its estimate on the worse side (as `evalh compare --fail-on-inconclusive`).")] = False,
     max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1, metavar="N", help="With --until-decided: the most candidate attempts (target calls) per suite and arm; default 3 x its cases.")] = None,
     shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", help="Run only the cases whose id hashes to shard K of N (every arm and attempt of a case on one shard; needs --seed); put the shards together with `evalh merge`.")] = None,
     junit_xml: Annotated[Path | None, typer.Option("--junit-xml", metavar="FILE", help="Also write JUnit XML here: a testcase per case (per arm and attempt), failures naming the scorer and why, errors as <error>.", dir_okay=False)] = None,
@@ -87,12 +88,13 @@ def run(
         max_error_rate=max_error_rate, compare_baseline=compare_baseline, shard=shard,
         judge_model=judge_model, sleep_ms=sleep_ms, iterations=iterations, processes=procs,
         until_decided=until_decided, max_attempts=max_attempts,
+        fail_on_inconclusive=fail_on_inconclusive,
     )
-    if (until_decided or max_attempts is not None) and not compare_baseline:
+    if (until_decided or max_attempts is not None or fail_on_inconclusive) and not compare_baseline:
         from evalh.errors import EvalhError
 
-        raise EvalhError("--until-decided and --max-attempts need --compare-baseline: the rounds "
-                         "decide against the baseline")
+        raise EvalhError("--until-decided, --max-attempts and --fail-on-inconclusive need "
+                         "--compare-baseline: they decide against the baseline")
     talk = not quiet and not json_out
 
     def say(note: str) -> None:

@@ -62,6 +62,7 @@ from evalh.core.compare_models import (
     SuiteComparison,
     SuiteCounts,
     Verdict,
+    recorded_looks,
     worst,
 )
 from evalh.gcpause import gc_paused
@@ -111,6 +112,8 @@ def _suite_names(base: Run, candidate: Run) -> list[str]:
 
 
 def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts]) -> Comparison:
+    if policy.rounds is None and candidate.rounds:  # a run made in rounds keeps its sequence
+        policy = policy.model_copy(update={"rounds": recorded_looks(candidate.rounds)})
     partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
     warnings = [w for w in partial if w]
     suites: dict[str, SuiteComparison] = {}

@@ -70,6 +70,20 @@ class RoundLook(BaseModel):
     """Exponent of the error-spending function α·t^ρ."""
 
 
+def recorded_looks(rounds: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last recorded look of each suite of a run made in rounds (`Run.rounds`), as
+    `ComparePolicy.rounds` takes it: a later `evalh compare` of that run decides its rows
+    with the same confidence sequence, never with a fixed-n interval after the looks."""
+    if not rounds:
+        return None
+    out: dict[str, Any] = {}
+    for name, doc in (rounds[-1].get("suites") or {}).items():
+        if isinstance(doc, dict) and doc.get("look") and isinstance(doc.get("fractions"), dict):
+            out[name] = RoundLook(round=int(doc["look"]), fractions=doc["fractions"])
+    return out or None
+
+
+
 class ComparePolicy(BaseModel):
     """How to compare. Allowances left as None come from each suite's thresholds in the run
     documents (the candidate's config snapshot first, else the base's, else the defaults);

@@ -61,6 +61,9 @@ class RunRequest:
     until its gating rows are decided (`core.run_rounds`)."""
     max_attempts: int | None = None
     """`--max-attempts`: the most candidate attempts per suite and arm in rounds."""
+    fail_on_inconclusive: bool = False
+    """`--fail-on-inconclusive` (with `--compare-baseline`): exit 3 when the gate passes but a
+    gating row is inconclusive on the worse side, as `evalh compare` does."""
 
     def refused_with_resume(self) -> list[str]:
         """The flags given that `--resume` refuses: the run keeps its own."""
@@ -232,13 +235,20 @@ def run_request(
         if load_reference is None:
             raise TypeError("run_request: --compare-baseline needs load_reference")
         reference = load_reference()
-    from evalh.core.outcome import gate_exit_code, run_verdict
+    from evalh.core.outcome import run_verdict
     from evalh.core.runner import run_plan
 
     if reference is not None and in_rounds(req):
         from evalh.core.run_rounds import run_until_decided
 
-        return run_until_decided(req, observer, reference)
+        rounds_run, cmp, notes = run_until_decided(
+            req.prepared.plan, req.store, observer, reference, lock=req.prepared.lock,
+            until_decided=req.request.until_decided, max_attempts=req.request.max_attempts,
+            resumed=req.request.resume is not None)
+        verdict = run_verdict(rounds_run)
+        return RunOutcome(code=gate_code(verdict.code, cmp, req.request), reasons=verdict.reasons,
+                          run=rounds_run, path=req.store.path_for(rounds_run.run_id),
+                          comparison=cmp, notes=notes)
     run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock, results=results)
     verdict = run_verdict(run)
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
@@ -248,6 +258,18 @@ def run_request(
             outcome.comparison, outcome.notes = reference.compare(run)
         else:  # what a comparison pairs, read from the documents
             outcome.comparison, outcome.notes = reference.compare_stored(req.store, run.run_id)
-        outcome.code = max(outcome.code, gate_exit_code(
-            outcome.comparison, fail_on_regression=True, fail_on_inconclusive=False))
+        outcome.code = gate_code(outcome.code, outcome.comparison, req.request)
     return outcome
+
+
+def gate_code(code: int, comparison: Comparison, request: RunRequest) -> int:
+    """The run's exit code raised by the baseline gate: 1 on a regression (always with
+    `--compare-baseline`), else 3 with `--fail-on-inconclusive` for a gating row inconclusive
+    on the worse side — only when the run itself passed."""
+    from evalh.core.outcome import gate_exit_code
+
+    gate = gate_exit_code(comparison, fail_on_regression=True,
+                          fail_on_inconclusive=request.fail_on_inconclusive)
+    if gate == 1 or code == 0:
+        return max(code, gate)
+    return code

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from evalh.core.compare_models import ComparePolicy, Comparison
     from evalh.core.compare_notes import CompareNotes
     from evalh.core.plan import RunPlan
-    from evalh.core.run_request import PreparedRequest, RunOutcome
     from evalh.core.runner import Observer
     from evalh.models import Run
+    from evalh.store import RunLock, RunStore
 
 DEFAULT_BUDGET = 3.0
 """Candidate attempts per case, on average, that a suite may spend by default (300 target
@@ -144,23 +144,23 @@ def _record(k: int, calls: int, before: int, fixed: int, plain: int, rounds: Rou
                 label = (m.scorer or m.name) + (f" [{m.arm}]" if m.arm != "default" else "")
                 rows[label] = m.verdict
         suites[name] = {"verdict": sc.verdict if sc is not None else None, "rows": rows,
-                        "decided_at": s.decided_at, "planned_attempts": sum(s.allocation)}
+                        "decided_at": s.decided_at, "planned_attempts": sum(s.allocation),
+                        "look": min(s.decided_at or k, s.rounds), "fractions": s.fractions}
     return {"round": k, "calls": calls - before, "calls_so_far": calls,
             "fixed_design_calls": fixed, "plain_run_calls": plain,
             "verdict": cmp.verdict, "suites": suites}
 
 
 def run_until_decided(
-    req: PreparedRequest, observer: Observer | None, reference: Any,
-) -> RunOutcome:
-    """Run `req`'s plan in rounds against `reference` (a `LoadedBaseline` with its results)
-    and return the outcome with the last round's comparison."""
-    from evalh.core.outcome import gate_exit_code, run_verdict
-    from evalh.core.run_request import RunOutcome
+    plan: RunPlan, store: RunStore, observer: Observer | None, reference: Any, *,
+    lock: RunLock | None, until_decided: bool, max_attempts: int | None, resumed: bool,
+) -> tuple[Run, Comparison, CompareNotes | None]:
+    """Run `plan` in rounds against `reference` (a `LoadedBaseline` with its results) and
+    return the run with the last round's comparison and its notes. `until_decided`
+    (`--until-decided`): every stochastic suite goes in rounds, else only those whose config
+    sets it; `resumed`: the plan finishes an interrupted run (its rounds are read back)."""
     from evalh.core.runner import run_plan
 
-    plan = req.prepared.plan
-    store = req.store
     recorded = plan.options.get("until_decided")  # a resumed run keeps its own schedule
     if isinstance(recorded, dict):
         max_attempts, every = recorded.get("max_attempts"), bool(recorded.get("every"))
@@ -172,7 +172,7 @@ def run_until_decided(
                 f"{', '.join(recorded['baseline'])}; BASELINE now names {', '.join(reference.ids)}: "
                 "its schedule would not be the same (set the baseline back to resume it)")
     else:
-        max_attempts, every = req.request.max_attempts, req.request.until_decided
+        every = until_decided
     rounds = schedule(plan, reference.run, max_attempts=max_attempts, every=every)
     plan.options["until_decided"] = {"max_attempts": max_attempts, "every": every,
                                      "most": MOST_PER_CASE, "baseline": list(reference.ids)}
@@ -184,13 +184,12 @@ def run_until_decided(
         if s is not None:
             suite.repeats = max(suite.repeats, s.rounds)
     records: list[dict[str, Any]] = list(plan.rounds)
-    if req.request.resume is not None and store.path_for(plan.run_id).is_file():
+    if resumed and store.path_for(plan.run_id).is_file():
         records = list(store.load_header(plan.run_id).rounds)
         for rec in records:  # suites decided before the interruption stay where they were
             for name, doc in (rec.get("suites") or {}).items():
                 if name in rounds.schedules and doc.get("decided_at"):
                     rounds.schedules[name].decided_at = doc["decided_at"]
-    lock = req.prepared.lock
     run: Run | None = None
     cmp: Comparison | None = None
     notes: CompareNotes | None = None
@@ -222,9 +221,4 @@ def run_until_decided(
             break
         plan.carried = {name: list(sr.cases) for name, sr in run.suites.items()}
     assert run is not None and cmp is not None
-    verdict = run_verdict(run)
-    outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
-                         path=store.path_for(run.run_id), comparison=cmp, notes=notes)
-    outcome.code = max(outcome.code, gate_exit_code(cmp, fail_on_regression=True,
-                                                    fail_on_inconclusive=False))
-    return outcome
+    return run, cmp, notes
