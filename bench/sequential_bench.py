@@ -164,9 +164,9 @@ def table(doc: dict[str, Any]) -> str:
         f"| {_pct(b['conc2x']['regressed'], b['conc2x']['reps'])} | {_pct(a['conc2x']['regressed'], a['conc2x']['reps'])} |",
         f"| true drop of 0.8× the allowance: `regressed` | ≤ 5 % "
         f"| {_pct(b['drop08']['regressed'], b['drop08']['reps'])} | {_pct(a['drop08']['regressed'], a['drop08']['reps'])} |",
-        f"| true drop equal to the allowance: `regressed` | ≤ 2.5 % "
+        f"| true drop equal to the allowance: `regressed` | ≤ 5 % (2.5 % nominal) "
         f"| {_pct(b['drop1x']['regressed'], b['drop1x']['reps'])} | {_pct(a['drop1x']['regressed'], a['drop1x']['reps'])} |",
-        f"| true drop equal to the allowance: `flat` | ≤ 2.5 % "
+        f"| true drop equal to the allowance: `flat` | ≤ 5 % (2.5 % nominal) "
         f"| {_pct(b['drop1x']['flat'], b['drop1x']['reps'])} | {_pct(a['drop1x']['flat'], a['drop1x']['reps'])} |",
         f"| 5 unchanged suites, a look after every round: family-wise false fail | ≤ 5 % "
         f"| {_pct(doc['family']['before']['false_fail'], doc['family']['before']['reps'])} (no rounds) "
