@@ -162,6 +162,9 @@ def test_until_decided_needs_compare_baseline(ref: Path) -> None:
     r = cli(ref, "run", "--until-decided")
     assert r.exit_code == 2
     assert "--compare-baseline" in r.stderr and "Traceback" not in r.output
+    r = cli(ref, "run", "--until-decided", "--compare-baseline", "--repeats", "3")
+    assert r.exit_code == 2 and "--repeats" in r.stderr
+    assert not (ref / "runs").exists() or not list((ref / "runs").glob("*.json"))
 
 
 STOP = '''

@@ -90,6 +90,11 @@ def run(
         until_decided=until_decided, max_attempts=max_attempts,
         fail_on_inconclusive=fail_on_inconclusive,
     )
+    if until_decided and repeats is not None:
+        from evalh.errors import EvalhError
+
+        raise EvalhError("--until-decided allots each case its attempts from the baseline: "
+                         "drop --repeats (--max-attempts sets the budget)")
     if (until_decided or max_attempts is not None or fail_on_inconclusive) and not compare_baseline:
         from evalh.errors import EvalhError
 
