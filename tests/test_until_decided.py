@@ -114,6 +114,7 @@ def test_unchanged_candidate_is_flat_within_the_budget_and_every_round_is_record
     row = next(m for m in out["comparison"]["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
     assert row["verdict"] == "flat" and row["estimand"] == "fixed-suite"
     assert row["rounds"] == len(doc["rounds"]) and "confidence sequence" in row["method"]
+    assert out["rounds"] == doc["rounds"]
     calls = _calls(ref)
     results = doc["suites"]["ref"]["cases"]
     # Every call the target saw is one result of the run, and the rounds add up to them.

@@ -129,6 +129,8 @@ class RunOutcome:
             "run_id": self.run.run_id, "path": str(self.path), "status": self.run.status,
             "exit_code": self.code, "reasons": self.reasons, "summary": self.run.summary,
         }
+        if self.run.rounds:  # --until-decided: what each round spent and decided
+            doc["rounds"] = self.run.rounds
         if self.comparison is not None:
             from evalh.core.compare_notes import comparison_doc
 
