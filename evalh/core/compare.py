@@ -11,8 +11,11 @@ Per suite, by regime:
   is `changed` and not compared.
 - stochastic: metric rows (pass rate, mean score or named scorers, error rate, cost, p50
   latency), each with an allowance and an interval over the paired cases (clustered by the
-  suite's cluster field); see `compare_metrics.decide`. Every gating row of every suite is
-  one family of tests, held to one family-wise level (`compare_metrics.apply_family`).
+  suite's cluster field); see `compare_metrics.decide`. Pass-rate and score rows estimate
+  the change over these fixed cases by default (`estimand`, `stats_sequential`). Every
+  gating row of every suite is one family of tests, held to one family-wise level
+  (`compare_metrics.apply_family`); a candidate run in rounds (`--until-decided`) has its
+  fixed-suite rows decided by the rounds' confidence sequence (`compare_metrics.apply_rounds`).
 
 Errored and `judge_error` results never count as failures of the product's answer: they
 are counted apart. They still fail closed: a passed → errored case is a regression in a
