@@ -94,9 +94,12 @@ class SuiteConfig(_Strict):
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
             "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
             "require", "metrics", "contrasts", "shuffle", "generate", "advisory", "min_coverage",
+            "estimand", "until_decided", "max_attempts",
         }
     )
-    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset({"generate", "min_coverage"})
+    SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset(
+        {"generate", "min_coverage", "estimand", "until_decided", "max_attempts"}
+    )
 
     name: str = ""
     dataset: str = ""
@@ -164,6 +167,17 @@ class SuiteConfig(_Strict):
     `judgeUse: advisory-only` and `releaseDecision: not-assessed`, and what it measured never
     changes the exit code of `evalh run` or `evalh compare`; one that measured nothing (every
     result errored or got no judgment) fails both, like any suite (docs/labels-and-sweeps.md)."""
+    estimand: Literal["fixed-suite", "population"] | None = None
+    """What `compare` estimates for this suite's pass-rate and score rows (docs/methodology.md,
+    "The estimand"): `fixed-suite` (the default when unset), the change over these very cases,
+    whose only randomness is the attempts'; or `population`, the change over the population
+    the cases were sampled from. `evalh compare --estimand` overrides it."""
+    until_decided: bool | None = None
+    """`evalh run --compare-baseline` runs this suite in rounds until its gating rows are
+    decided (`--until-decided`; docs/methodology.md, "Deciding in rounds")."""
+    max_attempts: int | None = Field(None, ge=1)
+    """With `until_decided`: the most candidate attempts (target calls) per arm of the suite;
+    default 3 × its cases. `--max-attempts` overrides it."""
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""

@@ -305,6 +305,10 @@ class Run(_Model):
     merged_from: list[str] = Field(default_factory=list)
     """Ids of the shard runs this run was merged from, in shard order (`evalh merge`); empty
     for a run that was executed in one piece."""
+    rounds: list[dict[str, Any]] = Field(default_factory=list)
+    """`evalh run --compare-baseline --until-decided`: one record per round (its calls, the
+    calls so far and what a fixed design would have spent, each suite's allocation and the
+    verdicts after it: `evalh.core.run.rounds`); empty for a run made in one go."""
     limits: dict[str, Any] = Field(default_factory=dict)
     """Concurrency and rate limits the runner settled on."""
     summary: dict[str, Any] = Field(default_factory=dict)

@@ -228,6 +228,13 @@ def test_stochastic_same_distribution_is_flat() -> None:
     cmp = compare_runs(*binary_runs(2000, 0.8, 0.8, seed=11))
     row = _row(cmp, "pass_rate")
     assert cmp.suites["s"].verdict == "flat" and row.verdict == "flat"
+    assert row.estimand == "fixed-suite" and row.method.startswith("fixed suite")
+    assert row.interval[0] >= -0.05  # type: ignore[index]
+    # The population estimand, asked for: Newcombe's interval and McNemar's p.
+    cmp = compare_runs(*binary_runs(2000, 0.8, 0.8, seed=11), ComparePolicy(estimand="population"))
+    row = _row(cmp, "pass_rate")
+    assert cmp.suites["s"].verdict == "flat" and row.verdict == "flat"
+    assert row.estimand == "population"
     assert row.method.startswith("Newcombe") and row.p_value is not None
     assert row.interval[0] >= -0.05  # type: ignore[index]
     # Binary scores: the mean score is the pass rate, compared once.
@@ -265,8 +272,16 @@ def test_stochastic_too_few_cases_is_inconclusive_with_cases_needed() -> None:
     assert "cases would settle a change of -10 pp" in " ".join(s.reasons)
 
 
-def test_stochastic_graded_scores_with_repeats_use_the_paired_t_interval() -> None:
+def test_stochastic_graded_scores_with_repeats_use_the_fixed_suite_interval() -> None:
     cmp = compare_runs(*graded_runs(300, 0.7, 0.6, seed=3))
+    score = _row(cmp, "mean_score")
+    assert score.estimand == "fixed-suite" and score.verdict == "regressed"
+    assert score.method.startswith("fixed suite")
+    assert score.interval is not None and score.interval[1] < -score.allowance
+
+
+def test_stochastic_graded_scores_with_repeats_use_the_paired_t_interval() -> None:
+    cmp = compare_runs(*graded_runs(300, 0.7, 0.6, seed=3), ComparePolicy(estimand="population"))
     score = _row(cmp, "mean_score")
     assert score.method == "paired t over cases" and score.verdict == "regressed"
     assert _row(cmp, "pass_rate").method == "paired t over cases"
@@ -389,7 +404,7 @@ def test_json_keys_are_the_documented_contract() -> None:
         "arm", "name", "better", "base", "candidate", "delta", "change", "unit", "allowance",
         "interval", "method", "p_value", "n", "verdict", "cases_needed", "note", "scorer",
         "gating", "direction", "p_worse", "p_adjusted", "alpha_adjusted", "clusters",
-        "cluster_by", "cases_needed_for", "repeats_needed",
+        "cluster_by", "cases_needed_for", "repeats_needed", "estimand", "rounds",
     }
     assert set(s["cases"]) == {
         "regressed", "improved", "changed", "added", "removed", "not_run", "errored_new",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -94,6 +94,11 @@ def compare(
         help="A suite the base ran that the candidate left out on purpose (its config removed it, "
         "or the run did not select it): named, not failing the gate. Repeatable. Never covers a "
         "suite skipped for a missing key.")] = None,
+    estimand: Annotated[str | None, typer.Option(
+        "--estimand", metavar="fixed-suite|population",
+        help="What pass-rate and score rows estimate, for every suite: the change over these "
+        "very cases (fixed-suite, the default) or over the population they were drawn from; "
+        "default: each suite's estimand key.")] = None,
     config: ConfigOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
@@ -149,6 +154,7 @@ def compare(
         pass_rate_drop=pass_rate_drop, mean_score_drop=mean_score_drop,
         cost_increase_pct=cost_increase_pct, latency_p50_increase_pct=latency_increase_pct,
         min_coverage=min_coverage, allow_removed_suites=tuple(sorted(set(allow_removed_suite or []))),
+        estimand=_estimand(estimand),
     )
     root, store = open_project(config, runs_dir)
     base_ref, cand_ref = _refs(store, root, base, candidate)
@@ -197,3 +203,12 @@ def _corrected_pairs(store: RunStore, base_id: str, cand_id: str) -> dict[tuple[
     for line in warnings:
         warn(f"--corrected: {line}")
     return pairs
+
+
+def _estimand(value: str | None) -> Literal["fixed-suite", "population"] | None:
+    """`--estimand`, checked: one line and exit 2 for anything else."""
+    if value is None or value in ("fixed-suite", "population"):
+        return value  # type: ignore[return-value]
+    from evalh.errors import EvalhError
+
+    raise EvalhError(f"--estimand: {value!r} is neither fixed-suite nor population")

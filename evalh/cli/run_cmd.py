@@ -39,6 +39,9 @@ def run(
     compare_baseline: Annotated[bool, typer.Option("--compare-baseline", help="After the run, compare it with the BASELINE run (as `evalh compare` would) and exit 1 on a regression.")] = False,
     min_coverage: Annotated[float | None, typer.Option("--min-coverage", min=0, max=1, metavar="SHARE", help="With --compare-baseline: the share of the baseline's results each suite must measure (as `evalh compare --min-coverage`; default each suite's min_coverage, else 0.9).")] = None,
     allow_removed_suite: Annotated[list[str] | None, typer.Option("--allow-removed-suite", metavar="SUITE", help="With --compare-baseline: a suite the baseline ran that this run leaves out on purpose (not selected, or removed from the config); never one skipped for a missing key. Repeatable.")] = None,
+    until_decided: Annotated[bool, typer.Option("--until-decided", help="With --compare-baseline: run each stochastic suite in rounds, more attempts where the baseline varies, and stop once every gating row is flat or regressed (confidence sequences keep the error rates however often it looks); the rounds are recorded in the run.")] = False,
+    fail_on_inconclusive: Annotated[bool, typer.Option("--fail-on-inconclusive", help="With --compare-baseline: exit 3 when the gate passes but a gating row is inconclusive with its estimate on the worse side (as `evalh compare --fail-on-inconclusive`).")] = False,
+    max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1, metavar="N", help="With --until-decided: the most candidate attempts (target calls) per suite and arm; default 3 x its cases.")] = None,
     shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", help="Run only the cases whose id hashes to shard K of N (every arm and attempt of a case on one shard; needs --seed); put the shards together with `evalh merge`.")] = None,
     junit_xml: Annotated[Path | None, typer.Option("--junit-xml", metavar="FILE", help="Also write JUnit XML here: a testcase per case (per arm and attempt), failures naming the scorer and why, errors as <error>.", dir_okay=False)] = None,
     config: ConfigOpt = None,
@@ -73,6 +76,8 @@ def run(
         evalh run --resume 20261129T201530123Z-3fa9c1 --max-cost 5
 
         evalh run --suite gate --compare-baseline      # the CI gate in one command
+
+        evalh run --suite live --compare-baseline --until-decided   # decide in rounds
     """
     from evalh.config import load_config
     from evalh.console import err, out, safe_text, warn
@@ -88,7 +93,19 @@ def run(
         max_error_rate=max_error_rate, compare_baseline=compare_baseline, shard=shard,
         judge_model=judge_model, sleep_ms=sleep_ms, iterations=iterations, processes=procs,
         min_coverage=min_coverage, allow_removed_suites=tuple(allow_removed_suite or ()),
+        until_decided=until_decided, max_attempts=max_attempts,
+        fail_on_inconclusive=fail_on_inconclusive,
     )
+    if until_decided and repeats is not None:
+        from evalh.errors import EvalhError
+
+        raise EvalhError("--until-decided allots each case its attempts from the baseline: "
+                         "drop --repeats (--max-attempts sets the budget)")
+    if (until_decided or max_attempts is not None or fail_on_inconclusive) and not compare_baseline:
+        from evalh.errors import EvalhError
+
+        raise EvalhError("--until-decided, --max-attempts and --fail-on-inconclusive need "
+                         "--compare-baseline: they decide against the baseline")
     talk = not quiet and not json_out
 
     def say(note: str) -> None:
@@ -106,7 +123,10 @@ def run(
 
         # every run it names, of one configuration; one run: its header (its facts are read
         # from its document after the run, with the run's)
-        return load_baseline(prepared.config.root, prepared.store, header_only=True)
+        from evalh.core.request.run_request import in_rounds
+
+        # in rounds, the baseline's attempts per case set the allocation: its results are read
+        return load_baseline(prepared.config.root, prepared.store, header_only=not in_rounds(prepared))
 
     # the run comes back without its results: what is printed is read from its document
     outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference, results=False)

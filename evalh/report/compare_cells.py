@@ -67,6 +67,8 @@ def metric_label(row: MetricRow) -> str:
 def detail(row: MetricRow) -> str:
     """Method, p-values, cases needed and note, in one line."""
     parts = [f"n = {row.n}", row.method]
+    if row.estimand is not None:  # what the interval is of: these cases, or a population
+        parts.insert(1, f"estimand: {row.estimand}")
     if row.p_value is not None:
         parts.append(f"McNemar mid-p = {row.p_value:.3g}")
     if row.p_adjusted is not None:

@@ -722,7 +722,7 @@
             return el("tr", null, [el("td", null, m.arm), el("td", null, label), el("td", { "class": "n" }, metricVal(m, m.base)),
               el("td", { "class": "n" }, metricVal(m, m.candidate)), el("td", { "class": "n" }, change(m)),
               el("td", { "class": "n" }, (m.unit === "pct" ? m.allowance + "%" : String(m.allowance))), el("td", { "class": "n" }, iv),
-              el("td", { "class": "n" }, m.n), el("td", { "class": "dim" }, m.method + (m.note ? " — " + m.note : "")),
+              el("td", { "class": "n" }, m.n), el("td", { "class": "dim" }, (m.estimand ? "estimand: " + m.estimand + "; " : "") + m.method + (m.note ? " — " + m.note : "")),
               el("td", null, [badge(m.verdict, "v-" + m.verdict), m.cases_needed ? el("span", { "class": "dim" }, " ~" + m.cases_needed + " cases to settle") : null])]);
           }))])));
       }

@@ -54,12 +54,16 @@ def _trusted(facts: SuiteFacts, pool: int) -> list[int]:
 
 def suite_coverage(
     fb: SuiteFacts, fc: SuiteFacts, pairs: Iterable[Pairs], *, changed: list[CaseRef],
-    absent: list[CaseRef], pool: int, minimum: float,
+    absent: list[CaseRef], pool: int, minimum: float, per_case: bool = False,
 ) -> Coverage:
     """Coverage of one suite: `pairs` the compared (case, arm) rows, `changed` and `absent`
-    the base's rows that were not compared for those reasons."""
+    the base's rows that were not compared for those reasons. `per_case`: the candidate
+    chose how many attempts each case gets (`--until-decided` gives stable cases one), so a
+    (case, arm) counts as measured with one trustworthy attempt, whatever the base had."""
     slots = _trusted(fb, pool)
     trusted_c = _trusted(fc, 1)
+    if per_case:
+        slots, trusted_c = [min(c, 1) for c in slots], [min(c, 1) for c in trusted_c]
     of = sum(slots)
     measured = 0
     for p in pairs:

@@ -11,8 +11,11 @@ Per suite, by regime:
   is `changed` and not compared.
 - stochastic: metric rows (pass rate, mean score or named scorers, error rate, cost, p50
   latency), each with an allowance and an interval over the paired cases (clustered by the
-  suite's cluster field); see `compare_metrics.decide`. Every gating row of every suite is
-  one family of tests, held to one family-wise level (`compare_metrics.apply_family`).
+  suite's cluster field); see `compare_metrics.decide`. Pass-rate and score rows estimate
+  the change over these fixed cases by default (`estimand`, `stats_sequential`). Every
+  gating row of every suite is one family of tests, held to one family-wise level
+  (`compare_metrics.apply_family`); a candidate run in rounds (`--until-decided`) has its
+  fixed-suite rows decided by the rounds' confidence sequence (`compare_metrics.apply_rounds`).
 
 Errored and `judge_error` results never count as failures of the product's answer: they
 are counted apart. They still fail closed: a passed → errored case is a regression in a
@@ -51,6 +54,7 @@ from evalh.core.compare.metrics import (
     Key,
     Pairs,
     apply_family,
+    apply_rounds,
     deterministic_row,
     plan_row,
     stochastic_rows,
@@ -60,6 +64,7 @@ from evalh.core.compare.models import (
     ComparePolicy,
     Comparison,
     ErrorCounts,
+    Estimand,
     Family,
     MetricRow,
     NamedCases,
@@ -67,6 +72,7 @@ from evalh.core.compare.models import (
     SuiteComparison,
     SuiteCounts,
     Verdict,
+    recorded_looks,
     worst,
 )
 from evalh.gcpause import gc_paused
@@ -123,6 +129,8 @@ def _compare_runs(
     base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts],
     corrected: Mapping[tuple[str, str], CorrectedPair],
 ) -> Comparison:
+    if policy.rounds is None and candidate.rounds:  # a run made in rounds keeps its sequence
+        policy = policy.model_copy(update={"rounds": recorded_looks(candidate.rounds)})
     partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
     warnings = [w for w in partial if w]
     suites: dict[str, SuiteComparison] = {}
@@ -149,6 +157,8 @@ def _compare_runs(
               for m in s.metrics if m.gating]
     alpha = apply_family(family, policy)
     tested = sum(1 for m in family if m.p_worse is not None)
+    apply_rounds({name: s.metrics for name, s in suites.items()
+                  if s.regime == "stochastic" and s.advisory is None}, policy, tested)
     for s in suites.values():
         for m in s.metrics:
             plan_row(m, policy, tested)
@@ -311,6 +321,7 @@ def _compare_suite(
         out.reasons.extend(out.blocking)
         return out
     cluster_by, gate_scores = _suite_options(name, base, cand)
+    estimand = suite_estimand(name, base, cand, policy)
     out.counts.base_cases, out.counts.candidate_cases = len(fb), len(fc)
     pairs_by_arm: dict[str, Pairs] = {}
     named = out.cases
@@ -333,7 +344,8 @@ def _compare_suite(
         elif sc.regime == "deterministic":
             arm_verdicts[arm] = _deterministic_arm(out, arm, keyed)
         else:
-            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores)
+            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores,
+                                                estimand)
     if arms != ["default"]:
         out.arms = arm_verdicts
     out._arm_verdicts = arm_verdicts
@@ -343,6 +355,7 @@ def _compare_suite(
     out.coverage = suite_coverage(
         fb, fc, pairs_by_arm.values(), changed=named.changed, absent=[*named.removed, *named.not_run],
         pool=max(len(base.pooled_from), 1), minimum=min_coverage_for(name, base, cand, policy),
+        per_case=bool(cand.rounds) or policy.rounds is not None,
     )
     if out.coverage.below and not nothing:
         why = absent_why(name, base, cand) if out.coverage.absent else None
@@ -446,6 +459,19 @@ def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[st
     return cluster_by, gated
 
 
+def suite_estimand(name: str, base: Run, cand: Run, policy: ComparePolicy) -> Estimand:
+    """The estimand of a suite's pass-rate and score rows: the policy's (`--estimand`), else
+    the suite's `estimand` key (the base's snapshot, then the candidate's), else
+    `fixed-suite`."""
+    if policy.estimand is not None:
+        return policy.estimand
+    for run in (base, cand):
+        snap = (run.config.get("suites") or {}).get(name)
+        if isinstance(snap, dict) and snap.get("estimand") in ("fixed-suite", "population"):
+            return snap["estimand"]
+    return "fixed-suite"
+
+
 def _deterministic_arm(out: SuiteComparison, arm: str, keyed: Pairs) -> Verdict:
     named = out.cases
     fb, fc = keyed.base, keyed.cand
@@ -506,6 +532,7 @@ _UNJUDGED = re.compile(re.escape(JUDGE_ERROR.to_bytes(1, "little")))
 def _stochastic_arm(
     out: SuiteComparison, arm: str, keyed: Pairs, policy: ComparePolicy,
     th: Thresholds, cluster_by: str | None, gate_scores: list[str],
+    estimand: Estimand = "fixed-suite",
 ) -> Verdict:
     named = out.cases
     fb, fc = keyed.base, keyed.cand
@@ -535,7 +562,8 @@ def _stochastic_arm(
             for target in lists:
                 target.append(ref)
     out._compared.append(pairs)
-    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores)
+    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores,
+                           estimand=estimand)
     out.metrics.extend(rows)
     where = f" [{arm}]" if arm != "default" else ""
     for r in rows:

@@ -18,8 +18,14 @@ from typing import Literal
 from evalh.config import Thresholds
 from evalh.core.compare.columns import Values
 from evalh.core.compare.facts import SuiteFacts
-from evalh.core.compare.models import ComparePolicy, MetricName, MetricRow, RowVerdict
+from evalh.core.compare.models import ComparePolicy, Estimand, MetricName, MetricRow, RowVerdict
 from evalh.core.stats import intervals as stats
+from evalh.core.stats.sequential import (
+    case_variance,
+    fixed_suite_estimate,
+    look_multipliers,
+    sequential_verdict,
+)
 
 Key = tuple[str, str]
 """(case_id, arm)"""
@@ -183,6 +189,37 @@ def apply_family(rows: Sequence[MetricRow], policy: ComparePolicy) -> float:
     return alpha
 
 
+def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolicy,
+                 family_size: int) -> None:
+    """Decide the fixed-suite gating rows of the suites run in rounds (`policy.rounds`) by
+    the round's confidence sequence: the interval is estimate − c_flat·se to estimate +
+    c_regressed·se, where c_flat spends the one-sided α = (1 − confidence)/2 and
+    c_regressed spends α/m over the planned rounds (Bonferroni over the m rows of the
+    family), each a Lan–DeMets error-spending boundary at the rounds' information fractions
+    (`stats_sequential.spending_boundaries`), widened to Student's t at the row's degrees
+    of freedom. Every round's interval holds at once, so looking after each round and
+    stopping at the first decision keeps both error rates."""
+    if not policy.rounds:
+        return
+    alpha = (1.0 - policy.confidence) / 2.0
+    for suite, look in policy.rounds.items():
+        for row in rows_by_suite.get(suite, []):
+            ev: Evidence | None = row._evidence
+            fractions = look.fractions.get(row.arm)
+            if (not row.gating or row.estimand != "fixed-suite" or ev is None
+                    or ev.estimate is None or not fractions or row.better != "higher"):
+                continue
+            est = ev.estimate
+            c_flat, c_reg = look_multipliers(fractions, look.round, alpha, family_size, est.df,
+                                             look.rho)
+            lo = est.value - c_flat * est.se if math.isfinite(c_flat) else -math.inf
+            hi = est.value + c_reg * est.se if math.isfinite(c_reg) else math.inf
+            row.interval = (max(lo, -1.0), min(hi, 1.0)) if row.name == "pass_rate" else (lo, hi)
+            row.verdict = sequential_verdict(est.value, est.se, row.allowance, c_flat, c_reg)  # type: ignore[assignment]
+            row.rounds = look.round
+            row.method += f"; confidence sequence over rounds (error spending), round {look.round}"
+
+
 def _join(a: str | None, b: str) -> str:
     return f"{a}; {b}" if a else b
 
@@ -302,6 +339,8 @@ class Columns:
     within: list[float] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
     single: bool = True
+    one_side: list[bool] = field(default_factory=list)
+    """Per case: a side has a single attempt (its variance cannot be seen in it)."""
 
     def add(self, x: float, y: float, cluster: str | None, i: int) -> None:
         self.xs.append(x)
@@ -341,9 +380,12 @@ def _mean_row(
     policy: ComparePolicy, arm: str, name: MetricName, cols: Columns, *,
     better: Literal["higher", "lower"], allowance: float, cluster_by: str | None,
     scorer: str | None = None, gating: bool = True, note: str | None = None,
+    estimand: Estimand = "population",
 ) -> MetricRow:
-    """A mean of per-case values: Newcombe when every case is one pass/fail attempt a side
-    and unclustered, else the cluster-robust t interval of the mean paired difference."""
+    """A mean of per-case values. Under the fixed-suite estimand (unclustered): the mean
+    paired difference with the attempts' variance (`_fixed_suite`). Else: Newcombe when
+    every case is one pass/fail attempt a side and unclustered, else the cluster-robust t
+    interval of the mean paired difference."""
     n = len(cols.xs)
     if n == 0:
         return _row(policy, arm=arm, name=name, better=better, unit="abs", base=None,
@@ -352,6 +394,14 @@ def _mean_row(
                     note=note or "no case has a value in both runs")
     base, cand = math.fsum(cols.xs) / n, math.fsum(cols.ys) / n
     p_value = None
+    if estimand == "fixed-suite":
+        row = _fixed_suite(policy, arm, name, cols, better=better, allowance=allowance,
+                           scorer=scorer, gating=gating, note=note, cluster_by=cluster_by)
+        if row is not None:
+            return row
+        note = _join(note, "population interval: " + (
+            f"the cases are clustered by {cluster_by}" if cols.clustered else
+            f"fewer than {MIN_UNITS} cases vary between attempts"))
     if cols.single and not cols.clustered:
         pairs = list(zip(cols.xs, cols.ys, strict=True))
         both = sum(1 for x, y in pairs if x and y)
@@ -371,9 +421,43 @@ def _mean_row(
         )
         if ev.estimate is None:
             note = _join(note, "fewer than two independent units: no interval")
-    return _row(policy, arm=arm, name=name, better=better, unit="abs", base=base, cand=cand,
-                change=cand - base, evidence=ev, allowance=allowance, method=method, n=n,
-                p_value=p_value, scorer=scorer, gating=gating, cluster_by=cluster_by, note=note)
+    row = _row(policy, arm=arm, name=name, better=better, unit="abs", base=base, cand=cand,
+               change=cand - base, evidence=ev, allowance=allowance, method=method, n=n,
+               p_value=p_value, scorer=scorer, gating=gating, cluster_by=cluster_by, note=note)
+    row.estimand = "population"
+    return row
+
+
+def case_variances(cols: Columns) -> list[float]:
+    """Per case, the variance term of its paired difference under the fixed-suite
+    estimand (`stats_sequential.case_variance`): the attempts' own variance when both sides
+    have two or more, else the squared difference (never below the variance)."""
+    return [case_variance(y - x, None if single else w)
+            for x, y, w, single in zip(cols.xs, cols.ys, cols.within, cols.one_side, strict=True)]
+
+
+def _fixed_suite(
+    policy: ComparePolicy, arm: str, name: MetricName, cols: Columns, *,
+    better: Literal["higher", "lower"], allowance: float, scorer: str | None, gating: bool,
+    note: str | None, cluster_by: str | None,
+) -> MetricRow | None:
+    """The row under the fixed-suite estimand, or None when it does not apply (clustered
+    cases: their attempts may share a shock within a run; fewer than `MIN_UNITS` cases whose
+    attempts vary), where the population interval is used instead."""
+    if cols.clustered:
+        return None
+    n = len(cols.xs)
+    est = fixed_suite_estimate([y - x for x, y in zip(cols.xs, cols.ys, strict=True)],
+                               case_variances(cols), min_varying=MIN_UNITS)
+    if est is None:
+        return None
+    base, cand = math.fsum(cols.xs) / n, math.fsum(cols.ys) / n
+    row = _row(policy, arm=arm, name=name, better=better, unit="abs", base=base, cand=cand,
+               change=cand - base, evidence=cols.evidence(estimate=est), allowance=allowance,
+               method="fixed suite: mean paired difference, variance of the attempts (t)",
+               n=n, scorer=scorer, gating=gating, cluster_by=cluster_by, note=note)
+    row.estimand = "fixed-suite"
+    return row
 
 
 Get = Callable[[SuiteFacts, int], float | None]
@@ -393,6 +477,7 @@ def _collect(
         cols.add(x, y, pairs.cluster(rb, rc), i)
         nb, nc = count(fb, rb), count(fc, rc)
         cols.single = cols.single and nb == 1 and nc == 1
+        cols.one_side.append(nb < 2 or nc < 2)
         cols.attempts.append(nb + nc)
         cols.within.append(var(fb, rb) + var(fc, rc))
     return cols
@@ -426,7 +511,7 @@ def _scorer_values(f: SuiteFacts, scorer: str, row: int) -> list[float]:
 
 def _blended_row(
     policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds,
-    cluster_by: str | None, gating: bool,
+    cluster_by: str | None, gating: bool, estimand: Estimand = "population",
 ) -> MetricRow | None:
     fb, fc = pairs.base, pairs.cand
     scored = pairs.subset(lambda rb, rc: fb.scores.count(rb) > 0 and fc.scores.count(rc) > 0)
@@ -439,7 +524,7 @@ def _blended_row(
     note = None if gating else "the mean of every scorer blended: shown, does not gate"
     return _mean_row(policy, arm, "mean_score", cols, better="higher",
                      allowance=th.mean_score_drop, cluster_by=cluster_by, gating=gating,
-                     note=note)
+                     note=note, estimand=estimand)
 
 
 def _paired_means(pairs: Pairs, column: str, *, positive: bool = False) -> Columns:
@@ -506,21 +591,23 @@ def _latency_row(
 def stochastic_rows(
     policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds, *,
     cluster_by: str | None = "group", gate_scores: Sequence[str] = (),
+    estimand: Estimand = "fixed-suite",
 ) -> list[MetricRow]:
     """Pass rate, mean score (when graded), one row per gated scorer, error rate (when
     errors occur), cost and latency of one arm, over its paired cases."""
     fb, fc = pairs.base, pairs.cand
     rows = [
         _mean_row(policy, arm, "pass_rate", _pass_cols(pairs), better="higher",
-                  allowance=th.pass_rate_drop, cluster_by=cluster_by)
+                  allowance=th.pass_rate_drop, cluster_by=cluster_by, estimand=estimand)
     ]
-    blended = _blended_row(policy, arm, pairs, th, cluster_by, gating=not gate_scores)
+    blended = _blended_row(policy, arm, pairs, th, cluster_by, gating=not gate_scores,
+                           estimand=estimand)
     if blended is not None:
         rows.append(blended)
     for name in gate_scores:
         rows.append(_mean_row(
             policy, arm, "score", _score_cols(pairs, name), better="higher",
-            allowance=th.mean_score_drop, cluster_by=cluster_by, scorer=name,
+            allowance=th.mean_score_drop, cluster_by=cluster_by, scorer=name, estimand=estimand,
             note=None if any(fb.scorer_count(name, rb) for rb in pairs.b_rows)
             else f"scorer {name} gave no value in the base",
         ))
@@ -532,6 +619,9 @@ def stochastic_rows(
                   _latency_row(policy, arm, pairs, th, cluster_by)):
         if extra is not None:
             rows.append(extra)
+    for row in rows:  # every row says what it estimated (cost, latency, errors: the population)
+        if row.estimand is None and row.interval is not None:
+            row.estimand = "population"
     return rows
 
 
@@ -549,6 +639,6 @@ def deterministic_row(
     return MetricRow(
         arm=arm, name="pass_rate", better="higher", base=b_rate, candidate=c_rate,
         delta=delta, change=delta, unit="abs", allowance=0.0, interval=None,
-        method="by case name (zero tolerance)", n=n, verdict=verdict,
+        method="by case name (zero tolerance)", n=n, verdict=verdict, estimand="fixed-suite",
     )
 

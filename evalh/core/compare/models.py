@@ -25,6 +25,10 @@ Verdict = Literal[
 RowVerdict = Literal["regressed", "improved", "flat", "inconclusive", "incomparable"]
 """Verdict of one metric row."""
 
+Estimand = Literal["fixed-suite", "population"]
+"""What a row estimates: the change over these fixed cases, whose only randomness is the
+attempts' (`fixed-suite`), or over the population the cases were sampled from."""
+
 MetricName = Literal[
     "pass_rate", "mean_score", "score", "error_rate", "cost_usd", "latency_ms", "corrected_pass_rate"
 ]
@@ -54,6 +58,33 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+class RoundLook(BaseModel):
+    """One look of `evalh run --until-decided` at a suite (`core.run.rounds`): the round
+    just finished, and per arm the information fraction of every planned round, fixed from
+    the baseline before the candidate ran (`stats_sequential.information_fractions`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    round: int = Field(ge=1)
+    fractions: dict[str, list[float]]
+    rho: float = Field(3.0, gt=0)
+    """Exponent of the error-spending function α·t^ρ."""
+
+
+def recorded_looks(rounds: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last recorded look of each suite of a run made in rounds (`Run.rounds`), as
+    `ComparePolicy.rounds` takes it: a later `evalh compare` of that run decides its rows
+    with the same confidence sequence, never with a fixed-n interval after the looks."""
+    if not rounds:
+        return None
+    out: dict[str, Any] = {}
+    for name, doc in (rounds[-1].get("suites") or {}).items():
+        if isinstance(doc, dict) and doc.get("look") and isinstance(doc.get("fractions"), dict):
+            out[name] = RoundLook(round=int(doc["look"]), fractions=doc["fractions"])
+    return out or None
+
+
+
 class ComparePolicy(BaseModel):
     """How to compare. Allowances left as None come from each suite's thresholds in the run
     documents (the candidate's config snapshot first, else the base's, else the defaults);
@@ -78,6 +109,13 @@ class ComparePolicy(BaseModel):
     """`--allow-removed-suite S`: suites the candidate left out on purpose (its config no
     longer has them, or the run did not select them); named, not gating. A suite skipped
     for a missing key or not reached is never allowed."""
+    estimand: Estimand | None = None
+    """`fixed-suite` or `population` for every suite's pass-rate and score rows (`--estimand`);
+    None: each suite's `estimand` key, else `fixed-suite`."""
+    rounds: dict[str, RoundLook] | None = None
+    """Suite name → its current look, when the candidate is run in rounds
+    (`--until-decided`): its fixed-suite gating rows are decided by the round's confidence
+    sequence instead of a fixed-n interval (`compare_metrics.apply_rounds`)."""
 
     def overrides(self) -> dict[str, float]:
         """The allowances set explicitly, by `Thresholds` field name."""
@@ -145,6 +183,12 @@ class MetricRow(_Out):
     repeats_needed: int | None = None
     """Repeats per case at the current cases that would give the same power, when repeats
     can (only the within-case part of the noise shrinks with repeats); null otherwise."""
+    estimand: Estimand | None = None
+    """What the interval is of: `fixed-suite` (the change over these cases; randomness of the
+    attempts only) or `population` (cases sampled from a population); null without one."""
+    rounds: int | None = None
+    """With `--until-decided`: the round whose confidence sequence gave the verdict (the
+    interval is that round's, valid over every round at once); null for a fixed-n row."""
     _evidence: Any = PrivateAttr(default=None)
 
 

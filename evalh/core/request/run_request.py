@@ -60,6 +60,14 @@ class RunRequest:
     """`--min-coverage`: with `--compare-baseline`, as `evalh compare --min-coverage`."""
     allow_removed_suites: tuple[str, ...] = ()
     """`--allow-removed-suite`: with `--compare-baseline`, as on `evalh compare`."""
+    until_decided: bool = False
+    """`--until-decided` (with `--compare-baseline`): run every stochastic suite in rounds
+    until its gating rows are decided (`core.run.rounds`)."""
+    max_attempts: int | None = None
+    """`--max-attempts`: the most candidate attempts per suite and arm in rounds."""
+    fail_on_inconclusive: bool = False
+    """`--fail-on-inconclusive` (with `--compare-baseline`): exit 3 when the gate passes but a
+    gating row is inconclusive on the worse side, as `evalh compare` does."""
 
     def refused_with_resume(self) -> list[str]:
         """The flags given that `--resume` refuses: the run keeps its own."""
@@ -131,6 +139,8 @@ class RunOutcome:
             "run_id": self.run.run_id, "path": str(self.path), "status": self.run.status,
             "exit_code": self.code, "reasons": self.reasons, "summary": self.run.summary,
         }
+        if self.run.rounds:  # --until-decided: what each round spent and decided
+            doc["rounds"] = self.run.rounds
         if self.comparison is not None:
             from evalh.core.compare.notes import comparison_doc
 
@@ -225,6 +235,17 @@ def prepare_request(
     return PreparedRequest(request, config, RunStore(directory), prepared, warnings)
 
 
+def in_rounds(req: PreparedRequest) -> bool:
+    """Whether the run goes in rounds until decided (`core.run.rounds`): `--until-decided`,
+    a suite whose config sets `until_decided`, or a resumed run that went in rounds —
+    always with `--compare-baseline` (the rounds look at the baseline)."""
+    if not req.request.compare_baseline:
+        return False
+    plan = req.prepared.plan
+    return (req.request.until_decided or "until_decided" in plan.options
+            or any(s.config is not None and s.config.until_decided for s in plan.suites))
+
+
 def run_request(
     req: PreparedRequest,
     observer: Observer | None = None,
@@ -251,10 +272,20 @@ def run_request(
         if load_reference is None:
             raise TypeError("run_request: --compare-baseline needs load_reference")
         reference = load_reference()
-    from evalh.core.compare.gate import gate_exit_code
     from evalh.core.run.runner import run_plan
     from evalh.core.run.verdict import run_verdict
 
+    if reference is not None and in_rounds(req):
+        from evalh.core.run.rounds import run_until_decided
+
+        rounds_run, cmp, notes = run_until_decided(
+            req.prepared.plan, req.store, observer, reference, lock=req.prepared.lock,
+            until_decided=req.request.until_decided, max_attempts=req.request.max_attempts,
+            resumed=req.request.resume is not None)
+        verdict = run_verdict(rounds_run)
+        return RunOutcome(code=gate_code(verdict.code, cmp, req.request), reasons=verdict.reasons,
+                          run=rounds_run, path=req.store.path_for(rounds_run.run_id),
+                          comparison=cmp, notes=notes)
     run = run_plan(req.prepared.plan, req.store, observer, lock=req.prepared.lock, results=results)
     verdict = run_verdict(run)
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
@@ -276,6 +307,18 @@ def run_request(
         age = baseline_age(reference.runs, run, req.config.root, base_ref=os.environ.get("EVALH_BASE_REF"))
         outcome.notes.header[:0] = age.lines()
         outcome.notes.extra["baseline_age"] = age.to_dict()
-        outcome.code = max(outcome.code, gate_exit_code(
-            outcome.comparison, fail_on_regression=True, fail_on_inconclusive=False))
+        outcome.code = gate_code(outcome.code, outcome.comparison, req.request)
     return outcome
+
+
+def gate_code(code: int, comparison: Comparison, request: RunRequest) -> int:
+    """The run's exit code raised by the baseline gate: 1 on a regression (always with
+    `--compare-baseline`), else 3 with `--fail-on-inconclusive` for a gating row inconclusive
+    on the worse side — only when the run itself passed."""
+    from evalh.core.compare.gate import gate_exit_code
+
+    gate = gate_exit_code(comparison, fail_on_regression=True,
+                          fail_on_inconclusive=request.fail_on_inconclusive)
+    if gate == 1 or code == 0:
+        return max(code, gate)
+    return code

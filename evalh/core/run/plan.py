@@ -66,9 +66,16 @@ class SuitePlan:
     details: dict[str, Any] = field(default_factory=dict)
     processes: int = 1
     """Worker processes its cases are spread over (`evalh.core.run.procs`)."""
+    attempts: list[int] | None = None
+    """Per case (by position), how many attempts to run, each at most `repeats`: attempts
+    0..k−1 of that case, in every arm (`evalh run --until-decided` runs more attempts of
+    the cases whose baseline varies, round by round: `core.run.rounds`). None: `repeats`
+    for every case."""
 
     @property
     def total(self) -> int:
+        if self.attempts is not None:
+            return len(self.arms) * sum(min(a, self.repeats) for a in self.attempts)
         return len(self.cases) * len(self.arms) * self.repeats
 
 
@@ -89,6 +96,8 @@ class RunPlan:
     models: `evalh.core.run.retained`)."""
     started_at: str | None = None
     """When the run first started (resume keeps the original); None → now."""
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    """The rounds recorded so far (`--until-decided`, `core.run.rounds`): `Run.rounds`."""
     options: dict[str, Any] = field(default_factory=dict)
     """The run options as given (suites, repeats, timeout, budgets, …), recorded in the
     journal header so `evalh run --resume` can rebuild the same plan."""

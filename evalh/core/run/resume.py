@@ -306,12 +306,16 @@ def _prepare(
     plan = prepared.plan
     check_config(config, plan.config_snapshot, record)
     check_datasets(plan.suites, record)
+    rounds = opts.get("until_decided")  # a run in rounds (core.run.rounds) has more attempts
+    most = int(rounds.get("most") or 0) if isinstance(rounds, dict) else 0
+    if isinstance(rounds, dict):
+        plan.options["until_decided"] = rounds
     valid = {
         (s.name, c.id, a.name, attempt)
         for s in plan.suites
         for c in s.cases
         for a in s.arms
-        for attempt in range(s.repeats)
+        for attempt in range(max(s.repeats, most))
     }
     plan.run_id = record.run_id
     plan.started_at = record.started_at

@@ -320,10 +320,12 @@ class Runner:
         arms = [a.name for a in suite.arms]
         codes = array("q")
         code = 0
+        limits = suite.attempts  # per case, fewer attempts than `repeats` (run_rounds)
         for case in range(len(suite.cases)):
+            limit = suite.repeats if limits is None else limits[case]
             for arm in arms:
                 for attempt in range(suite.repeats):
-                    if not done or (case, arm, attempt) not in done:
+                    if attempt < limit and (not done or (case, arm, attempt) not in done):
                         codes.append(code)
                     code += 1
         rng.shuffle(codes)  # the same draws, and order, as for a list of that length
@@ -468,7 +470,7 @@ class Runner:
             stopped_at=None if status == "complete" else stamp,
             git=self._git_info(), environment=environment_info(), config=plan.config_snapshot,
             seed=plan.seed, derived_from=plan.derived_from,
-            limits=_limits(plan.services.limits), suites=suites,
+            limits=_limits(plan.services.limits), suites=suites, rounds=list(plan.rounds),
         )
         run.summary = summarize(run)
         return run

@@ -1,0 +1,274 @@
+"""Pure statistics for deciding over the same fixed cases, and for deciding as rounds come in.
+
+No I/O, deterministic. Three pieces (the method and its measured error rates are in
+``docs/methodology.md``, "The fixed-suite estimand" and "Deciding in rounds"):
+
+- `fixed_suite_estimate`: the change of a mean of per-case figures over the *same fixed
+  cases*, whose only randomness is the attempts' (conditional, finite-population
+  inference). Its variance sums each case's own attempt noise; the spread of the per-case
+  effects is not noise under this estimand.
+- `allocate`: how many candidate attempts each case gets, fixed from the baseline's
+  per-case attempts only (so every per-case mean stays unbiased): water-filling of
+  Neyman's allocation, one attempt at least.
+- `spending_boundaries` (Lan & DeMets 1983 error spending; Jennison & Turnbull 1989
+  repeated confidence intervals): per-round multipliers that keep every interval of every
+  round valid at once, however often one looks; `mixture_multiplier` is the
+  continuous-monitoring normal-mixture boundary (Robbins 1970; Howard et al. 2021), wider,
+  kept to measure what continuous validity would cost.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from statistics import NormalDist
+
+from evalh.core.stats.intervals import Estimate
+
+MIN_VARYING = 8
+"""Fewest cases with a nonzero variance term the fixed-suite interval needs: below it the
+variance estimate rests on too few cases (zero when every case agreed), and the caller
+falls back to the population interval."""
+
+_N = NormalDist()
+_GRID = 301
+"""Grid points of the Brownian sub-density (±10 sd): boundaries within 0.003 of a grid 4×
+finer, crossing probabilities within 1 % of α by simulation (tests/test_stats_sequential.py)."""
+
+
+# --------------------------------------------------------------------------- the estimand
+
+
+def case_variance(diff: float, within: float | None) -> float:
+    """Variance term of one case's difference d = (candidate mean − base mean).
+
+    `within`: the unbiased variance of d from each side's own attempts (s²/m on each side,
+    Bessel-corrected) when both sides have two attempts or more; None when a side has one
+    attempt, whose variance no single attempt can show. Then d² is used: its expectation is
+    Var(d) + (q − p)², never below the variance, and equal to it on a case the change left
+    alone (q = p). Conservative only on changed cases, and only by their own effect."""
+    if within is not None:
+        return max(within, 0.0)
+    return diff * diff
+
+
+def fixed_suite_estimate(
+    diffs: Sequence[float], variances: Sequence[float], *, min_varying: int = MIN_VARYING
+) -> Estimate | None:
+    """Mean of per-case differences over the fixed cases, with SE² = Σ Vᵢ / n² (Vᵢ from
+    `case_variance`) and Student's t at Satterthwaite's degrees of freedom counting one per
+    variance term, (Σ Vᵢ)² / Σ Vᵢ² (conservative: a Bessel-corrected term has more).
+    None when fewer than `min_varying` cases have a nonzero term."""
+    n = len(diffs)
+    if n == 0 or n != len(variances):
+        return None
+    total = math.fsum(variances)
+    varying = sum(1 for v in variances if v > 0)
+    if varying < min_varying or total <= 0:
+        return None
+    se = math.sqrt(total) / n
+    df = max(1.0, total * total / math.fsum(v * v for v in variances))
+    return Estimate(math.fsum(diffs) / n, se, df, "abs", n)
+
+
+def bernoulli_within(passed: int, attempts: int) -> float | None:
+    """Unbiased variance of the mean of `attempts` pass/fail attempts (None below two)."""
+    if attempts < 2:
+        return None
+    p = passed / attempts
+    return p * (1.0 - p) / (attempts - 1)
+
+
+# --------------------------------------------------------------------------- allocation
+
+
+def planning_variance(passed: int, attempts: int) -> float:
+    """A case's per-attempt variance for planning, from the baseline's attempts of it:
+    p̃(1 − p̃) with p̃ = (passed + ½)/(attempts + 1), never zero (nine passes of nine do
+    not prove a case cannot fail)."""
+    p = (passed + 0.5) / (attempts + 1.0)
+    return p * (1.0 - p)
+
+
+def allocate(variances: Sequence[float], budget: int, *, most: int = 16) -> list[int]:
+    """Attempts per case: one each, then each further attempt to the case whose variance
+    of the mean it lowers most (σ²/m − σ²/(m + 1)), until `budget` attempts in all or
+    every case has `most`. This is Neyman's allocation (variance ∝ Σ σᵢ²/mᵢ minimised at
+    mᵢ ∝ σᵢ) in integers. It reads the baseline only, never the candidate, so every
+    case's attempt count is fixed before its first candidate attempt and its mean is
+    unbiased."""
+    n = len(variances)
+    m = [1] * n
+    spend = budget - n
+    heap = [(-(v / 2.0), i) for i, v in enumerate(variances) if most > 1]
+    heapq.heapify(heap)
+    while spend > 0 and heap:
+        _, i = heapq.heappop(heap)
+        m[i] += 1
+        spend -= 1
+        if m[i] < most:
+            v = variances[i]
+            heapq.heappush(heap, (-(v / m[i] - v / (m[i] + 1)), i))
+    return m
+
+
+def planned_variance(variances: Sequence[float], attempts: Sequence[int],
+                     base_variances: Sequence[float]) -> float:
+    """Σ (σᵢ²/mᵢ + bᵢ) / n²: the variance of the change planned for `attempts`, with
+    `base_variances` bᵢ the variance of each case's baseline mean."""
+    n = len(variances)
+    return math.fsum(v / max(m, 1) + b for v, m, b in zip(variances, attempts, base_variances,
+                                                          strict=True)) / (n * n)
+
+
+def information_fractions(variances: Sequence[float], allocation: Sequence[int],
+                          base_variances: Sequence[float]) -> list[float]:
+    """Information fraction of each round k = 1..max(m): planned variance at the end over
+    planned variance after round k (round k runs attempt k of every case with mᵢ ≥ k).
+    Fixed from the baseline before the candidate runs, so the rounds' boundaries are too."""
+    rounds = max(allocation) if allocation else 0
+    final = planned_variance(variances, allocation, base_variances)
+    out = []
+    for k in range(1, rounds + 1):
+        at = planned_variance(variances, [min(k, m) for m in allocation], base_variances)
+        out.append(min(1.0, final / at) if at > 0 else 1.0)
+    if out:
+        out[-1] = 1.0
+    return out
+
+
+# --------------------------------------------------------------------------- boundaries
+
+
+def spent(t: float, alpha: float, rho: float) -> float:
+    """Error spent by information fraction t: α·t^ρ (Kim & DeMets 1987; ρ = 3 is close to
+    O'Brien & Fleming's boundary: little spent early, nearly the fixed-n multiplier at the
+    end)."""
+    return alpha * min(1.0, max(0.0, t)) ** rho
+
+
+def spending_boundaries(fractions: Sequence[float], alpha: float, rho: float = 3.0) -> list[float]:
+    """One-sided multipliers c₁..c_K for looks at information fractions t₁ < … < t_K:
+    a standardised statistic Z_k crosses c_k at some look with probability at most α
+    when there is no effect, the k-th look spending α(t_k) − α(t_{k−1}) (Lan & DeMets
+    1983). Computed by recursive numerical integration of the Brownian motion's
+    sub-density (Armitage, McPherson & Rowe 1969) on a grid. A look that spends
+    nothing gets +inf (it cannot decide)."""
+    key = tuple(round(t, 4) for t in fractions)
+    return list(_boundaries(key, round(alpha, 10), rho))
+
+
+@lru_cache(maxsize=4096)
+def _boundaries(fractions: tuple[float, ...], alpha: float, rho: float) -> tuple[float, ...]:
+    import numpy as np
+    from scipy.optimize import brentq
+    from scipy.special import ndtr, ndtri
+
+    out: list[float] = []
+    grid = None
+    dens = None
+    prev_t = 0.0
+    prev_spent = 0.0
+    for t in fractions:
+        if t <= prev_t + 1e-9:  # no information since the last look: nothing to spend
+            out.append(math.inf)
+            continue
+        target = spent(t, alpha, rho) - prev_spent
+        if grid is None:
+            c = float(ndtri(1.0 - target)) if target > 0 else math.inf
+            b = c * math.sqrt(t)
+            lo = -10.0 * math.sqrt(t)
+            grid = np.linspace(lo, min(b, 10.0 * math.sqrt(t)), _GRID)
+            dens = np.exp(-grid * grid / (2 * t)) / math.sqrt(2 * math.pi * t)
+        else:
+            assert dens is not None
+            sd = math.sqrt(t - prev_t)
+            weights = np.full(grid.size, grid[1] - grid[0])
+            weights[0] *= 0.5
+            weights[-1] *= 0.5
+            mass = dens * weights
+
+            def crossing(b: float, mass: np.ndarray = mass, sd: float = sd, grid: np.ndarray = grid) -> float:
+                return float(np.sum(mass * (1.0 - ndtr((b - grid) / sd))))
+
+            if target <= 0:
+                b = math.inf
+                c = math.inf
+            else:
+                hi = grid[-1] + 12 * sd
+                lo_b = grid[0] - 12 * sd
+                if crossing(hi) >= target:
+                    b = hi
+                elif crossing(lo_b) <= target:
+                    b = lo_b
+                else:
+                    b = brentq(lambda x, goal=target: crossing(x) - goal, lo_b, hi, xtol=1e-7)
+                c = b / math.sqrt(t)
+            top = min(b, 10.0 * math.sqrt(t))
+            new = np.linspace(-10.0 * math.sqrt(t), top, _GRID)
+            diff = new[:, None] - grid[None, :]
+            kern = np.exp(-diff * diff / (2 * sd * sd)) / (sd * math.sqrt(2 * math.pi))
+            dens = kern @ mass
+            grid = new
+        out.append(c)
+        prev_t = t
+        prev_spent += max(target, 0.0)
+    return tuple(out)
+
+
+def student_multiplier(c: float, df: float) -> float:
+    """A normal multiplier c carried to Student's t at `df` degrees of freedom (the same
+    tail probability): the standard error is itself estimated."""
+    if not math.isfinite(c) or math.isinf(df):
+        return c
+    from evalh.core.stats.intervals import t_quantile
+
+    tail = _N.cdf(-c)
+    if tail <= 0:
+        return c
+    return t_quantile(1.0 - tail, df)
+
+
+def look_multipliers(fractions: Sequence[float], k: int, alpha: float, family: int,
+                     df: float, rho: float = 3.0) -> tuple[float, float]:
+    """(c_flat, c_regressed) at look k (1-based) of rounds at information `fractions`:
+    error-spending boundaries spending α (for `flat`, one-sided) and α/`family` (for
+    `regressed`, Bonferroni over the family's rows), carried to Student's t at `df`. What
+    `compare_metrics.apply_rounds` and the simulation both use."""
+    k = min(k, len(fractions))  # c_k depends on t_1..t_k only: the whole schedule is cached
+    c_flat = spending_boundaries(fractions, alpha, rho)[k - 1]
+    c_reg = spending_boundaries(fractions, alpha / max(family, 1), rho)[k - 1]
+    return student_multiplier(c_flat, df), student_multiplier(c_reg, df)
+
+
+def mixture_multiplier(t: float, alpha: float, ratio: float = 10.0) -> float:
+    """One-sided normal-mixture confidence-sequence multiplier at information fraction t
+    (valid at every attempt, not only between rounds): the boundary
+    √(2(V + ρ) log(√((V + ρ)/ρ)/α)) of Howard et al. (2021, eq. 14; Robbins 1970) divided
+    by √V, with ρ = V_final / `ratio` (tightest near the end of the budget)."""
+    r = ratio * max(t, 1e-9)
+    return math.sqrt(2.0 * (1.0 + 1.0 / r) * math.log(math.sqrt(1.0 + r) / alpha))
+
+
+def sequential_verdict(
+    estimate: float, se: float, allowance: float, c_flat: float, c_regressed: float
+) -> str:
+    """`regressed` when estimate + c_regressed·se < −allowance, `improved` when
+    estimate − c_flat·se > allowance, `flat` when estimate − c_flat·se ≥ −allowance, else
+    `inconclusive` (a change oriented so that a gain is positive)."""
+    lo, hi = estimate - c_flat * se, estimate + c_regressed * se
+    eps = 1e-12
+    if hi < -allowance - eps:
+        return "regressed"
+    if lo > allowance + eps:
+        return "improved"
+    if lo >= -allowance - eps:
+        return "flat"
+    return "inconclusive"
+
+
+def z_quantile(p: float) -> float:
+    """Standard-normal quantile."""
+    return _N.inv_cdf(p)

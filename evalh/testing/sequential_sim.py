@@ -1,0 +1,185 @@
+"""Simulation of the gate on the reference workload, through evalh's own decision functions.
+
+The reference workload (issue 26, named in docs/methodology.md): a suite of 100 cases whose
+per-case pass probabilities are 0.98 for 60 %, 0.02 for 15 % and uniform on 0.2–0.8 for 25 %;
+a baseline of 3 runs × 3 repeats pooled per case (9 attempts a case); an allowance of 5 pp.
+
+Two designs are simulated, each with the functions the CLI uses:
+
+- `before`: today's single-attempt candidate against the pooled baseline, the population
+  interval (`stats.clustered_mean` over the per-case differences, Student's t) and the
+  family's Holm level — what `evalh run --compare-baseline` did before this version;
+- `rounds`: `evalh run --compare-baseline --until-decided`: attempts allocated from the
+  baseline (`stats_sequential.allocate`), run in rounds (round k runs attempt k of every case
+  allotted k or more), the fixed-suite interval (`stats_sequential.fixed_suite_estimate`)
+  with the round's error-spending multipliers, stopping once the row is decided.
+
+Pure numpy + the standard library; seeded, so every share is reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalh.core.run.rounds import DEFAULT_BUDGET, MOST_PER_CASE
+from evalh.core.stats import intervals as stats
+from evalh.core.stats.sequential import (
+    allocate,
+    bernoulli_within,
+    case_variance,
+    fixed_suite_estimate,
+    information_fractions,
+    look_multipliers,
+    mixture_multiplier,
+    planning_variance,
+    sequential_verdict,
+    student_multiplier,
+)
+
+ALLOWANCE = 0.05
+BASE_ATTEMPTS = 9  # 3 runs × 3 repeats, pooled per case
+
+
+def reference_probs(rng: np.random.Generator, n: int = 100) -> np.ndarray:
+    """Per-case pass probabilities of the reference workload (shares rounded to cases)."""
+    stable = round(0.60 * n)
+    failing = round(0.15 * n)
+    rest = n - stable - failing
+    return np.concatenate([np.full(stable, 0.98), np.full(failing, 0.02),
+                           rng.uniform(0.2, 0.8, rest)])
+
+
+Change = Callable[[np.ndarray, np.random.Generator], np.ndarray]
+
+
+def unchanged(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return p.copy()
+
+
+def spread_drop(size: float) -> Change:
+    """Every case's pass probability scaled down so the mean falls by exactly `size`."""
+    def change(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return p * (1.0 - size / float(p.mean()))
+    return change
+
+
+def concentrated_drop(size: float, cases: int = 20) -> Change:
+    """`cases` near-always-passing cases fall by size·n/cases each (10 pp on 20 of 100 cases:
+    0.98 → 0.48); the others are unchanged."""
+    def change(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        q = p.copy()
+        high = np.flatnonzero(p >= 0.9)
+        hit = rng.choice(high, size=cases, replace=False)
+        q[hit] = p[hit] - size * len(p) / cases
+        return q
+    return change
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: str
+    calls: int
+    rounds: int
+    truth: float
+
+
+def _base(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return rng.binomial(BASE_ATTEMPTS, p)
+
+
+def before(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, family: int = 1,
+           confidence: float = 0.95) -> Outcome:
+    """One candidate attempt a case against the pooled baseline, as evalh decided before:
+    the paired t interval over per-case differences, regressed at the family's level."""
+    from evalh.core.compare.metrics import decide
+
+    xb = _base(p, rng) / BASE_ATTEMPTS
+    y = rng.binomial(1, q).astype(float)
+    diffs = list(y - xb)
+    est = stats.clustered_mean(diffs)
+    truth = float(q.mean() - p.mean())
+    if est is None:
+        return Outcome("inconclusive", len(p), 1, truth)
+    iv = est.interval(confidence)
+    verdict = decide(est.value, iv, ALLOWANCE, "higher")
+    alpha = (1 - confidence) / 2 / family  # Holm's first step; the others are unchanged
+    if verdict == "regressed" and est.p_below(-ALLOWANCE) > alpha:
+        verdict = "inconclusive"
+    return Outcome(verdict, len(p), 1, truth)
+
+
+def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: float = DEFAULT_BUDGET,
+           family: int = 1, confidence: float = 0.95, boundary: str = "spending",
+           rho: float = 3.0, most: int = MOST_PER_CASE, peek: bool = True) -> Outcome:
+    """`--until-decided` on one suite: allocation from the baseline, rounds, a look after
+    each (`peek`; else one look at the end), stop once decided. `boundary`: `spending`
+    (the default, error spending over the rounds), `mixture` (a normal-mixture confidence
+    sequence, valid at every attempt) or `fixed` (the fixed-n t multiplier: no correction
+    for peeking — only with `peek=False` is it valid)."""
+    n = len(p)
+    passed_b = _base(p, rng)
+    xb = passed_b / BASE_ATTEMPTS
+    plan_var = [planning_variance(int(k), BASE_ATTEMPTS) for k in passed_b]
+    base_var = [v / BASE_ATTEMPTS for v in plan_var]
+    alloc = allocate(plan_var, int(round(budget * n)), most=most)
+    fractions = information_fractions(plan_var, alloc, base_var)
+    alpha_f = (1 - confidence) / 2
+    alpha_r = alpha_f / family
+    if boundary == "spending":  # computed per look below, as compare does
+        c_f = c_r = []
+    elif boundary == "mixture":
+        c_f = [mixture_multiplier(t, alpha_f) for t in fractions]
+        c_r = [mixture_multiplier(t, alpha_r) for t in fractions]
+    else:
+        c_f = [stats.z_for(1 - 2 * alpha_f)] * len(fractions)
+        c_r = [stats.z_for(1 - 2 * alpha_r)] * len(fractions)
+    m = np.asarray(alloc)
+    most_k = int(m.max())
+    draws = rng.random((n, most_k)) < q[:, None]  # attempt j of case i (used when j < m_i)
+    within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
+    truth = float(q.mean() - p.mean())
+    verdict = "inconclusive"
+    k_stop = most_k
+    for k in range(1, most_k + 1):
+        if not peek and k < most_k:
+            continue
+        taken = np.minimum(m, k)
+        passed_c = (draws[:, :k] & (np.arange(k)[None, :] < taken[:, None])).sum(axis=1)
+        yc = passed_c / taken
+        diffs = yc - xb
+        variances = []
+        for i in range(n):
+            t = int(taken[i])
+            wc = bernoulli_within(int(passed_c[i]), t)
+            if wc is not None:  # both sides have two attempts or more (the base has 9)
+                wc += within_b[i]
+            variances.append(case_variance(float(diffs[i]), wc))
+        est = fixed_suite_estimate(list(diffs), variances)
+        if est is None:
+            continue
+        if boundary == "spending":  # compare_metrics.apply_rounds's multipliers
+            c_flat, c_reg = look_multipliers(fractions, k, alpha_f, family, est.df, rho)
+        else:
+            c_flat = student_multiplier(c_f[k - 1], est.df)
+            c_reg = student_multiplier(c_r[k - 1], est.df)
+        if boundary == "fixed" and not peek:
+            c_flat = stats.t_quantile(1 - alpha_f, est.df)
+            c_reg = stats.t_quantile(1 - alpha_r, est.df)
+        v = sequential_verdict(est.value, est.se, ALLOWANCE, c_flat, c_reg)
+        if v in ("flat", "regressed", "improved"):
+            verdict, k_stop = v, k
+            break
+    calls = int(np.minimum(m, k_stop).sum())
+    return Outcome(verdict, calls, k_stop, truth)
+
+
+def share(outcomes: list[Outcome], verdict: str) -> float:
+    return sum(o.verdict == verdict for o in outcomes) / len(outcomes)
+
+
+def mc_error(p: float, reps: int) -> float:
+    return math.sqrt(max(p * (1 - p), 0.0) / reps) if reps else math.nan

@@ -1,0 +1,235 @@
+"""`evalh run --compare-baseline --until-decided` end to end, through the CLI, on the reference
+workload (docs/methodology.md, "Deciding in rounds"): a python target drawing each case's
+pass from its own probability (seeded by the run's seed, case and attempt), three baseline
+runs of three repeats pooled, then the candidate in rounds. The target counts its own calls.
+
+The seeds are fixed, so each test is one deterministic draw: with them the unchanged
+candidate is `flat` after round 3. How often that happens over many draws (84 % at the
+default budget) is measured by `bench/sequential_bench.py`, not here."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from evalh.cli.main import app
+
+TOML = """\
+[evalh]
+concurrency = 4
+timeout_s = 5
+
+[suites.ref]
+dataset = "data/ref.jsonl"
+target = "refwork_target:answer"
+regime = "stochastic"
+scorers = [{ type = "exact", field = "verdict" }]
+"""
+
+TARGET = '''
+import hashlib
+import os
+from pathlib import Path
+
+from evalh.context import current
+
+CALLS = Path(__file__).with_name("calls.txt")
+
+
+def answer(inp):
+    """Right with the case's probability `p` (lowered by `drop` when EVALH_TEST_DROP is set),
+    drawn from a hash of the attempt's seed (from the run's `--seed`), the case and the
+    attempt: another draw each time, the same in every test run."""
+    ctx = current()
+    with CALLS.open("a") as fh:
+        fh.write(f"{ctx.run_id} {ctx.case_id} {ctx.attempt}\\n")
+    p = inp["p"] - (inp.get("drop", 0.0) if os.environ.get("EVALH_TEST_DROP") else 0.0)
+    h = hashlib.sha256(f"{ctx.seed}/{ctx.case_id}/{ctx.attempt}".encode()).digest()
+    u = int.from_bytes(h[:8], "big") / 2**64
+    return {"verdict": "right" if u < p else "wrong"}
+'''
+
+
+def _cases() -> list[dict[str, Any]]:
+    """The reference workload: 60 cases at 0.98, 15 at 0.02, 25 uniform on 0.2-0.8; with
+    EVALH_TEST_DROP, 40 of the 0.98 cases fall to 0.48 (20 pp in all, four times the
+    allowance, concentrated on two fifths of the cases)."""
+    rng = random.Random(26)
+    probs = [0.98] * 60 + [0.02] * 15 + [rng.uniform(0.2, 0.8) for _ in range(25)]
+    return [{"id": f"c{i:03d}", "input": {"p": p, "drop": 0.5 if i < 40 else 0.0},
+             "expected": "right"} for i, p in enumerate(probs)]
+
+
+@pytest.fixture
+def ref(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "evalh.toml").write_text(TOML)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ref.jsonl").write_text(
+        "\n".join(json.dumps(c) for c in _cases()) + "\n")
+    (tmp_path / "refwork_target.py").write_text(TARGET)
+    yield tmp_path
+    sys.modules.pop("refwork_target", None)
+
+
+def cli(project: Path, *args: str) -> Result:
+    return CliRunner().invoke(app, [*args, "--config", str(project / "evalh.toml"),
+                                    "--runs-dir", str(project / "runs")])
+
+
+def _baseline(project: Path) -> list[str]:
+    for seed in (1, 2, 3):
+        r = cli(project, "run", "-q", "--repeats", "3", "--seed", str(seed))
+        assert r.exit_code in (0, 1), r.output
+    ids = sorted(p.stem for p in (project / "runs").glob("*.json"))
+    assert len(ids) == 3
+    assert cli(project, "baseline", "set", *ids).exit_code == 0
+    assert cli(project, "baseline", "noise").exit_code == 0
+    (project / "calls.txt").unlink()
+    return ids
+
+
+def _candidate(project: Path, base: list[str], *args: str) -> tuple[Result, dict[str, Any]]:
+    r = cli(project, "run", "--compare-baseline", "--until-decided", "--seed", "8", "--json", *args)
+    new = [p for p in (project / "runs").glob("*.json") if p.stem not in base]
+    assert len(new) == 1, r.output
+    return r, json.loads(new[0].read_bytes())
+
+
+def _calls(project: Path) -> list[str]:
+    return (project / "calls.txt").read_text().splitlines()
+
+
+def test_unchanged_candidate_is_flat_within_the_budget_and_every_round_is_recorded(ref: Path) -> None:
+    base = _baseline(ref)
+    r, doc = _candidate(ref, base)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    row = next(m for m in out["comparison"]["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert row["verdict"] == "flat" and row["estimand"] == "fixed-suite"
+    assert row["rounds"] == len(doc["rounds"]) and "confidence sequence" in row["method"]
+    assert out["rounds"] == doc["rounds"]
+    calls = _calls(ref)
+    results = doc["suites"]["ref"]["cases"]
+    # Every call the target saw is one result of the run, and the rounds add up to them.
+    assert len(calls) == len(results) == doc["rounds"][-1]["calls_so_far"]
+    assert sum(rd["calls"] for rd in doc["rounds"]) == len(calls)
+    assert 100 <= len(calls) <= 300  # never above the default budget, 3 x the cases
+    for k, rd in enumerate(doc["rounds"], start=1):
+        assert rd["round"] == k and rd["plain_run_calls"] == 100
+        assert rd["fixed_design_calls"] == rd["suites"]["ref"]["planned_attempts"] <= 300
+    last = doc["rounds"][-1]
+    assert last["suites"]["ref"]["decided_at"] == len(doc["rounds"])
+    assert last["suites"]["ref"]["rows"]["pass_rate"] == "flat"
+    # More attempts went to the cases whose baseline varied: the 0.98 and 0.02 cases that
+    # never varied got fewer than the unstable ones.
+    per_case: dict[str, int] = {}
+    for line in calls:
+        per_case[line.split()[1]] = per_case.get(line.split()[1], 0) + 1
+    unstable = [per_case[f"c{i:03d}"] for i in range(75, 100)]
+    assert max(unstable) > 1 and all(per_case[c] >= 1 for c in per_case)
+    # Every output labels the row with its estimand; --estimand population asks the other.
+    # A later `evalh compare` of the run decides with the run's own sequence, not fixed-n.
+    again = json.loads(cli(ref, "compare", "--json").stdout)
+    row = next(m for m in again["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert row["verdict"] == "flat" and row["rounds"] == len(doc["rounds"])
+    md = cli(ref, "compare", "--format", "markdown")
+    assert md.exit_code == 0 and "estimand: fixed-suite" in md.stdout
+    pop = json.loads(cli(ref, "compare", "--json", "--estimand", "population").stdout)
+    row = next(m for m in pop["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert row["estimand"] == "population" and row["rounds"] is None
+    bad = cli(ref, "compare", "--estimand", "sample")
+    assert bad.exit_code == 2 and "--estimand" in bad.stderr
+
+
+def test_a_concentrated_drop_is_regressed_and_exits_1(ref: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_DROP", "1")
+    r, doc = _candidate(ref, base)
+    assert r.exit_code == 1, r.output
+    suite = json.loads(r.stdout)["comparison"]["suites"]["ref"]
+    assert suite["verdict"] == "regressed"
+    assert len(_calls(ref)) == doc["rounds"][-1]["calls_so_far"] <= 300
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == "regressed"
+
+
+def test_until_decided_needs_compare_baseline(ref: Path) -> None:
+    r = cli(ref, "run", "--until-decided")
+    assert r.exit_code == 2
+    assert "--compare-baseline" in r.stderr and "Traceback" not in r.output
+    r = cli(ref, "run", "--until-decided", "--compare-baseline", "--repeats", "3")
+    assert r.exit_code == 2 and "--repeats" in r.stderr
+    assert not (ref / "runs").exists() or not list((ref / "runs").glob("*.json"))
+
+
+STOP = '''
+
+_real_answer = answer
+
+
+def answer(inp):  # noqa: F811
+    """Ctrl-C at the STOP_AT-th call (as a person would, mid-round)."""
+    stop = os.environ.get("EVALH_TEST_STOP_AT")
+    if stop and CALLS.is_file() and len(CALLS.read_text().splitlines()) + 1 == int(stop):
+        CALLS.write_text(CALLS.read_text() + "interrupted\\n")
+        raise KeyboardInterrupt
+    return _real_answer(inp)
+'''
+
+
+def test_an_interrupted_run_resumes_at_its_round_and_reaches_the_same_decision(
+    ref: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted in round 2 (call 150), then `--resume`d: the schedule is rebuilt from the
+    same baseline, round 2 is finished with its finished attempts kept, and the looks fall
+    at the same rounds, so the decision, the rounds and the results are those of the
+    uninterrupted run of the same seed (the first test: flat after round 3)."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(STOP)
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_STOP_AT", "150")
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8")
+    assert r.exit_code == 130, r.output
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "partial" and [rd["round"] for rd in doc["rounds"]] == [1]
+    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "complete"
+    assert [rd["round"] for rd in doc["rounds"]] == [1, 2, 3]
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == "flat"
+    keys = [(c["case_id"], c["attempt"]) for c in doc["suites"]["ref"]["cases"]]
+    assert len(keys) == len(set(keys)) == doc["rounds"][-1]["calls_so_far"]
+    # the same results as the uninterrupted run of this seed (243 calls: the first test)
+    calls = [line for line in _calls(ref) if line != "interrupted"]
+    assert len(set(calls)) == len(keys) == 243
+    assert len(calls) - len(set(calls)) <= 4  # at most the calls in flight ran twice
+
+
+def test_run_fail_on_inconclusive_exits_3_only_when_the_run_passed() -> None:
+    from compare_factory import binary_runs
+
+    from evalh.core.compare.decide import compare_runs
+    from evalh.core.request.run_request import RunRequest, gate_code
+
+    open_question = compare_runs(*binary_runs(30, 0.8, 0.7, seed=15))
+    assert open_question.inconclusive_worse and not open_question.fails_gate
+    asked = RunRequest(compare_baseline=True, fail_on_inconclusive=True)
+    assert gate_code(0, open_question, asked) == 3
+    assert gate_code(0, open_question, RunRequest(compare_baseline=True)) == 0
+    assert gate_code(1, open_question, asked) == 1  # the run's own failure stands
+    regressed = compare_runs(*binary_runs(2000, 0.8, 0.65, seed=12))
+    assert gate_code(0, regressed, asked) == 1
+
+
+def test_fail_on_inconclusive_needs_compare_baseline(ref: Path) -> None:
+    r = cli(ref, "run", "--fail-on-inconclusive")
+    assert r.exit_code == 2 and "--compare-baseline" in r.stderr
