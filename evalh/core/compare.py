@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from array import array
 
-from evalh.config import Thresholds
+from evalh.config import DEFAULT_GATE, Thresholds
 from evalh.core.compare_config import config_differences, thresholds_for
 from evalh.core.compare_facts import (
     ERRORED,
@@ -44,6 +44,7 @@ from evalh.core.compare_metrics import (
     Key,
     Pairs,
     apply_family,
+    detect_row,
     deterministic_row,
     plan_row,
     stochastic_rows,
@@ -127,13 +128,24 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
         suites[name].advisory = dict(ADVISORY)
         suites[name].reasons.append("advisory suite (judgeUse: advisory-only, releaseDecision: "
                                     "not-assessed): reported, never gates")
-    family = [m for s in suites.values() if s.regime == "stochastic" and s.advisory is None
-              for m in s.metrics if m.gating]
-    alpha = apply_family(family, policy)
+    family: list[MetricRow] = []
+    weights: list[float] = []
+    suite_weights: dict[str, float] = {}
+    for s in suites.values():
+        if s.regime != "stochastic" or s.advisory is not None:
+            continue
+        rows = [m for m in s.metrics if m.gating]
+        k = sum(1 for m in rows if m.p_worse is not None)
+        if k:  # the suite's weight, split evenly over its tested gating rows
+            suite_weights[s.suite] = w = _suite_gate(s.suite, base, candidate)[1]
+            family += rows
+            weights += [w / k] * len(rows)
+    alpha = apply_family(family, policy, weights)
     tested = sum(1 for m in family if m.p_worse is not None)
     for s in suites.values():
         for m in s.metrics:
             plan_row(m, policy, tested)
+            detect_row(m, policy, tested)
         _finish(s)
     compared = [s.verdict for s in suites.values() if s.verdict not in ("added", "removed")]
     if not suites:
@@ -160,7 +172,8 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
         regressed=any(s.verdict == "regressed" for s in suites.values()),
         fails_gate=bool(gate),
         gate_reasons=gate,
-        family=Family(size=tested, alpha=alpha),
+        family=Family(size=tested, alpha=alpha, weights=suite_weights,
+                      method=_family_method(suite_weights)),
         inconclusive=any(
             s.verdict == "inconclusive"
             or any(m.gating and m.verdict == "inconclusive" for m in s.metrics)
@@ -173,6 +186,13 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
         ),
         policy=policy.model_dump(mode="json"),
     )
+
+
+def _family_method(weights: dict[str, float]) -> str:
+    if len(set(weights.values())) > 1:
+        return ("weighted Holm step-down over the gating rows' one-sided p-values (each "
+                "suite's share of alpha: its gate_weight over their sum)")
+    return Family.model_fields["method"].default
 
 
 def _gate_reason(s: SuiteComparison) -> str:
@@ -300,7 +320,8 @@ def _compare_suite(
         elif sc.regime == "deterministic":
             arm_verdicts[arm] = _deterministic_arm(out, arm, keyed)
         else:
-            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores)
+            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores,
+                                                _suite_gate(name, base, cand)[0])
     if arms != ["default"]:
         out.arms = arm_verdicts
     out._arm_verdicts = arm_verdicts
@@ -404,6 +425,26 @@ def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[st
     return cluster_by, gated
 
 
+def _suite_gate(name: str, base: Run, cand: Run) -> tuple[frozenset[str], float]:
+    """The suite's gating rows and its weight in the family. A change cannot loosen its own
+    gate: the rows are those either run's snapshot names (`DEFAULT_GATE` for a snapshot
+    without the key), and the weight is the base's (the candidate's when the base has no
+    snapshot of the suite; 1 when neither says)."""
+    snaps = [snap for run in (base, cand)
+             if isinstance(snap := (run.config.get("suites") or {}).get(name), dict)]
+    rows: set[str] = set()
+    for snap in snaps or [{}]:
+        named = snap.get("gate")
+        rows |= {str(x) for x in named} if isinstance(named, list) and named else DEFAULT_GATE
+    weight = 1.0
+    for snap in snaps:
+        w = snap.get("gate_weight")
+        if isinstance(w, int | float) and not isinstance(w, bool) and w > 0:
+            weight = float(w)
+            break
+    return frozenset(rows), weight
+
+
 def _deterministic_arm(out: SuiteComparison, arm: str, keyed: Pairs) -> Verdict:
     named = out.cases
     fb, fc = keyed.base, keyed.cand
@@ -463,7 +504,7 @@ _UNJUDGED = re.compile(re.escape(JUDGE_ERROR.to_bytes(1, "little")))
 
 def _stochastic_arm(
     out: SuiteComparison, arm: str, keyed: Pairs, policy: ComparePolicy,
-    th: Thresholds, cluster_by: str | None, gate_scores: list[str],
+    th: Thresholds, cluster_by: str | None, gate_scores: list[str], gate: frozenset[str],
 ) -> Verdict:
     named = out.cases
     fb, fc = keyed.base, keyed.cand
@@ -493,7 +534,8 @@ def _stochastic_arm(
             for target in lists:
                 target.append(ref)
     out._compared.append(pairs)
-    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores)
+    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores,
+                           gate=gate)
     out.metrics.extend(rows)
     where = f" [{arm}]" if arm != "default" else ""
     for r in rows:
@@ -508,7 +550,7 @@ def _arm_verdict(rows: list[MetricRow]) -> Verdict:
     suite even when no answer could be scored), else `incomparable` without a pass rate or
     score row to compare."""
     gating = [r.verdict for r in rows if r.gating and r.verdict != "incomparable"]
-    primary = [r for r in rows if r.gating and r.name in ("pass_rate", "mean_score", "score")
+    primary = [r for r in rows if r.name in ("pass_rate", "mean_score", "score")
                and r.verdict != "incomparable"]
     if "regressed" in gating:
         return "regressed"

@@ -15,8 +15,8 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from evalh.config import Thresholds
-from evalh.core import stats
+from evalh.config import DEFAULT_GATE, Thresholds
+from evalh.core import stats, stats_paired
 from evalh.core.compare_facts import SuiteFacts, Values
 from evalh.core.compare_models import ComparePolicy, MetricName, MetricRow, RowVerdict
 
@@ -28,7 +28,7 @@ _EPS = 1e-12
 MIN_UNITS = 8
 """Fewest independent units (cases, or clusters) a row needs for an interval. Below it
 the intervals' error rates are not what they say: two equal score drops give a t
-interval of zero width, and Newcombe's interval calls two flips a regression that
+interval of zero width, and a score interval calls two flips a regression that
 McNemar's exact test puts at p = 0.25. Such a row is `inconclusive`."""
 
 
@@ -73,9 +73,9 @@ class Evidence:
     """What a row's verdict and power rest on, whatever the interval method."""
 
     estimate: stats.Estimate | None = None
-    """A t-based estimate (cluster-robust), or None for Newcombe's interval."""
+    """A t-based estimate (cluster-robust), or None for Tango's score interval."""
     counts: tuple[int, int, int, int] | None = None
-    """(both, base_only, cand_only, neither) for Newcombe's paired score interval."""
+    """(both, base_only, cand_only, neither) for Tango's paired score interval."""
     within: float | None = None
     """Mean over cases of the within-case variance of the per-case difference (the part of
     the noise repeats shrink); None without repeats."""
@@ -86,23 +86,23 @@ class Evidence:
         if self.estimate is not None:
             return self.estimate.interval(confidence)
         if self.counts is not None:
-            return stats.newcombe_paired_interval(*self.counts, confidence)
+            return stats_paired.tango_interval(*self.counts, confidence)
         return None
 
     def p_below(self, change: float) -> float:
         if self.estimate is not None:
             return self.estimate.p_below(change)
         assert self.counts is not None
-        return stats.newcombe_p_below(*self.counts, change)
+        return stats_paired.tango_p_below(*self.counts, change)
 
     def p_above(self, change: float) -> float:
         if self.estimate is not None:
             return self.estimate.p_above(change)
         assert self.counts is not None
-        return stats.newcombe_p_above(*self.counts, change)
+        return stats_paired.tango_p_above(*self.counts, change)
 
     def se(self, confidence: float) -> float | None:
-        """Standard error on the test scale (for Newcombe: read off the interval)."""
+        """Standard error on the test scale (for Tango's interval: read off it)."""
         if self.estimate is not None:
             return self.estimate.se
         iv = self.interval(confidence)
@@ -157,21 +157,27 @@ def _direction(change: float | None, better: str) -> Literal["worse", "better", 
     return "worse" if g < -_EPS else ("better" if g > _EPS else "none")
 
 
-def apply_family(rows: Sequence[MetricRow], policy: ComparePolicy) -> float:
-    """Hold every gating row with an interval to one family-wise level (Holm 1979).
+def apply_family(
+    rows: Sequence[MetricRow], policy: ComparePolicy, weights: Sequence[float] | None = None
+) -> float:
+    """Hold every gating row with an interval to one family-wise level (weighted Holm,
+    Holm 1979; equal weights without `weights`, which is aligned with `rows`).
 
-    A row whose interval lies beyond its allowance is `regressed` only if its Holm-adjusted
+    A row whose interval lies beyond its allowance is `regressed` only if its adjusted
     p-value is at most ``alpha = (1 − confidence)/2``; otherwise it becomes `inconclusive`
     with a note. Returns that alpha. Non-gating rows are left as they are."""
     alpha = (1.0 - policy.confidence) / 2.0
-    tested = [r for r in rows if r.p_worse is not None]
-    adjusted = stats.holm([r.p_worse for r in tested])  # type: ignore[misc]
+    ws = list(weights) if weights is not None else [1.0] * len(rows)
+    tested = [(r, w) for r, w in zip(rows, ws, strict=True) if r.p_worse is not None]
     m = len(tested)
-    order = sorted(range(m), key=lambda i: tested[i].p_worse)  # type: ignore[arg-type, return-value]
-    for rank, i in enumerate(order):
-        row = tested[i]
+    adjusted, shares = stats.weighted_holm(
+        [r.p_worse for r, _ in tested], [w for _, w in tested]  # type: ignore[misc]
+    )
+    total = math.fsum(w for _, w in tested)
+    for i, (row, w) in enumerate(tested):
         row.p_adjusted = adjusted[i]
-        row.alpha_adjusted = alpha / (m - rank)
+        row.alpha_adjusted = alpha * shares[i]
+        row.weight = w / total
         if row.verdict == "regressed" and adjusted[i] > alpha:
             row.verdict = "inconclusive"
             row.note = _join(
@@ -180,6 +186,36 @@ def apply_family(rows: Sequence[MetricRow], policy: ComparePolicy) -> float:
                 f"for {m} tests (Holm-adjusted p {adjusted[i]:.3g} > {alpha:g})",
             )
     return alpha
+
+
+def _row_alpha(row: MetricRow, policy: ComparePolicy, family_size: int) -> float:
+    """The one-sided level a row is first tested at: the family alpha times its weight
+    (Bonferroni's α/m with equal weights, never easier than the step-down)."""
+    share = row.weight if row.weight is not None else 1.0 / max(family_size, 1)
+    return (1.0 - policy.confidence) / 2.0 * share
+
+
+def detect_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
+    """The minimum detectable change of a gating row (`detectable_change`): the change on
+    the worse side that its current cases, attempts and noise call `regressed` with the
+    policy's power at the row's family level: the allowance plus (t₁₋α + t_power) standard
+    errors, on the row's test scale (Cohen 1988, ch. 2; Student quantiles at its degrees of
+    freedom). None without an interval, or when no change within the scale is caught."""
+    ev: Evidence | None = row._evidence
+    if not row.gating or ev is None or row.interval is None:
+        return
+    se = ev.se(policy.confidence)
+    if se is None or se <= 0:
+        return
+    sign = -1.0 if row.better == "higher" else 1.0
+    df = ev.estimate.df if ev.estimate is not None else float(max(row.n - 1, 1))
+    alpha = _row_alpha(row, policy, family_size)
+    k = stats.t_quantile(1 - alpha, df) + stats.t_quantile(policy.power, df)
+    target = ev.to_test(sign * row.allowance) + sign * k * se
+    change = ev.estimate.to_change(target) if ev.estimate is not None else target
+    if row.unit == "abs" and abs(change) > 1.0:
+        return
+    row.detectable_change = change
 
 
 def _join(a: str | None, b: str) -> str:
@@ -210,7 +246,7 @@ def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
     distance = abs(ev.to_test(target) - ev.to_test(sign * a))
     if distance <= 0:
         return
-    alpha = (1.0 - policy.confidence) / 2.0 / max(family_size, 1)
+    alpha = _row_alpha(row, policy, family_size)
     # Student quantiles with the current units' degrees of freedom: the standard error is
     # itself estimated, and planning with z as if it were known falls short of the power.
     df = ev.estimate.df if ev.estimate is not None else float(max(row.n - 1, 1))
@@ -338,7 +374,7 @@ def _mean_row(
     better: Literal["higher", "lower"], allowance: float, cluster_by: str | None,
     scorer: str | None = None, gating: bool = True, note: str | None = None,
 ) -> MetricRow:
-    """A mean of per-case values: Newcombe when every case is one pass/fail attempt a side
+    """A mean of per-case values: Tango's score interval when every case is one pass/fail attempt a side
     and unclustered, else the cluster-robust t interval of the mean paired difference."""
     n = len(cols.xs)
     if n == 0:
@@ -354,7 +390,7 @@ def _mean_row(
         b_only = sum(1 for x, y in pairs if x and not y)
         c_only = sum(1 for x, y in pairs if y and not x)
         ev = Evidence(counts=(both, b_only, c_only, n - both - b_only - c_only))
-        method = "Newcombe paired score interval"
+        method = "Tango paired score interval"
         p_value = stats.mcnemar(b_only, c_only).p_mid
     else:
         diffs = [y - x for x, y in zip(cols.xs, cols.ys, strict=True)]
@@ -411,7 +447,7 @@ def _score_cols(pairs: Pairs, scorer: str | None) -> Columns:
     cols = _collect(pairs, lambda f, r: f.scorer_mean(scorer, r),
                     lambda f, r: f.scorer_count(scorer, r),
                     lambda f, r: _values_var(_scorer_values(f, scorer, r)))
-    cols.single = False  # scores are graded: never Newcombe
+    cols.single = False  # scores are graded: never the pass/fail score interval
     return cols
 
 
@@ -502,15 +538,18 @@ def _latency_row(
 def stochastic_rows(
     policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds, *,
     cluster_by: str | None = "group", gate_scores: Sequence[str] = (),
+    gate: frozenset[str] = DEFAULT_GATE,
 ) -> list[MetricRow]:
     """Pass rate, mean score (when graded), one row per gated scorer, error rate (when
-    errors occur), cost and latency of one arm, over its paired cases."""
+    errors occur), cost and latency of one arm, over its paired cases. Rows named in
+    `gate` (and the `gate_scores` rows) gate; the others are reported only."""
     fb, fc = pairs.base, pairs.cand
     rows = [
         _mean_row(policy, arm, "pass_rate", _pass_cols(pairs), better="higher",
                   allowance=th.pass_rate_drop, cluster_by=cluster_by)
     ]
-    blended = _blended_row(policy, arm, pairs, th, cluster_by, gating=not gate_scores)
+    blended = _blended_row(policy, arm, pairs, th, cluster_by,
+                           gating=not gate_scores and "mean_score" in gate)
     if blended is not None:
         rows.append(blended)
     for name in gate_scores:
@@ -528,6 +567,11 @@ def stochastic_rows(
                   _latency_row(policy, arm, pairs, th, cluster_by)):
         if extra is not None:
             rows.append(extra)
+    for row in rows:
+        if row.name != "score" and row.gating and row.name not in gate:
+            row.gating = False
+            row.note = _join(row.note, "reported only: not among the suite's gating rows "
+                                       "(`gate`)")
     return rows
 
 

@@ -127,7 +127,17 @@ class MetricRow(_Out):
     """`p_worse` adjusted for the family (Holm); the row regresses when it is at most
     `Comparison.family.alpha`."""
     alpha_adjusted: float | None = None
-    """The Holm level this row's `p_worse` was held to (family alpha / (m − rank + 1))."""
+    """The (weighted) Holm level this row's `p_worse` was held to: the family alpha times
+    its weight over the weights of the rows not rejected before it (alpha / (m − rank + 1)
+    with equal weights)."""
+    weight: float | None = None
+    """The row's share of the family's alpha at the first step: its suite's `gate_weight`
+    over the sum of every gating suite's, split evenly over the suite's tested gating rows;
+    null for a row outside the family."""
+    detectable_change: float | None = None
+    """For a gating row with an interval: the smallest change on the worse side (in `unit`,
+    signed) that these cases and attempts, with this noise, call `regressed` with the
+    policy's power at the row's family level (the minimum detectable change)."""
     clusters: int | None = None
     """Independent units behind the interval: the paired cases, or their clusters (groups)."""
     cluster_by: str | None = None
@@ -255,6 +265,9 @@ class Family(_Out):
     alpha: float = 0.025
     """Family-wise level of a false `regressed`: (1 − confidence)/2."""
     method: str = "Holm step-down over the gating rows' one-sided p-values"
+    weights: dict[str, float] = Field(default_factory=dict)
+    """Per suite with a tested row: its `gate_weight` (1 unless declared). A suite's share of
+    the family's alpha at the first step is its weight over the sum of them."""
 
 
 class Comparison(_Out):
