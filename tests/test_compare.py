@@ -380,7 +380,7 @@ def test_json_keys_are_the_documented_contract() -> None:
         "verdict", "regressed", "inconclusive", "policy", "fails_gate", "gate_reasons",
         "family", "inconclusive_worse",
     }
-    assert set(doc["family"]) == {"size", "alpha", "method", "weights"}
+    assert set(doc["family"]) == {"size", "alpha", "method", "weights", "select"}
     assert doc["schema"] == "evalh.compare/2"
     assert set(doc["base"]) == {"run_id", "label", "status", "started_at", "git_sha", "git_dirty"}
     s = doc["suites"]["s"]

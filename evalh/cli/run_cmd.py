@@ -12,6 +12,8 @@ from evalh.cli.options import ConfigOpt, JsonOpt, RunQuietOpt, RunsDirOpt
 
 if TYPE_CHECKING:
     from evalh.baseline import LoadedBaseline
+    from evalh.core.run_request import PreparedRequest
+    from evalh.models import Run
 
 
 @translate_errors
@@ -105,8 +107,10 @@ def run(
     # the run comes back without its results: what is printed is read from its document
     outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference, results=False)
     if outcome.estimate is not None:
+        from evalh.core.estimate import add_detectable
         from evalh.report.terminal.estimate import render_estimate
 
+        add_detectable(outcome.estimate, prepared.prepared.plan, _baseline_runs(prepared))
         if json_out:
             out().file.write(document_text(outcome.to_dict()))
         else:
@@ -136,3 +140,16 @@ def run(
             emit_comparison(outcome.comparison, notes=outcome.notes)
     if outcome.code:
         raise typer.Exit(code=outcome.code)
+
+
+def _baseline_runs(prepared: PreparedRequest) -> list[Run]:
+    """The runs BASELINE names, for the noise a dry run plans with; none when there is no
+    BASELINE or a run it names cannot be read (the plan then uses the worst case)."""
+    from evalh.baseline import read_baseline_ids
+    from evalh.errors import EvalhError
+
+    ids = read_baseline_ids(prepared.config.root) or []
+    try:
+        return [prepared.store.load(i) for i in ids]
+    except (EvalhError, OSError, ValueError):
+        return []

@@ -69,6 +69,14 @@ from evalh.models import Run, SuiteResult
 __all__ = ["ComparePolicy", "Comparison", "SuiteComparison", "compare_runs", "config_differences"]
 
 
+SELECT = 0.8
+"""τ of the conditionalized family (`stats.weighted_holm`), used when the family spans two
+suites or more: a row takes part only when its p_worse is at most τ (its estimate is not
+clearly inside its allowance). A regressed row pays τ (its level is α·τ when it is alone
+in the family); an unchanged row far from its allowance steps out. Chosen by measurement
+(bench/gate_results.md): with 4 unchanged suites beside a regressed one, τ = 0.5 kept 77 %
+of the regressed suite's own power and 0.8 keeps about 90 %."""
+
 Facts = dict[str, SuiteFacts]
 """Suite name → the facts of its results (`compare_facts`)."""
 
@@ -140,7 +148,10 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
             suite_weights[s.suite] = w = _suite_gate(s.suite, base, candidate)[1]
             family += rows
             weights += [w / k] * len(rows)
-    alpha = apply_family(family, policy, weights)
+    # Across two suites or more, rows far inside their allowance (unchanged ones) step
+    # out of the family instead of diluting the rest (conditionalized Holm, SELECT).
+    select = SELECT if len(suite_weights) >= 2 else None
+    alpha = apply_family(family, policy, weights, select)
     tested = sum(1 for m in family if m.p_worse is not None)
     for s in suites.values():
         for m in s.metrics:
@@ -172,8 +183,8 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
         regressed=any(s.verdict == "regressed" for s in suites.values()),
         fails_gate=bool(gate),
         gate_reasons=gate,
-        family=Family(size=tested, alpha=alpha, weights=suite_weights,
-                      method=_family_method(suite_weights)),
+        family=Family(size=tested, alpha=alpha, weights=suite_weights, select=select,
+                      method=_family_method(suite_weights, select)),
         inconclusive=any(
             s.verdict == "inconclusive"
             or any(m.gating and m.verdict == "inconclusive" for m in s.metrics)
@@ -188,11 +199,15 @@ def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple
     )
 
 
-def _family_method(weights: dict[str, float]) -> str:
+def _family_method(weights: dict[str, float], select: float | None) -> str:
+    text: str = Family.model_fields["method"].default
     if len(set(weights.values())) > 1:
-        return ("weighted Holm step-down over the gating rows' one-sided p-values (each "
+        text = ("weighted Holm step-down over the gating rows' one-sided p-values (each "
                 "suite's share of alpha: its gate_weight over their sum)")
-    return Family.model_fields["method"].default
+    if select is not None:
+        text += (f", conditionalized: only rows with p_worse <= {select:g} take part, each "
+                 f"with p_worse / {select:g}")
+    return text
 
 
 def _gate_reason(s: SuiteComparison) -> str:

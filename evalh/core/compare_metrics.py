@@ -158,10 +158,12 @@ def _direction(change: float | None, better: str) -> Literal["worse", "better", 
 
 
 def apply_family(
-    rows: Sequence[MetricRow], policy: ComparePolicy, weights: Sequence[float] | None = None
+    rows: Sequence[MetricRow], policy: ComparePolicy, weights: Sequence[float] | None = None,
+    select: float | None = None,
 ) -> float:
     """Hold every gating row with an interval to one family-wise level (weighted Holm,
-    Holm 1979; equal weights without `weights`, which is aligned with `rows`).
+    Holm 1979; equal weights without `weights`, which is aligned with `rows`;
+    conditionalized on p ≤ `select` when given, `stats.weighted_holm`).
 
     A row whose interval lies beyond its allowance is `regressed` only if its adjusted
     p-value is at most ``alpha = (1 − confidence)/2``; otherwise it becomes `inconclusive`
@@ -170,14 +172,13 @@ def apply_family(
     ws = list(weights) if weights is not None else [1.0] * len(rows)
     tested = [(r, w) for r, w in zip(rows, ws, strict=True) if r.p_worse is not None]
     m = len(tested)
-    adjusted, shares = stats.weighted_holm(
-        [r.p_worse for r, _ in tested], [w for _, w in tested]  # type: ignore[misc]
-    )
-    total = math.fsum(w for _, w in tested)
-    for i, (row, w) in enumerate(tested):
+    ps: list[float] = [r.p_worse for r, _ in tested]  # type: ignore[misc]
+    adjusted, shares = stats.weighted_holm(ps, [w for _, w in tested], select)
+    first = _first_shares(ps, [w for _, w in tested], select)
+    for i, (row, _) in enumerate(tested):
         row.p_adjusted = adjusted[i]
         row.alpha_adjusted = alpha * shares[i]
-        row.weight = w / total
+        row.weight = first[i]
         if row.verdict == "regressed" and adjusted[i] > alpha:
             row.verdict = "inconclusive"
             row.note = _join(
@@ -186,6 +187,16 @@ def apply_family(
                 f"for {m} tests (Holm-adjusted p {adjusted[i]:.3g} > {alpha:g})",
             )
     return alpha
+
+
+def _first_shares(p: Sequence[float], w: Sequence[float], select: float | None) -> list[float]:
+    """Each test's share of α at the first step: wᵢ/Σw; conditionalized, τ·wᵢ over the
+    weights of the selected tests (and its own)."""
+    if select is None:
+        total = math.fsum(w)
+        return [x / total for x in w]
+    chosen = math.fsum(x for q, x in zip(p, w, strict=True) if q <= select)
+    return [select * x / (chosen + (x if q > select else 0.0)) for q, x in zip(p, w, strict=True)]
 
 
 def _row_alpha(row: MetricRow, policy: ComparePolicy, family_size: int) -> float:

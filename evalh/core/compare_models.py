@@ -265,6 +265,9 @@ class Family(_Out):
     alpha: float = 0.025
     """Family-wise level of a false `regressed`: (1 − confidence)/2."""
     method: str = "Holm step-down over the gating rows' one-sided p-values"
+    select: float | None = None
+    """τ when the family is conditionalized (two suites or more): a row takes part only when
+    its `p_worse` is at most τ, tested with p_worse/τ; null for a plain (weighted) Holm."""
     weights: dict[str, float] = Field(default_factory=dict)
     """Per suite with a tested row: its `gate_weight` (1 unless declared). A suite's share of
     the family's alpha at the first step is its weight over the sum of them."""

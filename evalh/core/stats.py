@@ -11,7 +11,8 @@ McNemar (1947) for the paired pass/fail test, with the mid-p variant (Fagerland,
 & Laake 2013); Bell & McCaffrey (2002) and Cameron & Miller (2015) for the cluster
 jackknife standard error and its degrees of freedom, also of a log ratio of means (Cochran
 1977, §6, on ratio estimators), whose degrees of freedom are lowered for heavy tails
-(Satterthwaite 1946); Holm (1979) for the family-wise adjustment; Cohen (1960) for kappa;
+(Satterthwaite 1946); Holm (1979) for the family-wise adjustment, conditionalized after
+Zhao, Small & Su (2019) and Ellis, Pecanka & Goeman (2020); Cohen (1960) for kappa;
 Chen et al. (2021) for pass@k.
 """
 
@@ -395,24 +396,40 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def weighted_holm(
-    p_values: Sequence[float], weights: Sequence[float]
+    p_values: Sequence[float], weights: Sequence[float], select: float | None = None
 ) -> tuple[list[float], list[float]]:
     """Weighted Holm step-down (Holm 1979, §4): the tests are taken in the order of
     pᵢ/wᵢ, and the k-th is held to α·wᵢ/Σ(weights of the tests not yet rejected).
     Returns, in the input order, the adjusted p-values (reject those ≤ α) and each test's
     share of α at its step (wᵢ over the weights left then). Equal weights give Holm's
     procedure; the family-wise error rate is at most α for any dependence between the
-    tests. Weights must be positive."""
+    tests. Weights must be positive.
+
+    With ``select`` = τ, conditionalized (Zhao, Small & Su 2019; Ellis, Pecanka & Goeman
+    2020): only tests with pᵢ ≤ τ take part, each with pᵢ/τ, and the others are never
+    rejected (adjusted p 1; share the one it would have had at the first step). A true
+    null well inside its hypothesis (an unchanged row, far from its allowance) has a
+    p-value near 1 and drops out instead of taking a share of α. The family-wise rate
+    stays at most α when the null p-values are uniformly conservative (P(p ≤ τu | p ≤ τ)
+    ≤ u, as a one-sided test of a location shift is for any true value inside its null)
+    and independent of the other p-values."""
     m = len(p_values)
     if len(weights) != m or any(w <= 0 for w in weights):
         raise ValueError("one positive weight per p-value")
-    order = sorted(range(m), key=lambda i: p_values[i] / weights[i])
-    left = math.fsum(weights)
+    tau = 1.0 if select is None else select
+    if not 0.0 < tau <= 1.0:
+        raise ValueError(f"select must be in (0, 1], got {select}")
+    chosen = [i for i in range(m) if select is None or p_values[i] <= tau]
+    order = sorted(chosen, key=lambda i: p_values[i] / weights[i])
+    left = math.fsum(weights[i] for i in chosen)
     adjusted, shares = [1.0] * m, [1.0] * m
+    for i in range(m):
+        if select is not None and p_values[i] > tau:
+            shares[i] = tau * weights[i] / (left + weights[i])
     running = 0.0
     for i in order:
-        running = max(running, min(1.0, p_values[i] * left / weights[i]))
+        running = max(running, min(1.0, p_values[i] / tau * left / weights[i]))
         adjusted[i] = running
-        shares[i] = weights[i] / left
+        shares[i] = tau * weights[i] / left
         left -= weights[i]
     return adjusted, shares

@@ -133,8 +133,21 @@ def list_label(s: SuiteComparison, key: str) -> str:
     return dict(_LISTS)[key]
 
 
-def detail(row: MetricRow) -> str:
-    """Method, p-values, cases needed and note, in one line."""
+def detectable_text(row: MetricRow, power: float = 0.8) -> str | None:
+    """"with 100 cases and this noise, drops ≥ 7.0 pp are caught 80 % of the time", from the
+    row's `detectable_change`; None without one."""
+    d = row.detectable_change
+    if d is None:
+        return None
+    worse = "drops" if row.better == "higher" else "rises"
+    size = f"{abs(d) * 100:.1f} pp" if row.name in _RATES else (
+        f"{abs(d):.1f} %" if row.unit == "pct" else f"{abs(d):.3f}")
+    return (f"with {row.n} cases and this noise, {worse} ≥ {size} are caught "
+            f"{power * 100:g} % of the time")
+
+
+def detail(row: MetricRow, power: float = 0.8) -> str:
+    """Method, p-values, cases needed, what the row can detect and note, in one line."""
     parts = [f"n = {row.n}", row.method]
     if row.p_value is not None:
         parts.append(f"McNemar mid-p = {row.p_value:.3g}")
@@ -148,6 +161,9 @@ def detail(row: MetricRow) -> str:
         if row.repeats_needed:
             text += f" (or {row.repeats_needed} repeats a case)"
         parts.append(text)
+    detectable = detectable_text(row, power)
+    if detectable:
+        parts.append(detectable)
     if not row.gating:
         parts.append("not gating")
     if row.note:
@@ -160,7 +176,10 @@ def family_text(cmp: Comparison) -> str:
     f = cmp.family
     if not f.size:
         return "no statistical test in this comparison (deterministic suites are by case name)"
-    return (f"{f.size} gating row(s) tested as one family (Holm): the chance that any is "
+    how = "Holm" if len(set(f.weights.values())) <= 1 else "weighted Holm"
+    if f.select is not None:
+        how += f"; a row takes part when its p(worse) ≤ {f.select:g}"
+    return (f"{f.size} gating row(s) tested as one family ({how}): the chance that any is "
             f"falsely called regressed is at most {f.alpha * 100:g} %")
 
 
@@ -191,6 +210,10 @@ def run_text(cmp: Comparison, side: str) -> str:
 def difference_text(d: Any) -> str:
     where = f"{d.suite}: " if d.suite else ""
     return f"{where}{d.key}: {d.base!r} → {d.candidate!r}"
+
+
+def _power(cmp: Comparison) -> float:
+    return float(cmp.policy.get("power", 0.8))
 
 
 def _confidence(cmp: Comparison) -> str:
@@ -251,7 +274,7 @@ def _suite_markdown(
         for m in s.metrics:
             out.append(
                 f"| {e(metric_label(m))} | {m.n} | {value(m, m.base)} | {value(m, m.candidate)} | "
-                f"{delta(m)} | {allowance(m)} | {interval(m)} | **{m.verdict}** | {e(detail(m))} |"
+                f"{delta(m)} | {allowance(m)} | {interval(m)} | **{m.verdict}** | {e(detail(m, _power(cmp)))} |"
             )
         out.append("")
     for key, _ in _LISTS:
@@ -313,7 +336,7 @@ def render_terminal(
         else:
             console.print(title)
         for m in s.metrics:
-            console.print(Text(f"  {metric_label(m)}: {detail(m)}", style="dim"))
+            console.print(Text(f"  {metric_label(m)}: {detail(m, _power(cmp))}", style="dim"))
         for r in [*s.reasons, *(notes.suites.get(s.suite, []) if notes else [])]:
             console.print(Text(f"  {r}"))
         for key, _ in _LISTS:

@@ -1,0 +1,87 @@
+"""The minimum detectable change, through the CLI on real runs: `evalh baseline noise`,
+`evalh run --dry-run` and every `evalh compare` format say which pass-rate drop the suite
+catches with 80 % power, and each figure is recomputed here from the run documents."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_baseline_pool import _docs, cli, make_runs, noisy  # noqa: F401 - the fixture
+
+from evalh.core.stats import t_quantile
+
+
+def _expected_drop(docs: list[dict[str, Any]], cases: int, cand_attempts: int, allowance: float,
+                   alpha: float) -> float:
+    """a + (t₁₋α + t₀.₈)·SE, SE from each case's pooled pass fraction (unbiased p(1 − p))."""
+    per_case: dict[str, list[bool]] = {}
+    for d in docs:
+        for r in d["suites"]["noisy"]["cases"]:
+            per_case.setdefault(r["case_id"], []).append(r["status"] == "passed")
+    var = [statistics.fmean(v) * (1 - statistics.fmean(v)) * len(v) / (len(v) - 1)
+           for v in per_case.values()]
+    m = statistics.fmean(len(v) for v in per_case.values())
+    se = math.sqrt(statistics.fmean(var) * (1 / m + 1 / cand_attempts) / cases)
+    return allowance + (t_quantile(1 - alpha, cases - 1) + t_quantile(0.8, cases - 1)) * se
+
+
+def test_noise_and_dry_run_say_what_the_suite_can_detect(noisy: Path) -> None:  # noqa: F811
+    # Without a baseline: the worst case (p = 0.5 on every case), said so.
+    dry = cli(noisy, "run", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    d = next(s for s in json.loads(dry.stdout)["suites"] if s["name"] == "noisy")["detectable"]
+    worst = 0.05 + (t_quantile(0.975, 29) + t_quantile(0.8, 29)) * math.sqrt(0.25 * 2 / 30)
+    assert d["change"] == pytest.approx(-worst, abs=1e-12) and d["noise"].startswith("worst")
+    text = cli(noisy, "run", "--dry-run").stdout
+    assert (f"noisy: with 30 cases, pass-rate drops ≥ {worst * 100:.1f} pp are caught 80 % of "
+            "the time (noise not measured: at worst, p = 0.5 on every case)") in text
+    smoke = next(s for s in json.loads(dry.stdout)["suites"] if s["name"] == "smoke")
+    assert smoke["detectable"] is None  # deterministic: by case name
+
+    ids = make_runs(noisy, 3)
+    assert cli(noisy, "baseline", "set", *ids).exit_code == 0
+    expected = _expected_drop(_docs(noisy, ids), 30, 1, 0.05, 0.025)
+    result = cli(noisy, "baseline", "noise", "--json")
+    assert result.exit_code == 0, result.output
+    det = json.loads(result.stdout)["suites"]["noisy"]["detectable"]
+    assert det["change"] == pytest.approx(-expected, abs=1e-12)
+    assert (det["cases"], det["candidate_attempts"], det["base_attempts"]) == (30, 1, 3)
+    line = (f"with 30 cases and this noise, pass-rate drops ≥ {expected * 100:.1f} pp are "
+            "caught 80 % of the time")
+    assert line in cli(noisy, "baseline", "noise").stdout
+    # The dry run plans with the baseline's noise now: the same figure for the same shape.
+    d = next(s for s in json.loads(cli(noisy, "run", "--dry-run", "--json").stdout)["suites"]
+             if s["name"] == "noisy")["detectable"]
+    assert d["change"] == pytest.approx(-expected, abs=1e-12)
+    assert f"noisy: {line}" in cli(noisy, "run", "--dry-run").stdout
+    # Three repeats a case: smaller noise, a smaller drop caught.
+    d3 = next(s for s in json.loads(cli(noisy, "run", "--dry-run", "--json", "--repeats", "3").stdout)
+              ["suites"] if s["name"] == "noisy")["detectable"]
+    assert d3["change"] == pytest.approx(-_expected_drop(_docs(noisy, ids), 30, 3, 0.05, 0.025), abs=1e-12)
+    assert -d3["change"] < expected
+
+
+def test_every_compare_format_says_what_each_gating_row_can_detect(noisy: Path) -> None:  # noqa: F811
+    ids = make_runs(noisy, 3)
+    assert cli(noisy, "baseline", "set", *ids).exit_code == 0
+    make_runs(noisy, 1)
+    result = cli(noisy, "compare", "--format", "json")
+    assert result.exit_code == 0, result.output
+    row = next(m for m in json.loads(result.stdout)["suites"]["noisy"]["metrics"]
+               if m["name"] == "pass_rate")
+    # Recomputed from the row's own interval: SE = half-width / t₀.₉₇₅, level α × its weight.
+    lo, hi = row["interval"]
+    df = row["clusters"] - 1
+    se = (hi - lo) / 2 / t_quantile(0.975, df)
+    alpha = 0.025 * row["weight"]
+    drop = row["allowance"] + (t_quantile(1 - alpha, df) + t_quantile(0.8, df)) * se
+    assert row["gating"] and row["detectable_change"] == pytest.approx(-drop, rel=1e-9)
+    text = f"with 30 cases and this noise, drops ≥ {drop * 100:.1f} pp are caught 80 % of the time"
+    for fmt in ("table", "markdown"):
+        out = cli(noisy, "compare", "--format", fmt).stdout.replace("\\", "")
+        assert text in " ".join(out.split()), out
