@@ -153,6 +153,30 @@ def cells(sim: Any, compare: Callable[..., Any], scale: float, only: str | None 
         share(f"reference, n={n}, 5 unchanged suites: the gate fails", "family-wise false fail",
               "<= 5 %", 600,
               lambda seed, sc=sc: bool(compare(*sim.run_pair({k: sc for k in names}, 100_000 + seed)).fails_gate))
+    # 7. Graded suites (pass rate and mean score: two dependent rows each), unchanged.
+    graded = S(50, graded=True, cost_ratio=1.0, latency_ratio=1.0)
+    share("graded, n=50, 5 unchanged suites x pass rate + mean score: the gate fails",
+          "family-wise false fail", "<= 5 %", 600,
+          lambda seed: bool(compare(*sim.run_pair({k: graded for k in names}, 110_000 + seed)).fails_gate))
+
+    # 8. The printed minimum detectable change, caught with the promised power (after only).
+    for label, sc0 in (("reference workload, n=200", S(200, workload="reference")),
+                       ("levels 0.35-0.85, n=200", S(200)),
+                       ("reference workload, 3 repeats, n=100", S(100, workload="reference", repeats=3))):
+        title = f"{label}: a drop of the printed minimum detectable change is regressed"
+        if only and only not in title:
+            continue
+        printed = [getattr(_row(compare(*sim.run_pair({"s": sc0}, 120_000 + seed)), "s", "pass_rate"),
+                           "detectable_change", None) for seed in range(max(5, int(20 * scale)))]
+        if any(d is None for d in printed):
+            continue
+        d = sorted(printed)[len(printed) // 2]
+        cell = share(title, "power at the minimum detectable change", ">= 80 %", 400,
+                     lambda seed, sc0=sc0, d=d: _row(compare(*sim.run_pair({"s": replace(sc0, delta=d)},
+                                                                       130_000 + seed)), "s",
+                                                     "pass_rate").verdict == "regressed")
+        if cell is not None:
+            cell["detail"] = f"median printed {d * 100:+.1f} pp over {len(printed)} pilots"
     return out
 
 

@@ -81,6 +81,8 @@ class Evidence:
     the noise repeats shrink); None without repeats."""
     repeats: float = 1.0
     """Mean attempts per case and side."""
+    cand_repeats: float = 1.0
+    """Mean attempts per case in the candidate."""
 
     def interval(self, confidence: float) -> tuple[float, float] | None:
         if self.estimate is not None:
@@ -221,6 +223,18 @@ def detect_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
     sign = -1.0 if row.better == "higher" else 1.0
     df = ev.estimate.df if ev.estimate is not None else float(max(row.n - 1, 1))
     alpha = _row_alpha(row, policy, family_size)
+    if ev.counts is not None:  # the score test's own power, its noise growing with the drop
+        row.detectable_change = stats_paired.tango_detectable(
+            *ev.counts, sign * row.allowance, sign, alpha, policy.power)
+        return
+    if row.name in ("pass_rate", "error_rate") and row.change is not None:
+        # a rate's noise grows with the change (flips): `stats_power.detectable_rate`
+        from evalh.core.stats_power import detectable_rate
+
+        size = detectable_rate(se, row.n, ev.cand_repeats, row.allowance, alpha, policy.power,
+                               df=df, already=max(0.0, sign * row.change))
+        row.detectable_change = sign * size if size is not None else None
+        return
     k = stats.t_quantile(1 - alpha, df) + stats.t_quantile(policy.power, df)
     target = ev.to_test(sign * row.allowance) + sign * k * se
     change = ev.estimate.to_change(target) if ev.estimate is not None else target
@@ -344,6 +358,7 @@ class Columns:
     clusters: list[Hashable] = field(default_factory=list)
     within: list[float] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
+    cand_attempts: list[int] = field(default_factory=list)
     single: bool = True
 
     def add(self, x: float, y: float, cluster: str | None, i: int) -> None:
@@ -364,7 +379,8 @@ class Columns:
         if self.attempts and max(self.attempts) > 2:  # two attempts = one a side
             within = math.fsum(self.within) / len(self.within)
             repeats = sum(self.attempts) / (2 * len(self.attempts))
-        return Evidence(estimate=estimate, within=within, repeats=repeats)
+        cand = sum(self.cand_attempts) / len(self.cand_attempts) if self.cand_attempts else 1.0
+        return Evidence(estimate=estimate, within=within, repeats=repeats, cand_repeats=cand)
 
 
 def _frac_var(k: int, n: int) -> float:
@@ -437,6 +453,7 @@ def _collect(
         nb, nc = count(fb, rb), count(fc, rc)
         cols.single = cols.single and nb == 1 and nc == 1
         cols.attempts.append(nb + nc)
+        cols.cand_attempts.append(nc)
         cols.within.append(var(fb, rb) + var(fc, rc))
     return cols
 

@@ -203,16 +203,17 @@ def detectable_pass_rate(
     variances are the worst case, not measured. None without variances or cases."""
     from evalh.core.compare import SELECT
     from evalh.core.compare_models import ComparePolicy
-    from evalh.core.stats_power import detectable, pass_rate_se
+    from evalh.core.stats_power import detectable_rate, pass_rate_se
 
     if not variances or cases < 1 or base_attempts <= 0 or cand_attempts <= 0:
         return None
     policy = policy or ComparePolicy()
     alpha = (1.0 - policy.confidence) / 2.0 / max(rows, 1) * (SELECT if suites >= 2 else 1.0)
     se = pass_rate_se(variances, cases, base_attempts, cand_attempts)
-    drop = detectable(se, allowance, alpha, policy.power, df=max(cases - 1, 1))
+    drop = detectable_rate(se, cases, cand_attempts, allowance, alpha, policy.power,
+                           df=max(cases - 1, 1))
     return {
-        "row": "pass_rate", "change": -drop if drop <= 1 else None, "power": policy.power,
+        "row": "pass_rate", "change": -drop if drop is not None else None, "power": policy.power,
         "alpha": alpha, "cases": cases, "candidate_attempts": cand_attempts,
         "base_attempts": base_attempts, "allowance": allowance, "se": se,
         "noise": "worst case (p = 0.5 on every case)" if bound else "measured on the baseline runs",

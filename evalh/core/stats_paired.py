@@ -87,3 +87,58 @@ def tango_p_above(both: int, base_only: int, cand_only: int, neither: int, chang
     if change >= 1.0:
         return 1.0
     return _N.cdf(-tango_z(base_only, cand_only, n, change))
+
+
+def _restricted_q(b: float, c: float, n: float, delta: float) -> float:
+    """Maximum-likelihood probability of the base-only cell when the change is `delta`."""
+    w = -b - c + (2 * n - c + b) * delta
+    return (math.sqrt(max(0.0, w * w + 8 * n * b * delta * (1 - delta))) - w) / (4 * n)
+
+
+def tango_power(
+    both: int, base_only: int, cand_only: int, neither: int, change: float, boundary: float,
+    alpha: float,
+) -> float:
+    """Approximate power of Tango's one-sided score test of "the change is on the far side
+    of `boundary`" (rejected at level `alpha`) when the true change is `change`. The
+    alternative keeps the observed discordance of noise (half of it each way) and adds
+    the change as flips on its side: a drop is cases that passed failing now, which widens
+    the noise as such a drop does. c − b is then normal with mean n·change and variance
+    (b + c) − n·change²; the test's own variance is taken at the boundary, from the
+    restricted maximum-likelihood cells of that expected table (the score test's
+    asymptotic power, as in Nam 1997)."""
+    n = both + base_only + cand_only + neither
+    if n <= 0:
+        return 0.0
+    q0 = (base_only + cand_only) / (2 * n)  # the discordance of noise, either way
+    # The change comes as flips on top of that noise: |change| more on its side.
+    b_d = n * (q0 + max(0.0, -change))
+    c_d = n * (q0 + max(0.0, change))
+    v_d = (b_d + c_d) - n * change * change
+    q_m = _restricted_q(b_d, c_d, n, boundary)
+    v_m = n * (2 * q_m + boundary * (1 - boundary))
+    if v_d <= 0:
+        return 1.0 if change != boundary else 0.0
+    z = _N.inv_cdf(1 - alpha)
+    gap = n * abs(change - boundary)
+    return _N.cdf((gap - z * math.sqrt(max(v_m, 0.0))) / math.sqrt(v_d))
+
+
+def tango_detectable(
+    both: int, base_only: int, cand_only: int, neither: int, boundary: float, worse: float,
+    alpha: float, power: float,
+) -> float | None:
+    """The change beyond `boundary` on the `worse` side (−1: below, +1: above) that Tango's
+    test catches with `power` at level `alpha` (`tango_power`); None when no change within
+    [−1, 1] is caught that often."""
+    far = -1.0 if worse < 0 else 1.0
+    if tango_power(both, base_only, cand_only, neither, far * 0.999999, boundary, alpha) < power:
+        return None
+    lo, hi = boundary, far * 0.999999  # power rises from lo to hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if tango_power(both, base_only, cand_only, neither, mid, boundary, alpha) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
