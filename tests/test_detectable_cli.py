@@ -97,3 +97,26 @@ def test_every_compare_format_says_what_each_gating_row_can_detect(noisy: Path) 
     for fmt in ("table", "markdown"):
         out = cli(noisy, "compare", "--format", fmt).stdout.replace("\\", "")
         assert text in " ".join(out.split()), out
+
+
+def test_a_single_attempt_row_says_what_tangos_test_can_detect(noisy: Path) -> None:  # noqa: F811
+    from evalh.core.stats_paired import tango_detectable
+
+    base, cand = make_runs(noisy, 2)
+    result = cli(noisy, "compare", base, cand, "--format", "json")
+    assert result.exit_code == 0, result.output
+    row = next(m for m in json.loads(result.stdout)["suites"]["noisy"]["metrics"]
+               if m["name"] == "pass_rate")
+    assert row["method"].startswith("Tango")
+    # The 2×2 table counted from the two run documents.
+    b_doc, c_doc = _docs(noisy, [base, cand])
+    xb = {r["case_id"]: r["status"] == "passed" for r in b_doc["suites"]["noisy"]["cases"]}
+    xc = {r["case_id"]: r["status"] == "passed" for r in c_doc["suites"]["noisy"]["cases"]}
+    table = [sum(1 for k in xb if (xb[k], xc[k]) == cell)
+             for cell in ((True, True), (True, False), (False, True), (False, False))]
+    expected = tango_detectable(*table, -0.05, -1.0, 0.025 * row["weight"], 0.8)
+    assert expected is not None and row["detectable_change"] == pytest.approx(expected, abs=1e-12)
+    text = (f"with 30 cases and this noise, drops ≥ {-expected * 100:.1f} pp are caught 80 % "
+            "of the time")
+    out = cli(noisy, "compare", base, cand).stdout
+    assert text in " ".join(out.split())
