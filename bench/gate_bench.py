@@ -96,9 +96,9 @@ def cells(sim: Any, compare: Callable[..., Any], scale: float, only: str | None 
             row = _row(compare(*sim.run_pair({"s": pilot}, 40_000 + seed, cfg)), "s", "cost_usd")
             if row.verdict == "inconclusive" and row.cases_needed:
                 printed.append(row.cases_needed)
-            if len(printed) >= max(5, int(20 * scale)):
+            if len(printed) >= max(5, int(40 * scale)):
                 break
-        per = max(10, int(30 * scale))
+        per = max(10, int(15 * scale))
 
         def at_printed(i: int) -> bool:
             sc = replace(pilot, n=printed[i // per])
@@ -153,6 +153,12 @@ def cells(sim: Any, compare: Callable[..., Any], scale: float, only: str | None 
         share(f"reference, n={n}, 5 unchanged suites: the gate fails", "family-wise false fail",
               "<= 5 %", 600,
               lambda seed, sc=sc: bool(compare(*sim.run_pair({k: sc for k in names}, 100_000 + seed)).fails_gate))
+    # 6b. The least favourable null: every suite drops by exactly its allowance.
+    edge = replace(ref, n=100, delta=-0.05)
+    share("reference, n=100, 5 suites each dropping by exactly the allowance: some suite regressed",
+          "family-wise false regressed at the boundary", "<= 2.5 %", 600,
+          lambda seed: bool(compare(*sim.run_pair({k: edge for k in names}, 140_000 + seed)).regressed))
+
     # 7. Graded suites (pass rate and mean score: two dependent rows each), unchanged.
     graded = S(50, graded=True, cost_ratio=1.0, latency_ratio=1.0)
     share("graded, n=50, 5 unchanged suites x pass rate + mean score: the gate fails",
