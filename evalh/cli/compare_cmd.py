@@ -82,10 +82,12 @@ def compare(
     and now fails or errors is a regression, named. Stochastic suites are compared with
     allowances (from each suite's `thresholds` in evalh.toml, or the flags here) and 95 %
     intervals over the paired cases (clustered by `metadata.group`): `regressed` only when
-    the interval lies wholly beyond the allowance, with every row of every suite held to
-    one family-wise level (Holm); `flat` when it rules out a change beyond the allowance;
-    `inconclusive` otherwise, with the cases that would settle it. A suite whose candidate
-    produced nothing comparable (every case errored or could not be judged) fails the gate.
+    the interval lies wholly beyond the allowance, with every gating row of every suite
+    held to one family-wise level (weighted Holm; cost and latency gate only when a suite
+    names them in `gate`); `flat` when it rules out a change beyond the allowance;
+    `inconclusive` otherwise, with the cases that would settle it. Every gating row says
+    which change it catches with 80 % power. A suite whose candidate produced nothing
+    comparable (every case errored or could not be judged) fails the gate.
     See docs/methodology.md.
 
     Exit codes: 0 the gate passes; 1 a regression (or a suite that cannot pass) with

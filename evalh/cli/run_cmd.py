@@ -32,7 +32,7 @@ def run(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, metavar="TOKENS", help="Stop starting cases once this many tokens are used.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache: every model call goes to the provider.")] = False,
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID", help="Finish an interrupted, killed or budget-stopped run: only the cases it has no result for run, under the same run id.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost, and the pass-rate drop each stochastic suite catches with 80 % power) and exit; nothing is called or written.")] = False,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
     max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, metavar="RATE", help="Exit 1 when more than this share (0-1) of a suite's results errored or got no judgment; overrides every suite's max_error_rate (default 0.1).")] = None,
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, metavar="N", help="Generate N cases for each suite with a `generate` table (overrides its count); the run's seed draws them.")] = None,
