@@ -82,3 +82,24 @@ def test_an_unknown_gate_row_is_refused_naming_it(project: Path) -> None:
     result_ = CliRunner().invoke(app, ["run", "--dry-run", "--config", str(cfg)])
     assert result_.exit_code == 2 and "gate" in result_.stderr
     assert len(result_.stderr.strip().splitlines()) == 1
+
+
+def test_gate_and_weight_reach_the_run_document_only_when_set(project: Path) -> None:
+    import json
+
+    cfg = project / "evalh.toml"
+    runs = project / "runs"
+
+    def snapshot() -> dict[str, object]:
+        result_ = CliRunner().invoke(app, ["run", "-q", "--json", "--config", str(cfg),
+                                           "--runs-dir", str(runs)])
+        assert result_.exit_code == 0, result_.output
+        run_id = json.loads(result_.stdout)["run_id"]
+        doc = json.loads((runs / f"{run_id}.json").read_bytes())
+        return doc["config"]["suites"]["smoke"]  # type: ignore[no-any-return]
+
+    assert "gate" not in snapshot() and "gate_weight" not in (snap := snapshot()) and snap
+    cfg.write_text(cfg.read_text().replace('regime = "deterministic"', 'regime = "stochastic"')
+                   + 'gate = ["pass_rate", "cost_usd"]\ngate_weight = 4\n')
+    snap = snapshot()
+    assert snap["gate"] == ["pass_rate", "cost_usd"] and snap["gate_weight"] == 4
