@@ -63,6 +63,15 @@ def test_noise_and_dry_run_say_what_the_suite_can_detect(noisy: Path) -> None:  
     det = json.loads(result.stdout)["suites"]["noisy"]["detectable"]
     assert det["change"] == pytest.approx(-expected, abs=1e-9)
     assert (det["cases"], det["candidate_attempts"], det["base_attempts"]) == (30, 1, 3)
+    # Per gating row: the median of what each A/A pair, compared on its own, can detect.
+    rows = json.loads(result.stdout)["suites"]["noisy"]["rows"]
+    pairs = [(ids[0], ids[1]), (ids[0], ids[2]), (ids[1], ids[2])]
+    per_pair = [next(m for m in json.loads(cli(noisy, "compare", a, b, "--format", "json").stdout)
+                     ["suites"]["noisy"]["metrics"] if m["name"] == "pass_rate")["detectable_change"]
+                for a, b in pairs]
+    rate = next(r for r in rows if r["name"] == "pass_rate")
+    assert rate["gating"] and rate["detectable_change"] == pytest.approx(statistics.median(per_pair))
+    assert all(r["detectable_change"] is None for r in rows if not r["gating"])
     line = (f"with 30 cases and this noise, pass-rate drops ≥ {expected * 100:.1f} pp are "
             "caught 80 % of the time")
     assert line in cli(noisy, "baseline", "noise").stdout

@@ -6,8 +6,11 @@ comparison: nothing changed between them), and each suite's cases are counted di
 
 - per-case flips: a (case, arm) flips between two runs when its outcome differs (its
   status when every attempt agrees, `mixed` otherwise), over the cases both runs have;
-- per metric row: the spread of `change` over the pairs (min, max, mean, sd) and how many
-  A/A pairs came out `regressed`, `inconclusive`, ….
+- per metric row: the spread of `change` over the pairs (min, max, mean, sd), how many
+  A/A pairs came out `regressed`, `inconclusive`, …, and for a gating row the median of
+  the pairs' `detectable_change` (what one run against another can detect);
+- per stochastic suite, `detectable`: the pass-rate drop a candidate run like these
+  catches against all of them pooled (`detectable_pass_rate`).
 
 The document (`evalh.baseline-noise/1`) is what `evalh baseline noise --json` prints and
 what is stored beside the marker as `BASELINE.noise.json`; `evalh compare` shows one line
@@ -94,10 +97,12 @@ def measure_noise(
                 label = f"{m.name} {scorer}" if scorer else m.name
                 row = rows.setdefault((m.arm, label), {
                     "arm": m.arm, "name": label, "unit": m.unit, "allowance": m.allowance,
-                    "changes": [], "verdicts": {},
+                    "changes": [], "verdicts": {}, "detectable": [], "gating": m.gating,
                 })
                 if m.change is not None:
                     row["changes"].append(m.change)
+                if m.detectable_change is not None:
+                    row["detectable"].append(m.detectable_change)
                 row["verdicts"][m.verdict] = row["verdicts"].get(m.verdict, 0) + 1
         by_case: dict[tuple[str, str], set[str]] = {}
         runs_with: dict[tuple[str, str], int] = {}
@@ -124,8 +129,12 @@ def measure_noise(
                 "pair_flip_rate": _spread(rates),
             },
             "rows": [
-                {**{k: v for k, v in row.items() if k != "changes"}, "pairs": len(row["changes"]),
-                 "change": _spread(row["changes"]), "changes": row["changes"]}
+                {**{k: v for k, v in row.items() if k not in ("changes", "detectable")},
+                 "pairs": len(row["changes"]), "change": _spread(row["changes"]),
+                 "changes": row["changes"],
+                 # one baseline run against another: what such a pair of runs can detect
+                 "detectable_change": (statistics.median(row["detectable"])
+                                       if row["detectable"] else None)}
                 for row in rows.values()
             ],
             "pair_results": pair_docs,
