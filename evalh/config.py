@@ -87,6 +87,15 @@ class ArmConfig(_Strict):
     """The arm's target, written like the suite's `target`."""
 
 
+GateRow = Literal["pass_rate", "mean_score", "error_rate", "cost_usd", "latency_ms"]
+"""A row of a stochastic comparison a suite can gate on (`[suites.S] gate = [...]`)."""
+
+DEFAULT_GATE: frozenset[str] = frozenset({"pass_rate", "mean_score", "error_rate"})
+"""The rows that gate when a suite does not say: cost and latency are reported only (their
+noise is large and a product change often moves them on purpose), so they stay out of the
+family and do not dilute the rows that decide."""
+
+
 class SuiteConfig(_Strict):
     SNAPSHOT = frozenset(
         {
@@ -94,11 +103,11 @@ class SuiteConfig(_Strict):
             "timeout_s", "concurrency", "thresholds", "tier", "description", "requires_env",
             "cache_repeats", "splits", "sweep", "cluster", "gate_scores", "max_error_rate",
             "require", "metrics", "contrasts", "shuffle", "generate", "advisory", "min_coverage",
-            "estimand", "until_decided", "max_attempts",
+            "estimand", "until_decided", "max_attempts", "gate", "gate_weight",
         }
     )
     SNAPSHOT_IF_SET: ClassVar[frozenset[str]] = frozenset(
-        {"generate", "min_coverage", "estimand", "until_decided", "max_attempts"}
+        {"generate", "min_coverage", "estimand", "until_decided", "max_attempts", "gate", "gate_weight"}
     )
 
     name: str = ""
@@ -184,6 +193,14 @@ class SuiteConfig(_Strict):
     methodology: str | None = None
     """A named preset of `require` (`"bias-aware"`): every requirement of the methodology,
     for this suite; `[evalh] methodology` sets it for every suite (docs/methodology-bias.md)."""
+    gate: list[GateRow] | None = Field(None, min_length=1)
+    """Rows of a stochastic suite that gate (are tested in the comparison's family and can
+    make it `regressed`); unset: `DEFAULT_GATE` (pass rate, mean score, error rate). Cost
+    and latency are reported, not gated, unless named here. Rows of `gate_scores` gate."""
+    gate_weight: float | None = Field(None, gt=0, le=1000)
+    """This suite's weight in the comparison's family (weighted Holm): its share of the
+    family-wise error budget is its weight over the sum of every gating suite's weight,
+    split evenly over its gating rows. Unset: 1."""
     require: RequireConfig | None = None
     """`[suites.S.require]`: minimum repeats, explicit naming, a label, judge ≠ subject, case
     schemas; each unmet one refuses the run (exit 2) before anything is spent (docs/methodology-bias.md)."""

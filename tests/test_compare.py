@@ -230,12 +230,12 @@ def test_stochastic_same_distribution_is_flat() -> None:
     assert cmp.suites["s"].verdict == "flat" and row.verdict == "flat"
     assert row.estimand == "fixed-suite" and row.method.startswith("fixed suite")
     assert row.interval[0] >= -0.05  # type: ignore[index]
-    # The population estimand, asked for: Newcombe's interval and McNemar's p.
+    # The population estimand, asked for: Tango's interval and McNemar's p.
     cmp = compare_runs(*binary_runs(2000, 0.8, 0.8, seed=11), ComparePolicy(estimand="population"))
     row = _row(cmp, "pass_rate")
     assert cmp.suites["s"].verdict == "flat" and row.verdict == "flat"
     assert row.estimand == "population"
-    assert row.method.startswith("Newcombe") and row.p_value is not None
+    assert row.method.startswith("Tango") and row.p_value is not None
     assert row.interval[0] >= -0.05  # type: ignore[index]
     # Binary scores: the mean score is the pass rate, compared once.
     assert [m.name for m in cmp.suites["s"].metrics] == ["pass_rate"]
@@ -346,9 +346,16 @@ def test_stochastic_cost_and_latency_rows() -> None:
     # Geometric means of per-case latency (their ratio is the tested paired change).
     assert lat.base == pytest.approx(103, abs=0.1) and lat.candidate == pytest.approx(263, abs=0.1)
     assert lat.change == pytest.approx(100 * (lat.candidate / lat.base - 1))
-    assert cmp.suites["s"].verdict == "regressed"
+    # Cost and latency are reported, not gated, unless the suite names them in `gate`.
+    assert not lat.gating and not cost.gating and cmp.suites["s"].verdict == "flat"
+    assert not cmp.fails_gate and "gating rows" in (lat.note or "")
+    gated = {"suites": {"s": {"gate": ["pass_rate", "latency_ms"]}}}
+    cmp = compare_runs(make_run("b", {"s": suite(base, "stochastic")}, config=gated),
+                       make_run("c", {"s": suite(cand, "stochastic")}))
+    assert _row(cmp, "latency_ms").gating and cmp.suites["s"].verdict == "regressed"
+    assert cmp.fails_gate and not _row(cmp, "cost_usd").gating
     cmp = compare_runs(
-        make_run("b", {"s": suite(base, "stochastic")}),
+        make_run("b", {"s": suite(base, "stochastic")}, config=gated),
         make_run("c", {"s": suite(cand, "stochastic")}),
         ComparePolicy(latency_p50_increase_pct=200),
     )
@@ -388,7 +395,7 @@ def test_json_keys_are_the_documented_contract() -> None:
         "verdict", "regressed", "inconclusive", "policy", "fails_gate", "gate_reasons",
         "family", "inconclusive_worse",
     }
-    assert set(doc["family"]) == {"size", "alpha", "method"}
+    assert set(doc["family"]) == {"size", "alpha", "method", "weights", "select"}
     assert doc["schema"] == "evalh.compare/2"
     assert set(doc["base"]) == {"run_id", "label", "status", "started_at", "git_sha", "git_dirty"}
     s = doc["suites"]["s"]
@@ -404,7 +411,7 @@ def test_json_keys_are_the_documented_contract() -> None:
         "arm", "name", "better", "base", "candidate", "delta", "change", "unit", "allowance",
         "interval", "method", "p_value", "n", "verdict", "cases_needed", "note", "scorer",
         "gating", "direction", "p_worse", "p_adjusted", "alpha_adjusted", "clusters",
-        "cluster_by", "cases_needed_for", "repeats_needed", "estimand", "rounds",
+        "cluster_by", "cases_needed_for", "repeats_needed", "estimand", "rounds", "weight", "detectable_change",
     }
     assert set(s["cases"]) == {
         "regressed", "improved", "changed", "added", "removed", "not_run", "errored_new",

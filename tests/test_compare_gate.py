@@ -140,11 +140,16 @@ def test_family_size_counts_every_gating_row_of_every_suite() -> None:
         return [result(f"c{i}", "passed" if (i + shift) % 3 else "failed", latency_ms=100.0 + i,
                        cost_usd=0.01) for i in range(30)]
 
-    b = make_run("b", {"s1": suite(cases(0), "stochastic"), "s2": suite(cases(0), "stochastic")})
+    gate = {"suites": {n: {"gate": ["pass_rate", "cost_usd", "latency_ms"]} for n in ("s1", "s2")}}
+    b = make_run("b", {"s1": suite(cases(0), "stochastic"), "s2": suite(cases(0), "stochastic")},
+                 config=gate)
     c = make_run("c", {"s1": suite(cases(0), "stochastic"), "s2": suite(cases(1), "stochastic")})
     cmp = compare_runs(b, c)
     tested = [m for s in cmp.suites.values() for m in s.metrics if m.p_adjusted is not None]
     assert cmp.family.size == len(tested) == 6  # pass rate, cost, latency in each suite
+    # By default cost and latency are reported only: the family is the two pass rates.
+    b.config = {}
+    assert compare_runs(b, c).family.size == 2
     assert all(m.alpha_adjusted is not None and m.alpha_adjusted <= cmp.family.alpha for m in tested)
 
 

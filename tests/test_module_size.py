@@ -12,8 +12,6 @@ LIMIT = 600
 PACKAGE = Path(evalh.__file__).parent
 
 ALLOWED: dict[str, str] = {
-    "core/compare/decide.py": "compare_runs and the verdict of each suite and arm; the arm verdicts "
-                              "move out once the coverage, sequential and weighted-family rows land",
     "core/compare/facts.py": "one class, SuiteFacts: the columns of a suite's facts and the ways to fill, "
                              "pack and read them; the document reader (facts_read) and the value "
                              "columns (columns) are apart",

@@ -131,7 +131,8 @@ def noise(
     between them), and each suite's cases are counted directly. Per suite: how many cases
     flip (their outcome differs between two baseline runs, out of the cases at least two
     runs have), and per metric row the spread (min, max, sd) of its change across the
-    pairs and the A/A verdicts. Written to BASELINE.noise.json (atomically), shown by
+    pairs and the A/A verdicts; and the pass-rate drop a candidate run like these catches
+    against them pooled with 80 % power (`detectable`). Written to BASELINE.noise.json (atomically), shown by
     `evalh compare` against BASELINE, one line per suite. Needs at least two baseline runs.
     Exit 0; 2 with fewer than two baseline runs or a run that cannot be read.
 

@@ -109,11 +109,13 @@ def compare(
     and now fails or errors is a regression, named. Stochastic suites are compared with
     allowances (from each suite's `thresholds` in evalh.toml, or the flags here) and 95 %
     intervals over the paired cases (clustered by `metadata.group`): `regressed` only when
-    the interval lies wholly beyond the allowance, with every row of every suite held to
-    one family-wise level (Holm); `flat` when it rules out a change beyond the allowance;
-    `inconclusive` otherwise, with the cases that would settle it. A suite whose candidate
-    produced nothing comparable (every case errored, could not be judged or changed content)
-    fails the gate, and so does one whose candidate measured less than its minimum coverage
+    the interval lies wholly beyond the allowance, with every gating row of every suite
+    held to one family-wise level (weighted Holm; cost and latency gate only when a suite
+    names them in `gate`); `flat` when it rules out a change beyond the allowance;
+    `inconclusive` otherwise, with the cases that would settle it. Every gating row says
+    which change it catches with 80 % power. A suite whose candidate produced nothing
+    comparable (every case errored, could not be judged or changed content) fails the gate,
+    and so does one whose candidate measured less than its minimum coverage
     (--min-coverage, default 0.9) of the base's results, or a suite the base ran and the
     candidate did not (unless --allow-removed-suite names it). See docs/ci.md and
     docs/methodology.md.

@@ -12,6 +12,8 @@ from evalh.cli.options import ConfigOpt, JsonOpt, RunQuietOpt, RunsDirOpt
 
 if TYPE_CHECKING:
     from evalh.baseline import LoadedBaseline
+    from evalh.core.request.run_request import PreparedRequest
+    from evalh.models import Run
 
 
 @translate_errors
@@ -30,7 +32,7 @@ def run(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=0, metavar="TOKENS", help="Stop starting cases once this many tokens are used.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache: every model call goes to the provider.")] = False,
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN_ID", help="Finish an interrupted, killed or budget-stopped run: only the cases it has no result for run, under the same run id.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost) and exit; nothing is called or written.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (suites, cases x arms x repeats, requests, estimated tokens and cost, and the pass-rate drop each stochastic suite catches with 80 % power) and exit; nothing is called or written.")] = False,
     allow_self_judge: Annotated[bool, typer.Option("--allow-self-judge", help="Let a judge grade output of its own model (refused otherwise); recorded in the run.")] = False,
     max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, metavar="RATE", help="Exit 1 when more than this share (0-1) of a suite's results errored or got no judgment; overrides every suite's max_error_rate (default 0.1).")] = None,
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, metavar="N", help="Generate N cases for each suite with a `generate` table (overrides its count); the run's seed draws them.")] = None,
@@ -131,8 +133,10 @@ def run(
     # the run comes back without its results: what is printed is read from its document
     outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference, results=False)
     if outcome.estimate is not None:
+        from evalh.core.run.estimate import add_detectable
         from evalh.report.terminal.estimate import render_estimate
 
+        add_detectable(outcome.estimate, prepared.prepared.plan, _baseline_runs(prepared))
         if json_out:
             out().file.write(document_text(outcome.to_dict()))
         else:
@@ -162,3 +166,16 @@ def run(
             emit_comparison(outcome.comparison, notes=outcome.notes)
     if outcome.code:
         raise typer.Exit(code=outcome.code)
+
+
+def _baseline_runs(prepared: PreparedRequest) -> list[Run]:
+    """The runs BASELINE names, for the noise a dry run plans with; none when there is no
+    BASELINE or a run it names cannot be read (the plan then uses the worst case)."""
+    from evalh.baseline import read_baseline_ids
+    from evalh.errors import EvalhError
+
+    ids = read_baseline_ids(prepared.config.root) or []
+    try:
+        return [prepared.store.load(i) for i in ids]
+    except (EvalhError, OSError, ValueError):
+        return []

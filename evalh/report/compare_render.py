@@ -84,7 +84,10 @@ def family_text(cmp: Comparison) -> str:
     f = cmp.family
     if not f.size:
         return "no statistical test in this comparison (deterministic suites are by case name)"
-    return (f"{f.size} gating row(s) tested as one family (Holm): the chance that any is "
+    how = "Holm" if len(set(f.weights.values())) <= 1 else "weighted Holm"
+    if f.select is not None:
+        how += f"; a row takes part when its p(worse) ≤ {f.select:g}"
+    return (f"{f.size} gating row(s) tested as one family ({how}): the chance that any is "
             f"falsely called regressed is at most {f.alpha * 100:g} %")
 
 
@@ -125,6 +128,10 @@ def coverage_cell(s: SuiteComparison) -> str:
         return "—"
     mark = " ✗" if c.below else ""
     return f"{c.measured}/{c.of} ({c.share * 100:.3g} %){mark}"
+
+
+def _power(cmp: Comparison) -> float:
+    return float(cmp.policy.get("power", 0.8))
 
 
 def _confidence(cmp: Comparison) -> str:
@@ -186,7 +193,7 @@ def _suite_markdown(
         for m in s.metrics:
             out.append(
                 f"| {e(metric_label(m))} | {m.n} | {value(m, m.base)} | {value(m, m.candidate)} | "
-                f"{delta(m)} | {allowance(m)} | {interval(m)} | **{m.verdict}** | {e(detail(m))} |"
+                f"{delta(m)} | {allowance(m)} | {interval(m)} | **{m.verdict}** | {e(detail(m, _power(cmp)))} |"
             )
         out.append("")
     for key, _ in _LISTS:
@@ -248,7 +255,7 @@ def render_terminal(
         else:
             console.print(title)
         for m in s.metrics:
-            console.print(Text(f"  {metric_label(m)}: {detail(m)}", style="dim"))
+            console.print(Text(f"  {metric_label(m)}: {detail(m, _power(cmp))}", style="dim"))
         if s.coverage is not None and not any(r.startswith(s.coverage.line()) for r in s.reasons):
             console.print(Text(f"  {s.coverage.line()}", style="red" if s.coverage.below else "dim"))
         for r in [*s.reasons, *(notes.suites.get(s.suite, []) if notes else [])]:

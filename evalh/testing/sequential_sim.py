@@ -10,8 +10,8 @@ Two designs are simulated, each with the functions the CLI uses:
   interval (`stats.clustered_mean` over the per-case differences, Student's t) and the
   family's Holm level — what `evalh run --compare-baseline` did before this version;
 - `rounds`: `evalh run --compare-baseline --until-decided`: attempts allocated from the
-  baseline (`stats_sequential.allocate`), run in rounds (round k runs attempt k of every case
-  allotted k or more), the fixed-suite interval (`stats_sequential.fixed_suite_estimate`)
+  baseline (`stats.sequential.allocate`), run in rounds (round k runs attempt k of every case
+  allotted k or more), the fixed-suite interval (`stats.sequential.fixed_suite_estimate`)
   with the round's error-spending multipliers, stopping once the row is decided.
 
 Pure numpy + the standard library; seeded, so every share is reproducible.
@@ -161,7 +161,7 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
         est = fixed_suite_estimate(list(diffs), variances)
         if est is None:
             continue
-        if boundary == "spending":  # compare_metrics.apply_rounds's multipliers
+        if boundary == "spending":  # compare.family.apply_rounds's multipliers
             c_flat, c_reg = look_multipliers(fractions, k, alpha_f, family, est.df, rho)
         else:
             c_flat = student_multiplier(c_f[k - 1], est.df)

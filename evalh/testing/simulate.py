@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, Run, SuiteResult
 
@@ -45,6 +46,16 @@ class Scenario:
     """Typical base latency per case (lognormal around it)."""
     latency_jitter: float = 0.15
     """Standard deviation of the per-attempt log latency noise."""
+    workload: str = "uniform"
+    """`uniform`: case levels uniform in 0.35–0.85 (graded 0.4–0.8), the change added to each.
+    `reference`: the reference workload of docs/methodology.md (pass/fail: 60 % of cases
+    pass with probability 0.98, 15 % with 0.02, 25 % uniform in 0.2–0.8), the change
+    applied in proportion to each case's probability, so the mean change is `delta`
+    exactly and no case leaves [0, 1]. `high`: levels uniform in 0.8–0.98."""
+    cost_case_sd: float = 0.6
+    """Standard deviation of the per-case log cost (lognormal around $0.01)."""
+    cost_attempt_sd: float = 0.2
+    """Standard deviation of the per-attempt log cost noise (mean one on the cost scale)."""
 
 
 def _clip(x: float) -> float:
@@ -60,11 +71,13 @@ def suite_pair(sc: Scenario, rng: random.Random) -> tuple[SuiteResult, SuiteResu
         cid = f"c{i}"
         g = i % sc.groups if sc.groups else 0
         meta = {"group": f"g{g}"} if sc.groups else {}
-        level = rng.uniform(0.35, 0.85) if not sc.graded else rng.uniform(0.4, 0.8)
-        cost = math.exp(rng.gauss(math.log(0.01), 0.6)) if sc.cost_ratio is not None else None
+        level, scale = _level(sc, rng), 1.0
+        if sc.workload == "reference":
+            scale = level / REFERENCE_MEAN  # the change in proportion to the level
+        cost = math.exp(rng.gauss(math.log(0.01), sc.cost_case_sd)) if sc.cost_ratio is not None else None
         lat = sc.latency_ms * math.exp(rng.gauss(0.0, 0.5))
         for side, out in ((0, base), (1, cand)):
-            mu = level + (sc.delta + shocks[g] if side else 0.0)
+            mu = level + (sc.delta * scale + shocks[g] if side else 0.0)
             for a in range(sc.repeats):
                 if sc.graded:
                     score = _clip(mu + rng.uniform(-0.15, 0.15))
@@ -75,7 +88,8 @@ def suite_pair(sc: Scenario, rng: random.Random) -> tuple[SuiteResult, SuiteResu
                 c: float | None = None
                 if cost is not None:
                     ratio = sc.cost_ratio if side and sc.cost_ratio is not None else 1.0
-                    c = cost * ratio * math.exp(rng.gauss(-0.02, 0.2))  # E[exp(N(-.02,.2))] = 1
+                    sd = sc.cost_attempt_sd  # E[exp(N(-sd²/2, sd))] = 1
+                    c = cost * ratio * math.exp(rng.gauss(-sd * sd / 2, sd))
                 ms = None
                 if sc.latency_ratio is not None:
                     ratio = sc.latency_ratio if side else 1.0
@@ -85,6 +99,19 @@ def suite_pair(sc: Scenario, rng: random.Random) -> tuple[SuiteResult, SuiteResu
                     score=score, metadata=meta, cost_usd=c, latency_ms=ms,
                 ))
     return _suite(base, sc.n), _suite(cand, sc.n)
+
+
+REFERENCE_MEAN = 0.6 * 0.98 + 0.15 * 0.02 + 0.25 * 0.5
+"""Mean pass probability of the reference workload."""
+
+
+def _level(sc: Scenario, rng: random.Random) -> float:
+    if sc.workload == "reference":
+        u = rng.random()
+        return 0.98 if u < 0.6 else (0.02 if u < 0.75 else rng.uniform(0.2, 0.8))
+    if sc.workload == "high":
+        return rng.uniform(0.8, 0.98)
+    return rng.uniform(0.35, 0.85) if not sc.graded else rng.uniform(0.4, 0.8)
 
 
 def _suite(results: list[CaseResult], n: int) -> SuiteResult:
@@ -97,19 +124,22 @@ def _suite(results: list[CaseResult], n: int) -> SuiteResult:
     )
 
 
-def run_pair(scenarios: dict[str, Scenario], seed: int) -> tuple[Run, Run]:
-    """Two runs, one suite per scenario, drawn with one seed."""
+def run_pair(
+    scenarios: dict[str, Scenario], seed: int, config: dict[str, Any] | None = None
+) -> tuple[Run, Run]:
+    """Two runs, one suite per scenario, drawn with one seed; `config`: both runs' config
+    snapshot (``{"suites": {name: {"gate": [...]}}}``, say)."""
     rng = random.Random(seed)
     pairs = {name: suite_pair(sc, rng) for name, sc in scenarios.items()}
-    return _run("base", {k: v[0] for k, v in pairs.items()}), _run(
-        "cand", {k: v[1] for k, v in pairs.items()}
+    return _run("base", {k: v[0] for k, v in pairs.items()}, config), _run(
+        "cand", {k: v[1] for k, v in pairs.items()}, config
     )
 
 
-def _run(run_id: str, suites: dict[str, SuiteResult]) -> Run:
+def _run(run_id: str, suites: dict[str, SuiteResult], config: dict[str, Any] | None = None) -> Run:
     return Run(
         run_id=run_id, status="complete", started_at="2026-01-01T00:00:00Z",
-        environment=ENV, config={}, suites=suites,
+        environment=ENV, config=config or {}, suites=suites,
     )
 
 

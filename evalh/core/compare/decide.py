@@ -11,11 +11,11 @@ Per suite, by regime:
   is `changed` and not compared.
 - stochastic: metric rows (pass rate, mean score or named scorers, error rate, cost, p50
   latency), each with an allowance and an interval over the paired cases (clustered by the
-  suite's cluster field); see `compare_metrics.decide`. Pass-rate and score rows estimate
-  the change over these fixed cases by default (`estimand`, `stats_sequential`). Every
+  suite's cluster field); see `compare.metrics.decide`. Pass-rate and score rows estimate
+  the change over these fixed cases by default (`estimand`, `stats.sequential`). Every
   gating row of every suite is one family of tests, held to one family-wise level
-  (`compare_metrics.apply_family`); a candidate run in rounds (`--until-decided`) has its
-  fixed-suite rows decided by the rounds' confidence sequence (`compare_metrics.apply_rounds`).
+  (`compare.family.apply_family`); a candidate run in rounds (`--until-decided`) has its
+  fixed-suite rows decided by the rounds' confidence sequence (`compare.family.apply_rounds`).
 
 Errored and `judge_error` results never count as failures of the product's answer: they
 are counted apart. They still fail closed: a passed → errored case is a regression in a
@@ -23,48 +23,33 @@ deterministic suite, a passed → judge_error case blocks it (it could not be ve
 stochastic suite the error rate (errored + judge_error) is a row like the others, and a
 candidate that produced nothing comparable blocks the gate.
 
-A green gate means the work was measured (`compare_coverage`): every compared suite has
+A green gate means the work was measured (`compare.coverage`): every compared suite has
 its coverage of the base's results, and blocks below its minimum; a suite the base ran and
 the candidate did not blocks unless it was left out on purpose and the policy names it.
 """
 
 from __future__ import annotations
 
-import re
-from array import array
 from collections.abc import Mapping
 
 from evalh.config import Thresholds
+from evalh.core.compare.arms import case_ref, deterministic_arm, finish_suite, stochastic_arm
 from evalh.core.compare.columns import row_range
 from evalh.core.compare.config import config_differences, thresholds_for
 from evalh.core.compare.corrected import CorrectedPair, corrected_row
 from evalh.core.compare.coverage import absent_why, min_coverage_for, suite_coverage, why_not_run
 from evalh.core.compare.facts import (
-    ERRORED,
-    FAILED,
-    JUDGE_ERROR,
     NO_DIGEST,
-    PASSED,
-    SKIPPED,
     Options,
     SuiteFacts,
     suite_facts,
 )
-from evalh.core.compare.metrics import (
-    Key,
-    Pairs,
-    apply_family,
-    apply_rounds,
-    deterministic_row,
-    plan_row,
-    stochastic_rows,
-)
+from evalh.core.compare.family import apply_family, apply_rounds, detect_row, plan_row
+from evalh.core.compare.metrics import Pairs
 from evalh.core.compare.models import (
-    CaseRef,
     ComparePolicy,
     Comparison,
     ErrorCounts,
-    Estimand,
     Family,
     MetricRow,
     NamedCases,
@@ -75,11 +60,20 @@ from evalh.core.compare.models import (
     recorded_looks,
     worst,
 )
+from evalh.core.compare.suite_settings import snapshot_options, suite_estimand, suite_gate
 from evalh.gcpause import gc_paused
 from evalh.models import Run, SuiteResult
 
 __all__ = ["ComparePolicy", "Comparison", "SuiteComparison", "compare_runs", "config_differences"]
 
+
+SELECT = 0.8
+"""τ of the conditionalized family (`stats.weighted_holm`), used when the family spans two
+suites or more: a row takes part only when its p_worse is at most τ (its estimate is not
+clearly inside its allowance). A regressed row pays τ (its level is α·τ when it is alone
+in the family); an unchanged row far from its allowance steps out. Chosen by measurement
+(bench/gate_results.md): with 4 unchanged suites beside a regressed one, τ = 0.5 kept 77 %
+of the regressed suite's own power and 0.8 keeps about 90 %."""
 
 Facts = dict[str, SuiteFacts]
 """Suite name → the facts of its results (`compare_facts`)."""
@@ -112,10 +106,10 @@ def compare_runs(
 
 def suite_options(base: Run, candidate: Run) -> dict[str, Options]:
     """Per suite of either run: what its facts must keep to be compared (its cluster
-    field and its gated scorers, `_suite_options`)."""
+    field and its gated scorers, `snapshot_options`)."""
     out: dict[str, Options] = {}
     for name in _suite_names(base, candidate):
-        cluster_by, gated = _suite_options(name, base, candidate)
+        cluster_by, gated = snapshot_options(name, base, candidate)
         out[name] = (cluster_by, frozenset(gated))
     return out
 
@@ -153,16 +147,30 @@ def _compare_runs(
         suites[name].advisory = dict(ADVISORY)
         suites[name].reasons.append("advisory suite (judgeUse: advisory-only, releaseDecision: "
                                     "not-assessed): reported, never gates")
-    family = [m for s in suites.values() if s.regime == "stochastic" and s.advisory is None
-              for m in s.metrics if m.gating]
-    alpha = apply_family(family, policy)
+    family: list[MetricRow] = []
+    weights: list[float] = []
+    suite_weights: dict[str, float] = {}
+    for s in suites.values():
+        if s.regime != "stochastic" or s.advisory is not None:
+            continue
+        rows = [m for m in s.metrics if m.gating]
+        k = sum(1 for m in rows if m.p_worse is not None)
+        if k:  # the suite's weight, split evenly over its tested gating rows
+            suite_weights[s.suite] = w = suite_gate(s.suite, base, candidate)[1]
+            family += rows
+            weights += [w / k] * len(rows)
+    # Across two suites or more, rows far inside their allowance (unchanged ones) step
+    # out of the family instead of diluting the rest (conditionalized Holm, SELECT).
+    select = SELECT if len(suite_weights) >= 2 else None
+    alpha = apply_family(family, policy, weights, select)
     tested = sum(1 for m in family if m.p_worse is not None)
     apply_rounds({name: s.metrics for name, s in suites.items()
                   if s.regime == "stochastic" and s.advisory is None}, policy, tested)
     for s in suites.values():
         for m in s.metrics:
             plan_row(m, policy, tested)
-        _finish(s)
+            detect_row(m, policy, tested)
+        finish_suite(s)
     compared = [s.verdict for s in suites.values() if s.verdict not in ("added", "removed")]
     if not suites:
         warnings.append("neither run has any suite")
@@ -190,7 +198,8 @@ def _compare_runs(
         regressed=any(s.verdict == "regressed" for s in suites.values()),
         fails_gate=bool(gate),
         gate_reasons=gate,
-        family=Family(size=tested, alpha=alpha),
+        family=Family(size=tested, alpha=alpha, weights=suite_weights, select=select,
+                      method=_family_method(suite_weights, select)),
         inconclusive=any(
             s.verdict == "inconclusive"
             or any(m.gating and m.verdict == "inconclusive" for m in s.metrics)
@@ -203,6 +212,17 @@ def _compare_runs(
         ),
         policy=policy.model_dump(mode="json"),
     )
+
+
+def _family_method(weights: dict[str, float], select: float | None) -> str:
+    text: str = Family.model_fields["method"].default
+    if len(set(weights.values())) > 1:
+        text = ("weighted Holm step-down over the gating rows' one-sided p-values (each "
+                "suite's share of alpha: its gate_weight over their sum)")
+    if select is not None:
+        text += (f", conditionalized: only rows with p_worse <= {select:g} take part, each "
+                 f"with p_worse / {select:g}")
+    return text
 
 
 def _gate_reason(s: SuiteComparison) -> str:
@@ -237,16 +257,6 @@ def _partial_warning(side: str, run: Run) -> str | None:
 
 
 # --------------------------------------------------------------------------- suite level
-
-
-def _case_ref(key: Key, fb: SuiteFacts, rb: int | None, fc: SuiteFacts, rc: int | None) -> CaseRef:
-    return CaseRef(
-        case_id=key[0], arm=key[1],
-        base=fb.outcome(rb) if rb is not None else None,
-        candidate=fc.outcome(rc) if rc is not None else None,
-        base_score=fb.score(rb) if rb is not None else None,
-        candidate_score=fc.score(rc) if rc is not None else None,
-    )
 
 
 def _errors(fb: SuiteFacts, fc: SuiteFacts) -> ErrorCounts:
@@ -320,7 +330,7 @@ def _compare_suite(
         out.blocking.append("nothing comparable: the regime changed (move the baseline if that is the change)")
         out.reasons.extend(out.blocking)
         return out
-    cluster_by, gate_scores = _suite_options(name, base, cand)
+    cluster_by, gate_scores = snapshot_options(name, base, cand)
     estimand = suite_estimand(name, base, cand, policy)
     out.counts.base_cases, out.counts.candidate_cases = len(fb), len(fc)
     pairs_by_arm: dict[str, Pairs] = {}
@@ -342,10 +352,10 @@ def _compare_suite(
         elif arm not in arms_c:
             arm_verdicts[arm] = "removed"
         elif sc.regime == "deterministic":
-            arm_verdicts[arm] = _deterministic_arm(out, arm, keyed)
+            arm_verdicts[arm] = deterministic_arm(out, arm, keyed)
         else:
-            arm_verdicts[arm] = _stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores,
-                                                estimand)
+            arm_verdicts[arm] = stochastic_arm(out, arm, keyed, policy, th, cluster_by, gate_scores,
+                                                suite_gate(name, base, cand)[0], estimand)
     if arms != ["default"]:
         out.arms = arm_verdicts
     out._arm_verdicts = arm_verdicts
@@ -372,7 +382,7 @@ def _pair_aligned(fb: SuiteFacts, fc: SuiteFacts, pairs_by_arm: dict[str, Pairs]
         return
     for row, (case_id, a) in enumerate(zip(fc.case_ids, fc.arm_of, strict=False)):
         if row in changed:
-            named.changed.append(_case_ref((case_id, fc.arm_names[a]), fb, row, fc, row))
+            named.changed.append(case_ref((case_id, fc.arm_names[a]), fb, row, fc, row))
             continue
         _paired(pairs_by_arm, fc.arm_names[a], fb, fc).append(row, row)
 
@@ -395,18 +405,18 @@ def _pair_by_key(
     for rc, (case_id, a) in enumerate(zip(fc.case_ids, fc.arm_of, strict=False)):  # arm_of has room past the rows
         rb = b_maps[a].get(case_id)
         if rb is None:
-            ref = _case_ref((case_id, fc.arm_names[a]), fb, rb, fc, rc)
+            ref = case_ref((case_id, fc.arm_names[a]), fb, rb, fc, rc)
             (named.added if base_done else named.not_run).append(ref)
             continue
         x, y = db[rb], dc[rc]
         if x != y and x != NO_DIGEST and y != NO_DIGEST:
-            named.changed.append(_case_ref((case_id, fc.arm_names[a]), fb, rb, fc, rc))
+            named.changed.append(case_ref((case_id, fc.arm_names[a]), fb, rb, fc, rc))
             continue
         _paired(pairs_by_arm, fc.arm_names[a], fb, fc).append(rb, rc)
     c_maps = [fc.rows.get(arm) or {} for arm in fb.arm_names]
     for rb, (case_id, a) in enumerate(zip(fb.case_ids, fb.arm_of, strict=False)):
         if case_id not in c_maps[a]:
-            ref = _case_ref((case_id, fb.arm_names[a]), fb, rb, fc, None)
+            ref = case_ref((case_id, fb.arm_names[a]), fb, rb, fc, None)
             (named.removed if cand_done else named.not_run).append(ref)
 
 
@@ -440,225 +450,3 @@ def _nothing_measured(fb: SuiteFacts, fc: SuiteFacts, arms_b: set[str]) -> list[
     return out
 
 
-def _suite_options(name: str, base: Run, cand: Run) -> tuple[str | None, list[str]]:
-    """The suite's cluster field and gated scorers. As with the allowances, a change cannot
-    loosen its own gate: the cluster field is the base's (the candidate's when the base
-    has no snapshot of the suite), and the gated scorers are those of either run."""
-    snaps = [snap for run in (base, cand)
-             if isinstance(snap := (run.config.get("suites") or {}).get(name), dict)]
-    if not snaps:
-        return "group", []
-    cluster = snaps[0].get("cluster", "group")
-    cluster_by = None if cluster in (None, "case") else str(cluster)
-    gated: list[str] = []
-    for snap in snaps:
-        scores = snap.get("gate_scores") or []
-        for x in scores if isinstance(scores, list) else []:
-            if str(x) not in gated:
-                gated.append(str(x))
-    return cluster_by, gated
-
-
-def suite_estimand(name: str, base: Run, cand: Run, policy: ComparePolicy) -> Estimand:
-    """The estimand of a suite's pass-rate and score rows: the policy's (`--estimand`), else
-    the suite's `estimand` key (the base's snapshot, then the candidate's), else
-    `fixed-suite`."""
-    if policy.estimand is not None:
-        return policy.estimand
-    for run in (base, cand):
-        snap = (run.config.get("suites") or {}).get(name)
-        if isinstance(snap, dict) and snap.get("estimand") in ("fixed-suite", "population"):
-            return snap["estimand"]
-    return "fixed-suite"
-
-
-def _deterministic_arm(out: SuiteComparison, arm: str, keyed: Pairs) -> Verdict:
-    named = out.cases
-    fb, fc = keyed.base, keyed.cand
-    pb, pc = fb.outcomes_of(keyed.b_rows), fc.outcomes_of(keyed.c_rows)  # one byte a pair
-    skip = SKIPPED.to_bytes(1, "little")
-    if skip in pb or skip in pc:  # a pair with a skipped side is not compared
-        kept = [i for i, (x, y) in enumerate(zip(pb, pc, strict=True)) if x != SKIPPED and y != SKIPPED]
-        out.counts.skipped += len(pb) - len(kept)
-        compared = Pairs(fb, fc, array("q", map(keyed.b_rows.__getitem__, kept)),
-                         array("q", map(keyed.c_rows.__getitem__, kept)))
-        pb, pc = bytes(map(pb.__getitem__, kept)), bytes(map(pc.__getitem__, kept))
-    else:
-        compared = keyed
-    out._compared.append(compared)
-    regressed = improved = unverified = 0
-    # Only the pairs whose outcomes differ, or that a judge could not score, are looked at
-    # one by one (found in C: the bytes that differ, and the judge errors).
-    differ = (int.from_bytes(pb, "little") ^ int.from_bytes(pc, "little")).to_bytes(len(pb), "little")
-    looked = sorted({m.start() for m in _NONZERO.finditer(differ)}
-                    | {m.start() for side in (pb, pc) for m in _UNJUDGED.finditer(side)})
-    judged = len(pb) - sum(1 for i in looked if pb[i] == JUDGE_ERROR or pc[i] == JUDGE_ERROR)
-    for i in looked:
-        bo, co = pb[i], pc[i]
-        rb, rc = compared.b_rows[i], compared.c_rows[i]
-        ref = _case_ref((fc.case_ids[rc], arm), fb, rb, fc, rc)
-        if co == ERRORED:
-            named.errored_new.append(ref)
-        if bo == ERRORED:
-            named.errored_fixed.append(ref)
-        if bo == PASSED and co <= FAILED:
-            named.regressed.append(ref)
-            regressed += 1
-        elif bo <= FAILED and co == PASSED:
-            named.improved.append(ref)
-            improved += 1
-        elif JUDGE_ERROR in (bo, co):
-            named.judge_error.append(ref)
-            if bo == PASSED and co == JUDGE_ERROR:
-                unverified += 1
-    rates = ((pb.count(PASSED), pb.count(PASSED) + pb.count(FAILED)),
-             (pc.count(PASSED), pc.count(PASSED) + pc.count(FAILED)))
-    out.metrics.append(deterministic_row(arm, len(compared), rates[0], rates[1], regressed, improved))
-    if unverified:
-        where = f" [{arm}]" if arm != "default" else ""
-        out.blocking.append(
-            f"{unverified} case(s){where} passed in the base and could not be judged now "
-            "(judge_error): zero tolerance cannot vouch for them"
-        )
-    if not judged:  # judge_error cases are not compared: none left means nothing was
-        return "incomparable"
-    return "regressed" if regressed else ("improved" if improved else "flat")
-
-
-_NONZERO = re.compile(rb"[^\x00]")
-_UNJUDGED = re.compile(re.escape(JUDGE_ERROR.to_bytes(1, "little")))
-
-
-def _stochastic_arm(
-    out: SuiteComparison, arm: str, keyed: Pairs, policy: ComparePolicy,
-    th: Thresholds, cluster_by: str | None, gate_scores: list[str],
-    estimand: Estimand = "fixed-suite",
-) -> Verdict:
-    named = out.cases
-    fb, fc = keyed.base, keyed.cand
-    pairs = Pairs(fb, fc)
-    for rb, rc in keyed:
-        b_err, c_err = fb.errored(rb), fc.errored(rc)
-        b_judge, c_judge = fb.judge_error(rb), fc.judge_error(rc)
-        b_valid, c_valid = fb.valid(rb), fc.valid(rc)
-        if not (b_valid or b_err or b_judge) or not (c_valid or c_err or c_judge):
-            out.counts.skipped += 1
-            continue
-        pairs.append(rb, rc)
-        lists = []
-        if c_err and not b_err:
-            lists.append(named.errored_new)
-        if b_err and not c_err:
-            lists.append(named.errored_fixed)
-        if b_judge or c_judge:
-            lists.append(named.judge_error)
-        if b_valid and c_valid:
-            if fb.failed(rb) == 0 and fc.passed(rc) == 0:
-                lists.append(named.regressed)
-            elif fb.passed(rb) == 0 and fc.failed(rc) == 0:
-                lists.append(named.improved)
-        if lists:
-            ref = _case_ref((fc.case_ids[rc], arm), fb, rb, fc, rc)
-            for target in lists:
-                target.append(ref)
-    out._compared.append(pairs)
-    rows = stochastic_rows(policy, arm, pairs, th, cluster_by=cluster_by, gate_scores=gate_scores,
-                           estimand=estimand)
-    out.metrics.extend(rows)
-    where = f" [{arm}]" if arm != "default" else ""
-    for r in rows:
-        if r.name == "score" and r.n == 0 and any(fb.scorer_mean(r.scorer or "", rb) is not None
-                                                 for rb in pairs.b_rows):
-            out.blocking.append(f"scorer {r.scorer}{where} gave no value in the candidate")
-    return "flat"  # decided in _finish, once the family adjustment is known
-
-
-def _arm_verdict(rows: list[MetricRow]) -> Verdict:
-    """Worst gating row; `regressed` whenever one is (errors beyond the allowance regress a
-    suite even when no answer could be scored), else `incomparable` without a pass rate or
-    score row to compare."""
-    gating = [r.verdict for r in rows if r.gating and r.verdict != "incomparable"]
-    primary = [r for r in rows if r.gating and r.name in ("pass_rate", "mean_score", "score")
-               and r.verdict != "incomparable"]
-    if "regressed" in gating:
-        return "regressed"
-    if not primary:
-        return "incomparable"
-    return worst(gating)
-
-
-def _finish(out: SuiteComparison) -> None:
-    if out.verdict in ("added", "removed") or out.regime is None:
-        return
-    named = out.cases
-    arm_verdicts: dict[str, Verdict] = dict(out._arm_verdicts)
-    if out.regime == "stochastic":
-        for arm in arm_verdicts:
-            if arm_verdicts[arm] not in ("added", "removed"):
-                arm_verdicts[arm] = _arm_verdict([m for m in out.metrics if m.arm == arm])
-        if out.arms:
-            out.arms = arm_verdicts
-    c = out.counts
-    c.compared = sum(len(p) for p in out._compared)
-    c.changed, c.added, c.removed, c.not_run = (
-        len(named.changed), len(named.added), len(named.removed), len(named.not_run)
-    )
-    compared = [v for v in arm_verdicts.values() if v not in ("added", "removed")]
-    out.verdict = worst(compared, default="incomparable")
-    r = out.reasons
-    if out.verdict == "incomparable":
-        nothing = (f"no case could be compared ({c.changed} changed, {c.added} added, "
-                   f"{c.removed} removed, {c.not_run} not run, {c.skipped} skipped)")
-        if out.coverage is not None and out.coverage.of == 0:  # the base measured nothing either
-            r.append(nothing)
-        else:  # a suite with nothing comparable fails
-            out.blocking.insert(0, f"nothing comparable: {nothing}")
-    r.extend(out.blocking)
-    if named.regressed and out.regime == "deterministic":
-        r.append(f"{len(named.regressed)} case(s) passed in the base and fail or error now")
-    if named.improved and out.regime == "deterministic":
-        r.append(f"{len(named.improved)} case(s) failed in the base and pass now")
-    for m in out.metrics:  # a non-gating row is in the table, not among the reasons
-        if m.gating and m.verdict in ("regressed", "improved", "inconclusive") and out.regime == "stochastic":
-            r.append(_row_reason(m))
-    if c.changed:
-        r.append(f"{c.changed} case(s) changed content (digest differs): not compared")
-    e = out.errors
-    if e.errors_rose:
-        r.append(
-            f"errors rose: {e.base_errored} of {e.base_results} → "
-            f"{e.candidate_errored} of {e.candidate_results} results"
-        )
-    if e.judge_errors_rose:
-        r.append(
-            f"judge errors rose: {e.base_judge_error} of {e.base_results} → "
-            f"{e.candidate_judge_error} of {e.candidate_results} results"
-        )
-    if out.partial:
-        r.append("partial: a run is not complete; the verdict covers the cases both finished")
-    needed = [m.cases_needed for m in out.metrics if m.gating and m.cases_needed is not None]
-    out.cases_needed = max(needed) if needed else None
-
-
-def _row_reason(m: MetricRow) -> str:
-    arm = f" [{m.arm}]" if m.arm != "default" else ""
-    rate = m.name in ("pass_rate", "error_rate", "corrected_pass_rate")
-    unit = " %" if m.unit == "pct" else (" pp" if rate else "")
-    scale = 100.0 if rate else 1.0
-    change = f"{(m.change or 0) * scale:+.3g}{unit}"
-    iv = (
-        f" (interval {m.interval[0] * scale:+.3g} to {m.interval[1] * scale:+.3g})"
-        if m.interval else ""
-    )
-    name = f"{m.name}[{m.scorer}]" if m.name in ("score", "corrected_pass_rate") else m.name
-    text = f"{name}{arm} {m.verdict}: {change}{iv}, allowance {m.allowance * scale:.3g}{unit}"
-    if m.verdict == "inconclusive" and m.direction:
-        text += f", estimate on the {m.direction} side" if m.direction != "none" else ""
-    if m.cases_needed and m.cases_needed_for is not None:
-        text += (
-            f"; about {m.cases_needed} cases would settle a change of "
-            f"{m.cases_needed_for * scale:+.3g}{unit}"
-        )
-        if m.repeats_needed:
-            text += f" (or {m.repeats_needed} repeats a case at these cases)"
-    return text

@@ -1,7 +1,7 @@
 """What `compare_runs` pairs, as compact columns: the per-case facts of one suite of one run.
 
 A (case, arm) with several attempts is one row: its attempts counted by status, its scores,
-latencies and costs kept as values (repeats averaged later, by `compare_metrics`). The
+latencies and costs kept as values (repeats averaged later, by `compare.metrics`). The
 columns are arrays, not objects: a row costs ~60 bytes beside its case id, so the facts of
 two runs of a million results each fit in a few hundred MB, where one `CaseResult` model
 a result took ~3 KB.
@@ -53,7 +53,7 @@ never -1, so it cannot collide with one)."""
 
 Options = tuple[str | None, frozenset[str]]
 """(cluster field or None, scorers whose values are kept apart): what a suite's facts hold,
-decided from both runs' configuration (`compare._suite_options`)."""
+decided from both runs' configuration (`compare.snapshot_options`)."""
 DEFAULT_OPTIONS: Options = ("group", frozenset())
 
 

@@ -15,16 +15,15 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from evalh.config import Thresholds
+from evalh.config import DEFAULT_GATE, Thresholds
 from evalh.core.compare.columns import Values
 from evalh.core.compare.facts import SuiteFacts
 from evalh.core.compare.models import ComparePolicy, Estimand, MetricName, MetricRow, RowVerdict
 from evalh.core.stats import intervals as stats
+from evalh.core.stats import paired as stats_paired
 from evalh.core.stats.sequential import (
     case_variance,
     fixed_suite_estimate,
-    look_multipliers,
-    sequential_verdict,
 )
 
 Key = tuple[str, str]
@@ -35,7 +34,7 @@ _EPS = 1e-12
 MIN_UNITS = 8
 """Fewest independent units (cases, or clusters) a row needs for an interval. Below it
 the intervals' error rates are not what they say: two equal score drops give a t
-interval of zero width, and Newcombe's interval calls two flips a regression that
+interval of zero width, and a score interval calls two flips a regression that
 McNemar's exact test puts at p = 0.25. Such a row is `inconclusive`."""
 
 
@@ -80,36 +79,38 @@ class Evidence:
     """What a row's verdict and power rest on, whatever the interval method."""
 
     estimate: stats.Estimate | None = None
-    """A t-based estimate (cluster-robust), or None for Newcombe's interval."""
+    """A t-based estimate (cluster-robust), or None for Tango's score interval."""
     counts: tuple[int, int, int, int] | None = None
-    """(both, base_only, cand_only, neither) for Newcombe's paired score interval."""
+    """(both, base_only, cand_only, neither) for Tango's paired score interval."""
     within: float | None = None
     """Mean over cases of the within-case variance of the per-case difference (the part of
     the noise repeats shrink); None without repeats."""
     repeats: float = 1.0
     """Mean attempts per case and side."""
+    cand_repeats: float = 1.0
+    """Mean attempts per case in the candidate."""
 
     def interval(self, confidence: float) -> tuple[float, float] | None:
         if self.estimate is not None:
             return self.estimate.interval(confidence)
         if self.counts is not None:
-            return stats.newcombe_paired_interval(*self.counts, confidence)
+            return stats_paired.tango_interval(*self.counts, confidence)
         return None
 
     def p_below(self, change: float) -> float:
         if self.estimate is not None:
             return self.estimate.p_below(change)
         assert self.counts is not None
-        return stats.newcombe_p_below(*self.counts, change)
+        return stats_paired.tango_p_below(*self.counts, change)
 
     def p_above(self, change: float) -> float:
         if self.estimate is not None:
             return self.estimate.p_above(change)
         assert self.counts is not None
-        return stats.newcombe_p_above(*self.counts, change)
+        return stats_paired.tango_p_above(*self.counts, change)
 
     def se(self, confidence: float) -> float | None:
-        """Standard error on the test scale (for Newcombe: read off the interval)."""
+        """Standard error on the test scale (for Tango's interval: read off it)."""
         if self.estimate is not None:
             return self.estimate.se
         iv = self.interval(confidence)
@@ -164,119 +165,8 @@ def _direction(change: float | None, better: str) -> Literal["worse", "better", 
     return "worse" if g < -_EPS else ("better" if g > _EPS else "none")
 
 
-def apply_family(rows: Sequence[MetricRow], policy: ComparePolicy) -> float:
-    """Hold every gating row with an interval to one family-wise level (Holm 1979).
-
-    A row whose interval lies beyond its allowance is `regressed` only if its Holm-adjusted
-    p-value is at most ``alpha = (1 − confidence)/2``; otherwise it becomes `inconclusive`
-    with a note. Returns that alpha. Non-gating rows are left as they are."""
-    alpha = (1.0 - policy.confidence) / 2.0
-    tested = [r for r in rows if r.p_worse is not None]
-    adjusted = stats.holm([r.p_worse for r in tested])  # type: ignore[misc]
-    m = len(tested)
-    order = sorted(range(m), key=lambda i: tested[i].p_worse)  # type: ignore[arg-type, return-value]
-    for rank, i in enumerate(order):
-        row = tested[i]
-        row.p_adjusted = adjusted[i]
-        row.alpha_adjusted = alpha / (m - rank)
-        if row.verdict == "regressed" and adjusted[i] > alpha:
-            row.verdict = "inconclusive"
-            row.note = _join(
-                row.note,
-                f"beyond the allowance at {policy.confidence:.0%}, but not at the level held "
-                f"for {m} tests (Holm-adjusted p {adjusted[i]:.3g} > {alpha:g})",
-            )
-    return alpha
-
-
-def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolicy,
-                 family_size: int) -> None:
-    """Decide the fixed-suite gating rows of the suites run in rounds (`policy.rounds`) by
-    the round's confidence sequence: the interval is estimate − c_flat·se to estimate +
-    c_regressed·se, where c_flat spends the one-sided α = (1 − confidence)/2 and
-    c_regressed spends α/m over the planned rounds (Bonferroni over the m rows of the
-    family), each a Lan–DeMets error-spending boundary at the rounds' information fractions
-    (`stats_sequential.spending_boundaries`), widened to Student's t at the row's degrees
-    of freedom. Every round's interval holds at once, so looking after each round and
-    stopping at the first decision keeps both error rates."""
-    if not policy.rounds:
-        return
-    alpha = (1.0 - policy.confidence) / 2.0
-    for suite, look in policy.rounds.items():
-        for row in rows_by_suite.get(suite, []):
-            ev: Evidence | None = row._evidence
-            fractions = look.fractions.get(row.arm)
-            if (not row.gating or row.estimand != "fixed-suite" or ev is None
-                    or ev.estimate is None or not fractions or row.better != "higher"):
-                continue
-            est = ev.estimate
-            c_flat, c_reg = look_multipliers(fractions, look.round, alpha, family_size, est.df,
-                                             look.rho)
-            lo = est.value - c_flat * est.se if math.isfinite(c_flat) else -math.inf
-            hi = est.value + c_reg * est.se if math.isfinite(c_reg) else math.inf
-            row.interval = (max(lo, -1.0), min(hi, 1.0)) if row.name == "pass_rate" else (lo, hi)
-            row.verdict = sequential_verdict(est.value, est.se, row.allowance, c_flat, c_reg)  # type: ignore[assignment]
-            row.rounds = look.round
-            row.method += f"; confidence sequence over rounds (error spending), round {look.round}"
-
-
-def _join(a: str | None, b: str) -> str:
+def join_notes(a: str | None, b: str) -> str:
     return f"{a}; {b}" if a else b
-
-
-def plan_row(row: MetricRow, policy: ComparePolicy, family_size: int) -> None:
-    """For an inconclusive row: the paired cases (and, where repeats can do it, the repeats)
-    at which a change twice the allowance on the worse side would be `regressed` with the
-    policy's power at the family's Bonferroni level, which also gives an unchanged product
-    `flat` with at least that power. Nothing is planned with a zero allowance (no change is
-    acceptable, so an unchanged product is never shown `flat`).
-
-    The standard error is scaled as 1/√n from the current one, with Student quantiles at
-    the current degrees of freedom (the standard error is an estimate)."""
-    ev: Evidence | None = row._evidence
-    if row.verdict != "inconclusive" or ev is None or row.change is None or row.n < 2:
-        return
-    if row.name == "corrected_pass_rate":  # more labels, not more cases: `label report --target-width`
-        row.note = _join(row.note, "more human labels would settle it: see `evalh label report --target-width`")
-        return
-    se0 = ev.se(policy.confidence)
-    if not se0 or se0 <= 0:
-        return
-    sign = -1.0 if row.better == "higher" else 1.0  # the worse direction, in change units
-    a = row.allowance
-    if a <= 0:  # no change size is acceptable, so none to plan for; and nothing is ever flat
-        row.note = _join(row.note, "a zero allowance: no number of cases settles it as flat")
-        return
-    target = sign * 2 * a
-    distance = abs(ev.to_test(target) - ev.to_test(sign * a))
-    if distance <= 0:
-        return
-    alpha = (1.0 - policy.confidence) / 2.0 / max(family_size, 1)
-    # Student quantiles with the current units' degrees of freedom: the standard error is
-    # itself estimated, and planning with z as if it were known falls short of the power.
-    df = ev.estimate.df if ev.estimate is not None else float(max(row.n - 1, 1))
-    z = stats.t_quantile(1 - alpha, df) + stats.t_quantile(policy.power, df)
-    se_target = distance / z
-    needed = math.ceil(row.n * (se0 / se_target) ** 2)
-    row.cases_needed = max(needed, row.n + 1)
-    row.cases_needed_for = target
-    if row.cluster_by is not None:
-        row.note = _join(row.note, f"counted in new {row.cluster_by} clusters of the current "
-                                   "size: more cases in the same clusters do not help")
-    if needed <= row.n:
-        row.note = _join(
-            row.note,
-            "these cases already have that power against a change of twice the allowance: "
-            "the estimate sits near the boundary",
-        )
-    if ev.within is not None and ev.within > 0:
-        total = row.n * se0 * se0  # variance of one case's difference
-        between = max(0.0, total - ev.within)
-        room = row.n * se_target * se_target - between
-        if room > 0:
-            r_new = math.ceil(ev.within * ev.repeats / room)
-            if ev.repeats < r_new <= 100:
-                row.repeats_needed = r_new
 
 
 # --------------------------------------------------------------------------- rows
@@ -307,7 +197,7 @@ def _row(
         delta = cand - base
     if evidence is not None and _units(evidence, n) < MIN_UNITS:
         evidence = None
-        note = _join(note, f"fewer than {MIN_UNITS} independent units: no interval")
+        note = join_notes(note, f"fewer than {MIN_UNITS} independent units: no interval")
     interval = evidence.interval(policy.confidence) if evidence is not None else None
     row = MetricRow(
         arm=arm, name=name, better=better, base=base, candidate=cand, delta=delta,
@@ -338,6 +228,7 @@ class Columns:
     clusters: list[Hashable] = field(default_factory=list)
     within: list[float] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
+    cand_attempts: list[int] = field(default_factory=list)
     single: bool = True
     one_side: list[bool] = field(default_factory=list)
     """Per case: a side has a single attempt (its variance cannot be seen in it)."""
@@ -360,7 +251,8 @@ class Columns:
         if self.attempts and max(self.attempts) > 2:  # two attempts = one a side
             within = math.fsum(self.within) / len(self.within)
             repeats = sum(self.attempts) / (2 * len(self.attempts))
-        return Evidence(estimate=estimate, within=within, repeats=repeats)
+        cand = sum(self.cand_attempts) / len(self.cand_attempts) if self.cand_attempts else 1.0
+        return Evidence(estimate=estimate, within=within, repeats=repeats, cand_repeats=cand)
 
 
 def _frac_var(k: int, n: int) -> float:
@@ -383,9 +275,9 @@ def _mean_row(
     estimand: Estimand = "population",
 ) -> MetricRow:
     """A mean of per-case values. Under the fixed-suite estimand (unclustered): the mean
-    paired difference with the attempts' variance (`_fixed_suite`). Else: Newcombe when
-    every case is one pass/fail attempt a side and unclustered, else the cluster-robust t
-    interval of the mean paired difference."""
+    paired difference with the attempts' variance (`_fixed_suite`). Else: Tango's score
+    interval when every case is one pass/fail attempt a side and unclustered, else the
+    cluster-robust t interval of the mean paired difference."""
     n = len(cols.xs)
     if n == 0:
         return _row(policy, arm=arm, name=name, better=better, unit="abs", base=None,
@@ -399,7 +291,7 @@ def _mean_row(
                            scorer=scorer, gating=gating, note=note, cluster_by=cluster_by)
         if row is not None:
             return row
-        note = _join(note, "population interval: " + (
+        note = join_notes(note, "population interval: " + (
             f"the cases are clustered by {cluster_by}" if cols.clustered else
             f"fewer than {MIN_UNITS} cases vary between attempts"))
     if cols.single and not cols.clustered:
@@ -408,7 +300,7 @@ def _mean_row(
         b_only = sum(1 for x, y in pairs if x and not y)
         c_only = sum(1 for x, y in pairs if y and not x)
         ev = Evidence(counts=(both, b_only, c_only, n - both - b_only - c_only))
-        method = "Newcombe paired score interval"
+        method = "Tango paired score interval"
         p_value = stats.mcnemar(b_only, c_only).p_mid
     else:
         diffs = [y - x for x, y in zip(cols.xs, cols.ys, strict=True)]
@@ -420,7 +312,7 @@ def _mean_row(
             else "paired t over cases"
         )
         if ev.estimate is None:
-            note = _join(note, "fewer than two independent units: no interval")
+            note = join_notes(note, "fewer than two independent units: no interval")
     row = _row(policy, arm=arm, name=name, better=better, unit="abs", base=base, cand=cand,
                change=cand - base, evidence=ev, allowance=allowance, method=method, n=n,
                p_value=p_value, scorer=scorer, gating=gating, cluster_by=cluster_by, note=note)
@@ -430,7 +322,7 @@ def _mean_row(
 
 def case_variances(cols: Columns) -> list[float]:
     """Per case, the variance term of its paired difference under the fixed-suite
-    estimand (`stats_sequential.case_variance`): the attempts' own variance when both sides
+    estimand (`stats.sequential.case_variance`): the attempts' own variance when both sides
     have two or more, else the squared difference (never below the variance)."""
     return [case_variance(y - x, None if single else w)
             for x, y, w, single in zip(cols.xs, cols.ys, cols.within, cols.one_side, strict=True)]
@@ -479,6 +371,7 @@ def _collect(
         cols.single = cols.single and nb == 1 and nc == 1
         cols.one_side.append(nb < 2 or nc < 2)
         cols.attempts.append(nb + nc)
+        cols.cand_attempts.append(nc)
         cols.within.append(var(fb, rb) + var(fc, rc))
     return cols
 
@@ -500,7 +393,7 @@ def _score_cols(pairs: Pairs, scorer: str | None) -> Columns:
     cols = _collect(pairs, lambda f, r: f.scorer_mean(scorer, r),
                     lambda f, r: f.scorer_count(scorer, r),
                     lambda f, r: _values_var(_scorer_values(f, scorer, r)))
-    cols.single = False  # scores are graded: never Newcombe
+    cols.single = False  # scores are graded: never the pass/fail score interval
     return cols
 
 
@@ -580,7 +473,7 @@ def _latency_row(
         note = (f"allowance raised to {allowance:.4g} % by the {th.latency_floor_ms:g} ms floor "
                 f"(base {base:.3g} ms)")
     if est is None:
-        note = _join(note, "fewer than two independent units: no interval")
+        note = join_notes(note, "fewer than two independent units: no interval")
     change = 100.0 * math.expm1(math.fsum(logs) / len(logs))
     return _row(policy, arm=arm, name="latency_ms", better="lower", unit="pct", base=base,
                 cand=cand, change=change, evidence=Evidence(estimate=est) if est else None,
@@ -592,16 +485,18 @@ def stochastic_rows(
     policy: ComparePolicy, arm: str, pairs: Pairs, th: Thresholds, *,
     cluster_by: str | None = "group", gate_scores: Sequence[str] = (),
     estimand: Estimand = "fixed-suite",
+    gate: frozenset[str] = DEFAULT_GATE,
 ) -> list[MetricRow]:
     """Pass rate, mean score (when graded), one row per gated scorer, error rate (when
-    errors occur), cost and latency of one arm, over its paired cases."""
+    errors occur), cost and latency of one arm, over its paired cases. Rows named in
+    `gate` (and the `gate_scores` rows) gate; the others are reported only."""
     fb, fc = pairs.base, pairs.cand
     rows = [
         _mean_row(policy, arm, "pass_rate", _pass_cols(pairs), better="higher",
                   allowance=th.pass_rate_drop, cluster_by=cluster_by, estimand=estimand)
     ]
-    blended = _blended_row(policy, arm, pairs, th, cluster_by, gating=not gate_scores,
-                           estimand=estimand)
+    blended = _blended_row(policy, arm, pairs, th, cluster_by,
+                           gating=not gate_scores and "mean_score" in gate, estimand=estimand)
     if blended is not None:
         rows.append(blended)
     for name in gate_scores:
@@ -622,6 +517,11 @@ def stochastic_rows(
     for row in rows:  # every row says what it estimated (cost, latency, errors: the population)
         if row.estimand is None and row.interval is not None:
             row.estimand = "population"
+    for row in rows:
+        if row.name != "score" and row.gating and row.name not in gate:
+            row.gating = False
+            row.note = join_notes(row.note, "reported only: not among the suite's gating rows "
+                                       "(`gate`)")
     return rows
 
 

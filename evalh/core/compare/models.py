@@ -61,7 +61,7 @@ class _Out(BaseModel):
 class RoundLook(BaseModel):
     """One look of `evalh run --until-decided` at a suite (`core.run.rounds`): the round
     just finished, and per arm the information fraction of every planned round, fixed from
-    the baseline before the candidate ran (`stats_sequential.information_fractions`)."""
+    the baseline before the candidate ran (`stats.sequential.information_fractions`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -115,7 +115,7 @@ class ComparePolicy(BaseModel):
     rounds: dict[str, RoundLook] | None = None
     """Suite name → its current look, when the candidate is run in rounds
     (`--until-decided`): its fixed-suite gating rows are decided by the round's confidence
-    sequence instead of a fixed-n interval (`compare_metrics.apply_rounds`)."""
+    sequence instead of a fixed-n interval (`compare.family.apply_rounds`)."""
 
     def overrides(self) -> dict[str, float]:
         """The allowances set explicitly, by `Thresholds` field name."""
@@ -173,7 +173,17 @@ class MetricRow(_Out):
     """`p_worse` adjusted for the family (Holm); the row regresses when it is at most
     `Comparison.family.alpha`."""
     alpha_adjusted: float | None = None
-    """The Holm level this row's `p_worse` was held to (family alpha / (m − rank + 1))."""
+    """The (weighted) Holm level this row's `p_worse` was held to: the family alpha times
+    its weight over the weights of the rows not rejected before it (alpha / (m − rank + 1)
+    with equal weights)."""
+    weight: float | None = None
+    """The row's share of the family's alpha at the first step: its suite's `gate_weight`
+    over the sum of every gating suite's, split evenly over the suite's tested gating rows;
+    null for a row outside the family."""
+    detectable_change: float | None = None
+    """For a gating row with an interval: the smallest change on the worse side (in `unit`,
+    signed) that these cases and attempts, with this noise, call `regressed` with the
+    policy's power at the row's family level (the minimum detectable change)."""
     clusters: int | None = None
     """Independent units behind the interval: the paired cases, or their clusters (groups)."""
     cluster_by: str | None = None
@@ -308,7 +318,7 @@ class SuiteComparison(_Out):
     advisory suite."""
     _arm_verdicts: dict[str, Any] = PrivateAttr(default_factory=dict)
     _compared: list[Any] = PrivateAttr(default_factory=list)
-    """The compared cases of each arm (`compare_metrics.Pairs`), in the order compared."""
+    """The compared cases of each arm (`compare.metrics.Pairs`), in the order compared."""
 
     def compared_cases(self) -> Iterator[tuple[str, str, str, str]]:
         """Every compared (case_id, arm, base outcome, candidate outcome), for JUnit; not
@@ -346,6 +356,12 @@ class Family(_Out):
     alpha: float = 0.025
     """Family-wise level of a false `regressed`: (1 − confidence)/2."""
     method: str = "Holm step-down over the gating rows' one-sided p-values"
+    select: float | None = None
+    """τ when the family is conditionalized (two suites or more): a row takes part only when
+    its `p_worse` is at most τ, tested with p_worse/τ; null for a plain (weighted) Holm."""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """Per suite with a tested row: its `gate_weight` (1 unless declared). A suite's share of
+    the family's alpha at the first step is its weight over the sum of them."""
 
 
 class Comparison(_Out):

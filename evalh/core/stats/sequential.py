@@ -231,12 +231,13 @@ def student_multiplier(c: float, df: float) -> float:
     return t_quantile(1.0 - tail, df)
 
 
-def look_multipliers(fractions: Sequence[float], k: int, alpha: float, family: int,
+def look_multipliers(fractions: Sequence[float], k: int, alpha: float, family: float,
                      df: float, rho: float = 3.0) -> tuple[float, float]:
     """(c_flat, c_regressed) at look k (1-based) of rounds at information `fractions`:
     error-spending boundaries spending α (for `flat`, one-sided) and α/`family` (for
-    `regressed`, Bonferroni over the family's rows), carried to Student's t at `df`. What
-    `compare_metrics.apply_rounds` and the simulation both use."""
+    `regressed`, Bonferroni over the family's rows; a weighted row passes 1/its share), carried
+    to Student's t at `df`. What
+    `compare.family.apply_rounds` and the simulation both use."""
     k = min(k, len(fractions))  # c_k depends on t_1..t_k only: the whole schedule is cached
     c_flat = spending_boundaries(fractions, alpha, rho)[k - 1]
     c_reg = spending_boundaries(fractions, alpha / max(family, 1), rho)[k - 1]

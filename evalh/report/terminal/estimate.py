@@ -66,6 +66,10 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
                                "calibration, before the first case"))
         for basis in s.basis:
             console.print(Text(f"  {s.name}: {basis}"))
+        if s.detectable is not None:
+            from evalh.core.compare.noise import detectable_line
+
+            console.print(Text(f"  {s.name}: {detectable_line(s.detectable)}"))
     console.print(Text(
         "items: cases x arms x repeats; tokens in: estimated (characters / 4 unless the "
         "target estimates); out: max_tokens, an upper bound; cost: from the price table; "
