@@ -134,7 +134,7 @@ def test_each_strategy_template_is_compiled_once_not_once_a_case(tmp_path: Path,
 
 
 def test_strategy_mix_holds_for_every_seed() -> None:
-    from evalh.core.generate.generate import draws
+    from evalh.core.generate.draws import draws
     from evalh.generate_spec import GeneratorConfig
 
     spec = GeneratorConfig.model_validate({
