@@ -262,6 +262,21 @@ def judge_models(plan: SuitePlan) -> list[str]:
 # --------------------------------------------------------------------------- the first reply
 
 
+def _subject_from_reply(suite: SuitePlan) -> bool:
+    """Whether some arm's subject is known only from its reply: a live target without a
+    configured model (a Python or HTTP product). A model target's model is checked against
+    the judges' before the run, and a batched one sends no call alone: neither is held."""
+    from evalh.core.run.sources import LiveSource
+
+    for arm in suite.arms:
+        if not isinstance(arm.source, LiveSource):
+            continue  # batched, stored or not built: no first call to hold
+        config = getattr(arm.source.target, "config", None)
+        if not getattr(config, "model", None):
+            return True
+    return False
+
+
 class FirstReply:
     """Per judged suite: holds every call but the first until the first reply's model is
     checked against the judges' (judge ≠ subject, with or without `require`)."""
@@ -275,7 +290,7 @@ class FirstReply:
         if getattr(suite, "stored", None) is not None:  # a rejudge replays outputs: nothing is sent
             return False
         if suite.name not in self._judged:
-            self._judged[suite.name] = bool(judge_models(suite))
+            self._judged[suite.name] = bool(judge_models(suite)) and _subject_from_reply(suite)
         return self._judged[suite.name]
 
     async def before_call(self, suite: SuitePlan) -> None:
