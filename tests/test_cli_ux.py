@@ -122,10 +122,11 @@ def test_results_table_fits_the_terminal_without_cutting_a_value(project: Path, 
 # ----------------------------------------------------------------------------- help
 
 COMMANDS = ["init", "run", "validate", "runs", "show", "baseline", "compare", "report", "ui", "rejudge",
-            "sweep", "label", "export-requests", "mock-provider", "plugins", "generate", "merge"]
+            "sweep", "label", "export-requests", "mock-provider", "plugins", "generate", "merge", "import", "ci"]
 LEAVES = [["run"], ["validate"], ["runs"], ["show"], ["baseline", "set"], ["baseline", "show"], ["baseline", "noise"],
           ["compare"], ["report"], ["ui"], ["rejudge"], ["sweep"], ["label", "import"],
-          ["label", "report"], ["export-requests"], ["mock-provider"], ["init"], ["plugins"], ["merge"]]
+          ["label", "report"], ["export-requests"], ["mock-provider"], ["init"], ["plugins"], ["merge"],
+          ["import"], ["ci", "comment"]]
 
 
 def test_top_level_help_lists_every_command() -> None:
