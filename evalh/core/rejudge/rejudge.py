@@ -228,6 +228,9 @@ def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tu
         carried[name] = _carried(source.suites[name], info)
     if not any(i.judges for i in infos):
         raise RejudgeRefused(f"run {source.run_id}: no suite has a judge scorer in {config.path.name}: nothing to judge again")
+    from evalh.core.run.requirements import check_rejudge
+
+    check_rejudge(config, suites, names, allow_self_judge=opts.allow_self_judge)  # [suites.S.require]
     snap["rejudge"] = {"from": source.run_id, "all": opts.everything, "judge_model": opts.judge_model,
                        "suites": names}
     if opts.allow_self_judge:

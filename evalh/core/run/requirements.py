@@ -250,6 +250,22 @@ def check_run(
         check_cases(config, suite, plan.cases, plan.dataset.path)
 
 
+def check_rejudge(config: Config, plans: Sequence[SuitePlan], chosen: Sequence[str], *,
+                  allow_self_judge: bool) -> None:
+    """`evalh rejudge`'s part of the requirements: the new run is judged by today's judges,
+    so each chosen suite's judge requirements hold as on a run (no `--allow-self-judge`
+    under `judge_not_subject`; blind, calibrated, distinct), before any judge call."""
+    for plan in plans:
+        suite = config.suites.get(plan.name)
+        req = suite.require if suite is not None else None
+        if suite is None or req is None or plan.name not in chosen:
+            continue
+        if req.judge_not_subject and allow_self_judge:
+            raise RequirementNotMet(f"suite {suite.name!r} requires judge ≠ subject: "
+                                    f"--allow-self-judge is refused ({_why(req, 'judge_not_subject')})")
+        _check_judges(plan, req)
+
+
 def judge_models(plan: SuitePlan) -> list[str]:
     out: list[str] = []
     for scorer in plan.scorers:
