@@ -136,6 +136,17 @@ def human_labels(results: Sequence[CaseResult], scheme: Rubric, store: RatingsSt
     return out
 
 
+def positive_problem(scheme: Rubric, positive: str) -> str | None:
+    """Why `positive` cannot be a label of the rubric's first request field (a value outside
+    its declared vocabulary), or None."""
+    fname = next(iter(scheme.fields), None)
+    values = scheme.fields[fname].values if fname is not None else None
+    if values is None or positive in {label_key(v) for v in values}:
+        return None
+    return (f"{positive!r} is not a value of the rubric's field {fname!r} "
+            f"({', '.join(str(label_key(v)) for v in values)})")
+
+
 def judge_scorers(frame: Sequence[CaseResult]) -> list[str]:
     return sorted({s.scorer for r in frame for s in r.scores if s.judge_model is not None})
 
@@ -171,6 +182,9 @@ def corrected_rate(
         human_rate=sum(settled) / len(settled) if settled else None, labels_outside_draw=outside,
     )
     reasons = out.null_reasons
+    problem = positive_problem(scheme, positive)
+    if problem is not None:
+        reasons.append(f"{problem}: give --positive one of them")
     if not mine:
         reasons.append(NOT_DRAWN)
     elif mine[0].frame_sha256 != frame_sha256(frame):
