@@ -56,6 +56,7 @@ def export_requests(
     side = sidecar_path(run_path, run.run_id)
     labels = load_labels(side, run.run_id)
     only = None
+    earlier = len(labels.samples)
     if sample is not None or target_width is not None:
         from evalh.labels.sample import draw_for_export
 
@@ -68,11 +69,18 @@ def export_requests(
     )
     data = document_bytes(document)
     # The registry first: if writing the export fails, its ids are simply reused next time.
+    # A random draw is recorded only once its export is written: a draw nobody received
+    # would leave drawn results unlabelled, and the corrected figure null, for good.
+    drawn = labels.samples[earlier:]
+    del labels.samples[earlier:]
     save_labels(side, labels)
     if str(output) == "-":
         out().file.write(data.decode())
     else:
         atomic_write_bytes(output, data)
+    if drawn:
+        labels.samples.extend(drawn)
+        save_labels(side, labels)
     if quiet:
         return
     from evalh.console import safe_text
