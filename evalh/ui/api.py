@@ -123,7 +123,8 @@ class DashboardApi:
         """The run's report (`build_report`), without the raw-attempts and raw-runs rows,
         which the case list pages through."""
         loaded = self.index.load(run_id)
-        if "report" not in loaded.extra:
+        labels = self._labels_key(run_id)
+        if "report" not in loaded.extra or loaded.extra.get("report_labels") != labels:
             from evalh.report import build_report
 
             # read a result at a time, as `evalh report` reads it: not the run as models
@@ -139,7 +140,25 @@ class DashboardApi:
                     if arm.get("runs"):  # the raw-runs table too (a row per result)
                         arm["runs"]["rows"], arm["runs"]["arithmetic"] = [], []
             loaded.extra["report"] = report
+            loaded.extra["report_labels"] = labels
         return loaded.extra["report"]
+
+    def _labels_key(self, run_id: str) -> tuple[Any, ...]:
+        """What the corrected figures of a report read besides the run document: its label
+        sidecar and the ratings store (a new draw or import changes one of them)."""
+        from evalh.labels.models import sidecar_path
+
+        def stat(path: Path) -> tuple[int, int] | None:
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            return (st.st_mtime_ns, st.st_size)
+
+        store = self.index.store
+        ratings = store.runs_dir / "ratings"
+        newest = max((p.name for p in ratings.glob("*.jsonl")), default=None) if ratings.is_dir() else None
+        return (stat(sidecar_path(store.path_for(run_id), run_id)), stat(ratings), newest)
 
     def cases(self, run_id: str, params: Mapping[str, str]) -> dict[str, Any]:
         """A page of one suite's case rows, filtered by arm, status and id substring."""
