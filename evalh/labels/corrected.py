@@ -42,7 +42,7 @@ from evalh.core.stats.ppi import (
     ppi_stratified,
 )
 from evalh.labels.export import blinded
-from evalh.labels.models import SampleRecord, label_key
+from evalh.labels.models import SampleRecord, ScrubbedCase, label_key
 from evalh.labels.rubric import ITEM_REQUEST, Rubric
 from evalh.labels.sample import WHOLE, frame_of, frame_sha256, stratum_of
 from evalh.labels.store import RatingsStore
@@ -128,7 +128,11 @@ def human_labels(results: Sequence[CaseResult], scheme: Rubric, store: RatingsSt
     fname = next(iter(scheme.fields), None)
     out: list[str | None | bool] = []
     for r in results:
-        sha = sha256_of(blinded(r, scheme))
+        try:
+            sha = sha256_of(blinded(r, scheme))
+        except ScrubbedCase:  # its claims quote scrubbed text: never exported, never labelled
+            out.append(False)
+            continue
         req = Request(suite="", result=r, sha=sha, claims=[])
         _fill_subjects(req, scheme, current.get(sha, []))
         sub = next((s for s in req.subjects if s.item == ITEM_REQUEST and s.field == fname), None)
