@@ -41,12 +41,12 @@ from evalh.core.stats.ppi import (
     ppi_paired_difference,
     ppi_stratified,
 )
-from evalh.labels.export import blinded
+from evalh.labels.export import blinded, request_sha256
 from evalh.labels.models import SampleRecord, ScrubbedCase, label_key
 from evalh.labels.rubric import ITEM_REQUEST, Rubric
 from evalh.labels.sample import WHOLE, frame_of, frame_sha256, stratum_of
 from evalh.labels.store import RatingsStore
-from evalh.models import CaseResult, Run, sha256_of
+from evalh.models import CaseResult, Run
 from evalh.store import RunStore
 
 if TYPE_CHECKING:
@@ -119,9 +119,12 @@ class CorrectedRate:
         return d
 
 
-def human_labels(results: Sequence[CaseResult], scheme: Rubric, store: RatingsStore) -> list[str | None | bool]:
-    """Per result: its agreed label of the rubric's first request field, None for an agreed
-    abstention, False when it has no agreed label (unlabelled or disputed)."""
+def human_labels(results: Sequence[CaseResult], scheme: Rubric, store: RatingsStore,
+                 suite: str) -> list[str | None | bool]:
+    """Per result (of `suite`): its agreed label of the rubric's first request field, None
+    for an agreed abstention, False when it has no agreed label (unlabelled or disputed).
+    Ratings are found by the request digest the export gave (`request_sha256`: the attempt's
+    identity too under `bind = "attempt"`)."""
     from evalh.labels.report import Request, _fill_subjects
 
     current = store.by_request(scheme.sha256)
@@ -129,11 +132,11 @@ def human_labels(results: Sequence[CaseResult], scheme: Rubric, store: RatingsSt
     out: list[str | None | bool] = []
     for r in results:
         try:
-            sha = sha256_of(blinded(r, scheme))
+            sha = request_sha256(r, scheme, suite, blinded(r, scheme))
         except ScrubbedCase:  # its claims quote scrubbed text: never exported, never labelled
             out.append(False)
             continue
-        req = Request(suite="", result=r, sha=sha, claims=[])
+        req = Request(suite=suite, result=r, sha=sha, claims=[])
         _fill_subjects(req, scheme, current.get(sha, []))
         sub = next((s for s in req.subjects if s.item == ITEM_REQUEST and s.field == fname), None)
         out.append(sub.label if sub is not None and sub.status == "agreed" else False)
@@ -170,7 +173,7 @@ def corrected_rate(
         if score is not None and score.error is None and score.verdict is not None:
             judge[i] = 1.0 if label_key(score.verdict) == positive else 0.0
             models.update([score.judge_model] if score.judge_model else [])
-    labels = human_labels(frame, scheme, store)
+    labels = human_labels(frame, scheme, store, suite)
     human: dict[int, float | None] = {}
     outside = 0
     for i, (r, lab) in enumerate(zip(frame, labels, strict=True)):
