@@ -56,3 +56,34 @@ def test_a_rejudge_that_meets_the_preset_runs(tmp_path: Path) -> None:
     result = runner.invoke(app, ["rejudge", run_id, "--all", "--config", str(cfg), "--runs-dir", str(runs), "-q"])
     assert result.exit_code == 0, result.output
     assert len(list(runs.glob("*.json"))) == 2
+
+
+def test_a_rejudge_by_the_subject_model_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """With or without the preset, as `evalh run` refuses it: exit 2, one line, no run
+    document and no journal (the refusal came after carried results were kept, so a
+    failed document and its journal were left behind)."""
+    (tmp_path / "script.json").write_text(json.dumps({"rules": [], "default": {"json": {"verdict": "pass", "rationale": "ok"}}}))
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": {"q": f"q{i}"}}) + "\n"
+                                                  for i in range(3)), encoding="utf-8")
+    model = 'provider = "anthropic", base_url = "mock:script.json"'
+    cfg = tmp_path / "evalh.toml"
+    cfg.write_text(f"""\
+[suites.s]
+dataset = "cases.jsonl"
+target = {{ kind = "anthropic", model = "claude-opus-4-1", base_url = "mock:script.json", prompt = "{{{{ input.q }}}}" }}
+scorers = [{{ type = "judge", model = "claude-sonnet-4-0", {model}, rubric = "ok?" }}]
+
+[suites.t]
+dataset = "cases.jsonl"
+target = {{ kind = "anthropic", model = "claude-opus-4-1", base_url = "mock:script.json", prompt = "{{{{ input.q }}}}" }}
+scorers = [{{ type = "judge", model = "claude-sonnet-4-0", {model}, rubric = "ok?" }}]
+""", encoding="utf-8")
+    runs = tmp_path / "runs"
+    first = runner.invoke(app, ["run", "--config", str(cfg), "-q", "--runs-dir", str(runs)])
+    assert first.exit_code == 0, first.output
+    before = sorted(p.name for p in runs.iterdir())
+    result = runner.invoke(app, ["rejudge", before[0].removesuffix(".json"), "--all", "--suite", "s",
+                                 "--judge-model", "claude-opus-4-1", "--config", str(cfg), "--runs-dir", str(runs), "-q"])
+    assert result.exit_code == 2, result.output
+    assert "judge model 'claude-opus-4-1' is the model under test" in _one_line(result)
+    assert sorted(p.name for p in runs.iterdir()) == before
