@@ -87,3 +87,16 @@ scorers = [{{ type = "judge", model = "claude-sonnet-4-0", {model}, rubric = "ok
     assert result.exit_code == 2, result.output
     assert "judge model 'claude-opus-4-1' is the model under test" in _one_line(result)
     assert sorted(p.name for p in runs.iterdir()) == before
+
+
+def test_a_rejudge_calibrates_the_judge_that_judges_again(tmp_path: Path) -> None:
+    """The stored run's calibration (of the judges it had) was carried into the rejudged run
+    and shown as the new judge's: a judge never calibrated read `accuracy 100% (2/2)`."""
+    cfg, runs, run_id = _first_run(tmp_path)
+    result = runner.invoke(app, ["rejudge", run_id, "--all", "--judge-model", "gpt-4.1", "--config", str(cfg),
+                                 "--runs-dir", str(runs), "-q", "--label", "judge=gpt"])
+    assert result.exit_code == 0, result.output
+    (new,) = [p for p in runs.glob("*.json") if p.stem != run_id and not p.name.endswith(".labels.json")]
+    stance = json.loads(new.read_text())["suites"]["s"]["details"]["stance"]
+    assert stance["judges"] == ["gpt-4.1"]
+    assert [j["model"] for j in stance["calibration"]["per_judge"]] == ["gpt-4.1"]
