@@ -314,13 +314,15 @@ def labels_needed(est: StratifiedEstimate | PPIEstimate, target_width: float) ->
         return math.fsum(w * w * _stratum_var(a, rv * rv, j, m)
                          for w, a, rv, j, m in zip(strat.weights, alloc, sds, jv, sizes, strict=True))
 
-    room = sum(sizes) - sum(have)
+    # each stratum keeps one result unlabelled: the estimator needs one (a stratum labelled
+    # whole would make the corrected figure null)
+    room = sum(sizes) - sum(have) - k
     for extra in range(1, room + 1):
         alloc = [max(h, a) for h, a in zip(have, neyman_allocation(strat.weights, sds, sum(have) + extra),
                                            strict=True)]
-        alloc = [min(a, m) for a, m in zip(alloc, sizes, strict=True)]
+        alloc = [min(a, m - 1) for a, m in zip(alloc, sizes, strict=True)]
         if variance(alloc) <= goal:
             return LabelsNeeded(target_width, current, sum(alloc) - sum(have),
                                 [a - h for a, h in zip(alloc, have, strict=True)])
     return LabelsNeeded(target_width, current, None, [0] * k,
-                        reason="labelling every judged item does not reach the target width")
+                        reason="labelling every judged item (but one a stratum) does not reach the target width")
