@@ -318,18 +318,16 @@ def corrected_pairs(store: RunStore, base_id: str, cand_id: str) -> tuple[dict[t
     for `compare_runs(corrected=…)`, where both runs have a valid one; and a line for each
     (suite, arm) that has not, saying which side lacks it and why."""
     from evalh.core.compare.corrected import CorrectedPair
-    from evalh.labels.export import rubric_of
-    from evalh.labels.models import load_labels, sidecar_path
     from evalh.labels.store import load_store
 
     ratings = load_store(store.runs_dir)
     rates: list[dict[tuple[str, str], CorrectedRate]] = []
-    for run_id in (base_id, cand_id):
-        run = store.load(run_id)
-        labels = load_labels(sidecar_path(store.resolve(run_id), run.run_id), run.run_id)
-        if not labels.exports:
-            return {}, [f"run {run.run_id} has no labelled sample (evalh export-requests --sample)"]
-        rates.append({(r.suite, r.arm): r for r in corrected_rates(run, labels.samples, ratings, rubric_of(labels))})
+    for ref in (base_id, cand_id):
+        # as `evalh report` reads it: a rejudged run rests on its source's draw and labels
+        found = corrected_for_run(store, ref, ratings=ratings)
+        if found is None:
+            return {}, [f"run {store.load_header(ref).run_id} has no labelled sample (evalh export-requests --sample)"]
+        rates.append({(r.suite, r.arm): r for r in found})
     out: dict[tuple[str, str], CorrectedPair] = {}
     warnings: list[str] = []
     for key, b in rates[0].items():
