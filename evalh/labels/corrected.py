@@ -166,6 +166,11 @@ def corrected_rate(
     frame = frame_of(run, suite, arm)
     mine = [s for s in samples if s.suite == suite and s.arm == arm]
     drawn = {tuple(k) for s in mine for k in s.drawn}
+    # a stratified draw sampled each of its strata at its own rate: those strata, and no
+    # others (`by` asked for), weight the estimate back to the judged results
+    designs = sorted({tuple(s.by) for s in mine if s.method == "stratified"})
+    if len(designs) == 1:
+        by = list(designs[0])
     judge: dict[int, float] = {}
     models: set[str] = set()
     for i, r in enumerate(frame):
@@ -189,6 +194,9 @@ def corrected_rate(
         human_rate=sum(settled) / len(settled) if settled else None, labels_outside_draw=outside,
     )
     reasons = out.null_reasons
+    if len(designs) > 1:
+        reasons.append("stratified draws by different fields (" + "; ".join(", ".join(d) for d in designs)
+                       + "): no one set of strata weights them all")
     problem = positive_problem(scheme, positive)
     if problem is not None:
         reasons.append(f"{problem}: give --positive one of them")
