@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from evalh.config import Thresholds
 from evalh.core.compare.columns import row_range
 from evalh.core.compare.config import config_differences, thresholds_for
-from evalh.core.compare.corrected import CorrectedPair, corrected_row
+from evalh.core.compare.corrected import CorrectedPair, add_corrected_rows
 from evalh.core.compare.facts import (
     ERRORED,
     FAILED,
@@ -114,10 +114,8 @@ def _suite_names(base: Run, candidate: Run) -> list[str]:
     return list(candidate.suites) + [n for n in base.suites if n not in candidate.suites]
 
 
-def _compare_runs(
-    base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts],
-    corrected: Mapping[tuple[str, str], CorrectedPair],
-) -> Comparison:
+def _compare_runs(base: Run, candidate: Run, policy: ComparePolicy, facts: tuple[Facts, Facts],
+                  corrected: Mapping[tuple[str, str], CorrectedPair]) -> Comparison:
     partial = [_partial_warning(side, run) for side, run in (("base", base), ("candidate", candidate))]
     warnings = [w for w in partial if w]
     suites: dict[str, SuiteComparison] = {}
@@ -130,10 +128,7 @@ def _compare_runs(
             name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th,
             source, fb, fc,
         )
-    for (name, arm), pair in corrected.items():
-        s = suites.get(name)
-        if s is not None and s.regime == "stochastic" and arm in s._arm_verdicts:
-            s.metrics.append(corrected_row(policy, arm, pair, float(s.thresholds["pass_rate_drop"])))
+    add_corrected_rows(suites, corrected, policy)
     from evalh.core.results.outcome import ADVISORY, advisory_suites
 
     for name in advisory_suites(base, candidate) & set(suites):  # reported, never gates
