@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 
 class ScrubbedClaim(ValueError):
@@ -44,6 +44,11 @@ def check_digest(text: Any, digest: Any, where: str) -> None:
     raise SpanError(where, f"SHA-256 {digest[:12]}… is not the text's ({want[:12]}…){hint}")
 
 
+def _offset(value: Any) -> TypeGuard[int]:
+    """An integer offset: not a bool (JSON `true` is not 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def checked_claims(raw: Any, text: Any, claims_path: str, text_path: str) -> list[dict[str, Any]]:
     """The claims (`[{id, start, end, text?}]`) as `{id, start, end, text}`, the text taken
     from `text` at the offsets. SpanError when a claim's offsets are not inside the text,
@@ -61,7 +66,7 @@ def checked_claims(raw: Any, text: Any, claims_path: str, text_path: str) -> lis
         if not isinstance(c, dict) or not isinstance(c.get("id"), str) or not c["id"]:
             raise SpanError(where, "a claim needs a string `id`")
         start, end = c.get("start"), c.get("end")
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
+        if not (_offset(start) and _offset(end) and 0 <= start < end <= len(text)):
             raise SpanError(where, f"start/end must be offsets inside {text_path} (0 ≤ start < end ≤ {len(text)})")
         if "text" in c and text[start:end] != c["text"]:
             raise SpanError(where, f"its text is not the output's characters {start}–{end}")
@@ -94,7 +99,7 @@ def through_scrub(raw: Any, cuts: list[list[int]], marker_len: int, claims_path:
 
     out = []
     for i, c in enumerate(raw):
-        if not (isinstance(c, dict) and isinstance(c.get("start"), int) and isinstance(c.get("end"), int)):
+        if not (isinstance(c, dict) and _offset(c.get("start")) and _offset(c.get("end"))):
             out.append(c)
             continue
         start, end = c["start"], c["end"]

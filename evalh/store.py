@@ -68,11 +68,17 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _runs_dir_env() -> str | None:
+    """$EVAL_RUNS_DIR, or None when unset or blank (an unfilled CI variable names nothing)."""
+    value = os.environ.get(RUNS_DIR_ENV)
+    return value if value and value.strip() else None
+
+
 def resolve_runs_dir(option: Path | str | None, root: Path | None = None, configured: str | None = None) -> Path:
     """--runs-dir, else $EVAL_RUNS_DIR, else the config's `runs_dir`, else ./eval_runs."""
-    chosen = option or os.environ.get(RUNS_DIR_ENV) or configured or DEFAULT_RUNS_DIR
+    chosen = option or _runs_dir_env() or configured or DEFAULT_RUNS_DIR
     path = Path(chosen)
-    if not path.is_absolute() and root is not None and option is None and not os.environ.get(RUNS_DIR_ENV):
+    if not path.is_absolute() and root is not None and option is None and not _runs_dir_env():
         path = root / path
     return path
 
@@ -80,7 +86,7 @@ def resolve_runs_dir(option: Path | str | None, root: Path | None = None, config
 def runs_dir_named(option: Path | str | None, configured: str | None = None) -> bool:
     """Whether where runs go was named (--runs-dir, $EVAL_RUNS_DIR, the config's `runs_dir`),
     not the implicit ./eval_runs (`require.destination`)."""
-    return bool(option or os.environ.get(RUNS_DIR_ENV) or configured)
+    return bool(option or _runs_dir_env() or configured)
 
 
 def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None, *,

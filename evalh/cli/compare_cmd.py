@@ -188,7 +188,10 @@ def compare(
             notes.extra["baseline_age"] = age.to_dict()
         if base_run.run_id == cand_run.run_id and not base_run.pooled_from:
             warn(f"comparing run {base_run.run_id} with itself")
-        pairs = _corrected_pairs(store, base_run.run_id, cand_run.run_id) if corrected else None
+        # the runs as given (a path reads the run and its label sidecar there); a pooled
+        # BASELINE by the id its runs are pooled under
+        pairs = _corrected_pairs(store, base_ref if baseline is None else base_run.run_id,
+                                 cand_ref) if corrected else None
         cmp = compare(policy, corrected=pairs) if pairs else compare(policy)
         emit_comparison(cmp, fmt.value, junit_xml, notes, quiet=quiet, runs=(base_run, cand_run))
     code = gate_exit_code(cmp, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive)

@@ -50,6 +50,10 @@ def export_requests(
     from evalh.jsonio import document_bytes
     from evalh.labels import build_export, labels_bytes, load_labels, save_labels, sidecar_path
 
+    if seed is not None and sample is None and target_width is None:
+        from evalh.labels import LabelError
+
+        raise LabelError("--seed is the seed of a random draw: give --sample N (or --target-width W) with it")
     store = open_store(runs_dir, config)
     run_path = store.resolve(run_id)
     run = store.load(run_id)

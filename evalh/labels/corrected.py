@@ -41,12 +41,12 @@ from evalh.core.stats.ppi import (
     ppi_paired_difference,
     ppi_stratified,
 )
-from evalh.labels.export import blinded
-from evalh.labels.models import SampleRecord, label_key
+from evalh.labels.export import blinded, request_sha256
+from evalh.labels.models import SampleRecord, ScrubbedCase, label_key
 from evalh.labels.rubric import ITEM_REQUEST, Rubric
 from evalh.labels.sample import WHOLE, frame_of, frame_sha256, stratum_of
 from evalh.labels.store import RatingsStore
-from evalh.models import CaseResult, Run, sha256_of
+from evalh.models import CaseResult, Run
 from evalh.store import RunStore
 
 if TYPE_CHECKING:
@@ -119,21 +119,39 @@ class CorrectedRate:
         return d
 
 
-def human_labels(results: Sequence[CaseResult], scheme: Rubric, store: RatingsStore) -> list[str | None | bool]:
-    """Per result: its agreed label of the rubric's first request field, None for an agreed
-    abstention, False when it has no agreed label (unlabelled or disputed)."""
+def human_labels(results: Sequence[CaseResult], scheme: Rubric, store: RatingsStore,
+                 suite: str) -> list[str | None | bool]:
+    """Per result (of `suite`): its agreed label of the rubric's first request field, None
+    for an agreed abstention, False when it has no agreed label (unlabelled or disputed).
+    Ratings are found by the request digest the export gave (`request_sha256`: the attempt's
+    identity too under `bind = "attempt"`)."""
     from evalh.labels.report import Request, _fill_subjects
 
     current = store.by_request(scheme.sha256)
     fname = next(iter(scheme.fields), None)
     out: list[str | None | bool] = []
     for r in results:
-        sha = sha256_of(blinded(r, scheme))
-        req = Request(suite="", result=r, sha=sha, claims=[])
+        try:
+            sha = request_sha256(r, scheme, suite, blinded(r, scheme))
+        except ScrubbedCase:  # its claims quote scrubbed text: never exported, never labelled
+            out.append(False)
+            continue
+        req = Request(suite=suite, result=r, sha=sha, claims=[])
         _fill_subjects(req, scheme, current.get(sha, []))
         sub = next((s for s in req.subjects if s.item == ITEM_REQUEST and s.field == fname), None)
         out.append(sub.label if sub is not None and sub.status == "agreed" else False)
     return out
+
+
+def positive_problem(scheme: Rubric, positive: str) -> str | None:
+    """Why `positive` cannot be a label of the rubric's first request field (a value outside
+    its declared vocabulary), or None."""
+    fname = next(iter(scheme.fields), None)
+    values = scheme.fields[fname].values if fname is not None else None
+    if values is None or positive in {label_key(v) for v in values}:
+        return None
+    return (f"{positive!r} is not a value of the rubric's field {fname!r} "
+            f"({', '.join(str(label_key(v)) for v in values)})")
 
 
 def judge_scorers(frame: Sequence[CaseResult]) -> list[str]:
@@ -148,6 +166,11 @@ def corrected_rate(
     frame = frame_of(run, suite, arm)
     mine = [s for s in samples if s.suite == suite and s.arm == arm]
     drawn = {tuple(k) for s in mine for k in s.drawn}
+    # a stratified draw sampled each of its strata at its own rate: those strata, and no
+    # others (`by` asked for), weight the estimate back to the judged results
+    designs = sorted({tuple(s.by) for s in mine if s.method == "stratified"})
+    if len(designs) == 1:
+        by = list(designs[0])
     judge: dict[int, float] = {}
     models: set[str] = set()
     for i, r in enumerate(frame):
@@ -155,7 +178,7 @@ def corrected_rate(
         if score is not None and score.error is None and score.verdict is not None:
             judge[i] = 1.0 if label_key(score.verdict) == positive else 0.0
             models.update([score.judge_model] if score.judge_model else [])
-    labels = human_labels(frame, scheme, store)
+    labels = human_labels(frame, scheme, store, suite)
     human: dict[int, float | None] = {}
     outside = 0
     for i, (r, lab) in enumerate(zip(frame, labels, strict=True)):
@@ -171,6 +194,12 @@ def corrected_rate(
         human_rate=sum(settled) / len(settled) if settled else None, labels_outside_draw=outside,
     )
     reasons = out.null_reasons
+    if len(designs) > 1:
+        reasons.append("stratified draws by different fields (" + "; ".join(", ".join(d) for d in designs)
+                       + "): no one set of strata weights them all")
+    problem = positive_problem(scheme, positive)
+    if problem is not None:
+        reasons.append(f"{problem}: give --positive one of them")
     if not mine:
         reasons.append(NOT_DRAWN)
     elif mine[0].frame_sha256 != frame_sha256(frame):
@@ -297,18 +326,16 @@ def corrected_pairs(store: RunStore, base_id: str, cand_id: str) -> tuple[dict[t
     for `compare_runs(corrected=…)`, where both runs have a valid one; and a line for each
     (suite, arm) that has not, saying which side lacks it and why."""
     from evalh.core.compare.corrected import CorrectedPair
-    from evalh.labels.export import rubric_of
-    from evalh.labels.models import load_labels, sidecar_path
     from evalh.labels.store import load_store
 
     ratings = load_store(store.runs_dir)
     rates: list[dict[tuple[str, str], CorrectedRate]] = []
-    for run_id in (base_id, cand_id):
-        run = store.load(run_id)
-        labels = load_labels(sidecar_path(store.resolve(run_id), run.run_id), run.run_id)
-        if not labels.exports:
-            return {}, [f"run {run.run_id} has no labelled sample (evalh export-requests --sample)"]
-        rates.append({(r.suite, r.arm): r for r in corrected_rates(run, labels.samples, ratings, rubric_of(labels))})
+    for ref in (base_id, cand_id):
+        # as `evalh report` reads it: a rejudged run rests on its source's draw and labels
+        found = corrected_for_run(store, ref, ratings=ratings)
+        if found is None:
+            return {}, [f"run {store.load_header(ref).run_id} has no labelled sample (evalh export-requests --sample)"]
+        rates.append({(r.suite, r.arm): r for r in found})
     out: dict[tuple[str, str], CorrectedPair] = {}
     warnings: list[str] = []
     for key, b in rates[0].items():

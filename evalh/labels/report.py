@@ -39,7 +39,7 @@ from typing import Any
 
 from evalh.core.stats.intervals import cohens_kappa, raw_agreement
 from evalh.labels.agreement import fleiss_kappa, krippendorff_alpha
-from evalh.labels.corrected import corrected_rates
+from evalh.labels.corrected import corrected_rates, positive_problem
 from evalh.labels.export import blinded, request_sha256, rubric_of
 from evalh.labels.intervals import WorkItem, interval_where_valid, work_item_key
 from evalh.labels.models import LabelError, LabelStore, SampleRecord, ScrubbedCase, label_key
@@ -177,6 +177,9 @@ def label_report(
     a rejudged run passes those of the run it came from, and that run as `before`);
     `target_width` asks each corrected rate how many more labels reach that width."""
     scheme = scheme or rubric_of(labels, rubric)
+    problem = positive_problem(scheme, positive) if positive is not None else None
+    if problem is not None:
+        raise LabelError(f"--positive: {problem}")
     by = list(by or ["stratum"])
     chosen = suites or sorted({ref.suite for ref in labels.requests.values()}) or sorted(run.suites)
     for name in chosen:

@@ -108,13 +108,14 @@ def draw_for_export(
             if target_width is None:
                 record = draw(run, labels, suite=suite, arm=arm, seed=seed, n=sample)
             else:
-                plan = _more_for_width(run, labels, runs_dir, rubric, suite, arm, target_width, positive, by)
+                plan, strata_by = _more_for_width(run, labels, runs_dir, rubric, suite, arm, target_width, positive,
+                                                  by)
                 if not any(plan.values()):
                     continue
                 if set(plan) == {WHOLE}:  # estimated unstratified: more of the same simple draw
                     record = draw(run, labels, suite=suite, arm=arm, seed=seed, n=plan[WHOLE])
-                else:
-                    record = draw(run, labels, suite=suite, arm=arm, seed=seed, per_stratum=plan, by=by)
+                else:  # by the strata the figure is estimated by (an earlier stratified draw's)
+                    record = draw(run, labels, suite=suite, arm=arm, seed=seed, per_stratum=plan, by=strata_by)
             only.update((suite, c, arm, a) for c, a in record.drawn)
     if not only:
         raise LabelError(f"the interval is already at most {target_width} wide: nothing more to draw")
@@ -124,7 +125,7 @@ def draw_for_export(
 def _more_for_width(
     run: Run, labels: LabelStore, runs_dir: Path, rubric: Path, suite: str, arm: str, width: float,
     positive: str, by: Sequence[str],
-) -> dict[str, int]:
+) -> tuple[dict[str, int], list[str]]:
     from evalh.labels.corrected import corrected_rate, judge_scorers
     from evalh.labels.rubric import parse_rubric
     from evalh.labels.store import load_store
@@ -140,4 +141,4 @@ def _more_for_width(
     if rate.labels_needed["labels_needed"] is None:
         raise LabelError(f"suite {suite} arm {arm}: {rate.labels_needed['reason']}")
     per: dict[str, int] = rate.labels_needed["per_stratum"]
-    return {k: v for k, v in per.items() if v}
+    return {k: v for k, v in per.items() if v}, list(rate.by)

@@ -420,9 +420,13 @@ def with_corrected(rep: Report, store: RunStore, refs: Sequence[str]) -> Report:
     """`rep` (the report of the runs `refs` of `store`, in that order) with each labelled
     run's judge rates corrected by its human labels as figures of its suites
     (`evalh.labels.corrected`): only runs someone exported for labelling are read whole.
-    `evalh report` and the dashboard both add them here."""
+    `evalh report` and the dashboard both add them here. Labels that cannot be read (an
+    edited ratings file) null the run's corrected figures and flag why: `label report`
+    refuses them; the run's own report is still given."""
+    from evalh.errors import EvalhError
     from evalh.labels.corrected import corrected_for_run
     from evalh.report.figures import corrected
+    from evalh.report.models import Figure
 
     added = False
     seen: set[str] = set()
@@ -431,7 +435,17 @@ def with_corrected(rep: Report, store: RunStore, refs: Sequence[str]) -> Report:
         if run_id in seen:
             continue
         seen.add(run_id)
-        for c in corrected_for_run(store, ref) or []:
+        try:
+            found = corrected_for_run(store, ref) or []
+        except EvalhError as exc:  # its labels cannot be read (an edited ratings file): said, not fatal
+            for s in rep.suites:
+                if s.run_id == run_id:
+                    s.figures.append(Figure(kind="corrected", scorer="", title="judge rates corrected by human "
+                                            "labels (PPI++)", notes=["null: the labels cannot be read"],
+                                            flags=[f"corrected figures: {exc.message}"]))
+                    added = True
+            continue
+        for c in found:
             for s in rep.suites:
                 if s.run_id == run_id and s.suite == c.suite:
                     s.figures.append(corrected(c.to_dict()))

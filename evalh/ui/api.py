@@ -149,7 +149,9 @@ class DashboardApi:
         its verdict against the BASELINE, the lines the report's summary opens with."""
         loaded = self.index.load(run_id)
         marker = self.baseline()
-        if "report" not in loaded.extra or loaded.extra.get("report_baseline") != marker:
+        labels = self._labels_key(run_id)
+        if ("report" not in loaded.extra or loaded.extra.get("report_baseline") != marker
+                or loaded.extra.get("report_labels") != labels):
             from evalh.report import build_report
             from evalh.report.blocks import baseline_notes
             from evalh.report.build import versus_baseline, with_corrected
@@ -168,7 +170,25 @@ class DashboardApi:
                     if arm.get("runs"):  # the raw-runs table too (a row per result)
                         arm["runs"]["rows"], arm["runs"]["arithmetic"] = [], []
             loaded.extra["report"], loaded.extra["report_baseline"] = report, marker
+            loaded.extra["report_labels"] = labels
         return loaded.extra["report"]
+
+    def _labels_key(self, run_id: str) -> tuple[Any, ...]:
+        """What the corrected figures of a report read besides the run document: its label
+        sidecar and the ratings store (a new draw or import changes one of them)."""
+        from evalh.labels.models import sidecar_path
+
+        def stat(path: Path) -> tuple[int, int] | None:
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            return (st.st_mtime_ns, st.st_size)
+
+        store = self.index.store
+        ratings = store.runs_dir / "ratings"
+        newest = max((p.name for p in ratings.glob("*.jsonl")), default=None) if ratings.is_dir() else None
+        return (stat(sidecar_path(store.path_for(run_id), run_id)), stat(ratings), newest)
 
     def cases(self, run_id: str, params: Mapping[str, str]) -> dict[str, Any]:
         """A page of one suite's case rows, filtered by arm, status and id substring."""

@@ -10,10 +10,11 @@ other gating row.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evalh.core.compare.metrics import Evidence, _row
-from evalh.core.compare.models import ComparePolicy, MetricRow
+from evalh.core.compare.models import ComparePolicy, MetricRow, SuiteComparison
 from evalh.core.stats import intervals as stats
 
 
@@ -40,3 +41,12 @@ def corrected_row(policy: ComparePolicy, arm: str, pair: CorrectedPair, allowanc
     return _row(policy, arm=arm, name="corrected_pass_rate", better="higher", unit="abs", base=pair.base,
                 cand=pair.cand, change=pair.value, evidence=Evidence(estimate=est), allowance=allowance,
                 method=method, n=pair.labelled, scorer=pair.scorer)
+
+
+def add_corrected_rows(suites: Mapping[str, SuiteComparison], corrected: Mapping[tuple[str, str], CorrectedPair],
+                       policy: ComparePolicy) -> None:
+    """Each (suite, arm)'s corrected row, one more gating row of its stochastic suite."""
+    for (name, arm), pair in corrected.items():
+        s = suites.get(name)
+        if s is not None and s.regime == "stochastic" and arm in s._arm_verdicts:
+            s.metrics.append(corrected_row(policy, arm, pair, float(s.thresholds["pass_rate_drop"])))

@@ -36,7 +36,7 @@ from evalh.config import Thresholds
 from evalh.core.compare.arms import case_ref, deterministic_arm, finish_suite, stochastic_arm
 from evalh.core.compare.columns import row_range
 from evalh.core.compare.config import config_differences, thresholds_for
-from evalh.core.compare.corrected import CorrectedPair, corrected_row
+from evalh.core.compare.corrected import CorrectedPair, add_corrected_rows
 from evalh.core.compare.coverage import absent_why, min_coverage_for, suite_coverage, why_not_run
 from evalh.core.compare.facts import (
     NO_DIGEST,
@@ -137,10 +137,7 @@ def _compare_runs(
             name, base.suites.get(name), candidate.suites.get(name), base, candidate, policy, th,
             source, fb, fc,
         )
-    for (name, arm), pair in corrected.items():
-        s = suites.get(name)
-        if s is not None and s.regime == "stochastic" and arm in s._arm_verdicts:
-            s.metrics.append(corrected_row(policy, arm, pair, float(s.thresholds["pass_rate_drop"])))
+    add_corrected_rows(suites, corrected, policy)
     from evalh.core.results.outcome import ADVISORY, advisory_suites
 
     for name in advisory_suites(base, candidate) & set(suites):  # reported, never gates

@@ -200,6 +200,11 @@ def _suite_plan(config: Config, source: Run, name: str, opts: RejudgeOptions,
     if name in snap.get("suites", {}):
         snap["suites"][name]["scorers"] = scorer_snaps
     current = config.suites.get(name)
+    details = copy.deepcopy(stored_suite.details)
+    for judge in info.judges:  # judged again: calibrated again (the stored calibration is the old judges')
+        recorded = details.get(judge.config.display_name)
+        if isinstance(recorded, dict):
+            recorded.pop("calibration", None)
     suite_plan = SuitePlan(
         name=name, regime=stored_suite.regime, tier=current.tier if current else 0,
         dataset=_StoredDataset(Path(stored_suite.dataset.path), cases, stored_suite.dataset.sha256),
@@ -210,7 +215,7 @@ def _suite_plan(config: Config, source: Run, name: str, opts: RejudgeOptions,
         concurrency=opts.concurrency or (current.concurrency if current else None) or config.settings.concurrency,
         target_snapshot=targets[arm_names[0]],
         subject_models=[m for a in arm_names if isinstance(m := targets[a].get("model"), str)],
-        details=copy.deepcopy(stored_suite.details),
+        details=details,
     )
     return suite_plan, info
 
@@ -243,6 +248,9 @@ def prepare_rejudge(config: Config, store: RunStore, opts: RejudgeOptions) -> tu
         carried[name] = _carried(source.suites[name], info)
     if not any(i.judges for i in infos):
         raise RejudgeRefused(f"run {source.run_id}: no suite has a judge scorer in {config.path.name}: nothing to judge again")
+    from evalh.core.run.requirements import check_rejudge
+
+    check_rejudge(config, suites, names, allow_self_judge=opts.allow_self_judge)  # [suites.S.require]
     snap["rejudge"] = {"from": source.run_id, "all": opts.everything, "judge_model": opts.judge_model,
                        "suites": names}
     if opts.allow_self_judge:

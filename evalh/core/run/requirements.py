@@ -250,6 +250,37 @@ def check_run(
         check_cases(config, suite, plan.cases, plan.dataset.path)
 
 
+def check_rejudge(config: Config, plans: Sequence[SuitePlan], chosen: Sequence[str], *,
+                  allow_self_judge: bool) -> None:
+    """`evalh rejudge`'s part of the requirements: the new run is judged by today's judges,
+    so each chosen suite's judge requirements hold as on a run (no `--allow-self-judge`
+    under `judge_not_subject`; blind, calibrated, distinct), before any judge call; and,
+    with or without `require`, a judge of the subject's model is refused as `evalh run`
+    refuses it — before the new run exists, not as a failed document."""
+    from evalh.scorers.judge_base import JudgeScorerBase, SelfJudgeRefused
+
+    for plan in plans:
+        if plan.name not in chosen or allow_self_judge:
+            continue
+        for scorer in plan.scorers:
+            judge = getattr(scorer, "inner", scorer)
+            if not isinstance(judge, JudgeScorerBase):
+                continue
+            for subject in filter(None, plan.subject_models):
+                models = judge.self_judged(subject)
+                if models:
+                    raise SelfJudgeRefused(f"suite {plan.name!r}: " + judge.refusal(subject, models))
+    for plan in plans:
+        suite = config.suites.get(plan.name)
+        req = suite.require if suite is not None else None
+        if suite is None or req is None or plan.name not in chosen:
+            continue
+        if req.judge_not_subject and allow_self_judge:
+            raise RequirementNotMet(f"suite {suite.name!r} requires judge ≠ subject: "
+                                    f"--allow-self-judge is refused ({_why(req, 'judge_not_subject')})")
+        _check_judges(plan, req)
+
+
 def judge_models(plan: SuitePlan) -> list[str]:
     out: list[str] = []
     for scorer in plan.scorers:

@@ -188,6 +188,20 @@ def load_record(store: RunStore, run_id: str) -> RunRecord:
 
 
 
+def _require_as_set(suite: Any) -> Any:
+    """A suite's snapshot with its `require` table holding only the keys set away from their
+    defaults: a run recorded before a requirement existed holds no such key, today's holds
+    its default — the same requirements, not a changed evalh.toml."""
+    if not isinstance(suite, dict) or not isinstance(suite.get("require"), dict):
+        return suite
+    from evalh.methodology_spec import RequireConfig
+    from evalh.snapshot import snapshot
+
+    defaults = snapshot(RequireConfig())
+    require = {k: v for k, v in suite["require"].items() if k not in defaults or v != defaults[k]}
+    return {**suite, "require": require}
+
+
 def check_config(config: Config, now: dict[str, Any], record: RunRecord) -> None:
     """Refuse when settings, prices or one of the run's suites changed since it started.
 
@@ -197,12 +211,12 @@ def check_config(config: Config, now: dict[str, Any], record: RunRecord) -> None
     current = {
         "settings": now.get("settings"),
         "prices": now.get("prices"),
-        "suites": {n: now.get("suites", {}).get(n) for n in record.suites},
+        "suites": {n: _require_as_set(now.get("suites", {}).get(n)) for n in record.suites},
     }
     recorded = {
         "settings": then.get("settings"),
         "prices": then.get("prices"),
-        "suites": {n: (then.get("suites") or {}).get(n) for n in record.suites},
+        "suites": {n: _require_as_set((then.get("suites") or {}).get(n)) for n in record.suites},
     }
     where = first_difference(recorded, current)
     if where is not None:

@@ -287,12 +287,20 @@ def labels_needed(est: StratifiedEstimate | PPIEstimate, target_width: float) ->
     """How many more human labels, drawn at random within strata by Neyman allocation,
     shrink the interval to `target_width`, assuming the judge–human disagreement measured
     so far (each stratum's var(y − λŷ) and var(λŷ)) holds. Labelled items leave the
-    unlabelled pool, so each stratum's judge term grows as its labels do."""
+    unlabelled pool, so each stratum's judge term grows as its labels do. None (with the
+    reason) when the whole interval has zero width: labels all one value measure no
+    disagreement, so no count can be planned from them (a zero-width stratum beside others
+    gets no more labels: the figure's notes flag it)."""
     strat = est if isinstance(est, StratifiedEstimate) else StratifiedEstimate(
         estimate=est.estimate, se=est.se, weights=[1.0], strata=[est], confidence=est.confidence)
     lo, hi = strat.interval
     current = hi - lo
     k = len(strat.strata)
+    if all(s.se == 0.0 for s in strat.strata):  # labels all one value: no disagreement measured
+        return LabelsNeeded(target_width, current, None, [0] * k,
+                            reason="the labels (and their judge verdicts) are each one value, so the interval "
+                                   "is zero-width: that measures no judge–human disagreement to plan from; "
+                                   "label more at random first (export-requests --sample)")
     if current <= target_width:
         return LabelsNeeded(target_width, current, 0, [0] * k)
     half = target_width / (2 * z_for(strat.confidence))
@@ -306,13 +314,15 @@ def labels_needed(est: StratifiedEstimate | PPIEstimate, target_width: float) ->
         return math.fsum(w * w * _stratum_var(a, rv * rv, j, m)
                          for w, a, rv, j, m in zip(strat.weights, alloc, sds, jv, sizes, strict=True))
 
-    room = sum(sizes) - sum(have)
+    # each stratum keeps one result unlabelled: the estimator needs one (a stratum labelled
+    # whole would make the corrected figure null)
+    room = sum(sizes) - sum(have) - k
     for extra in range(1, room + 1):
         alloc = [max(h, a) for h, a in zip(have, neyman_allocation(strat.weights, sds, sum(have) + extra),
                                            strict=True)]
-        alloc = [min(a, m) for a, m in zip(alloc, sizes, strict=True)]
+        alloc = [min(a, m - 1) for a, m in zip(alloc, sizes, strict=True)]
         if variance(alloc) <= goal:
             return LabelsNeeded(target_width, current, sum(alloc) - sum(have),
                                 [a - h for a, h in zip(alloc, have, strict=True)])
     return LabelsNeeded(target_width, current, None, [0] * k,
-                        reason="labelling every judged item does not reach the target width")
+                        reason="labelling every judged item (but one a stratum) does not reach the target width")
