@@ -16,6 +16,7 @@ import html
 import importlib
 import json
 import shutil
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -152,7 +153,16 @@ def seed_004(root: Path) -> SeedRun:
     by = cli(cfg, "report", run_id, "--by", "complexity", "--format", "md")
     assert by.exit_code == 0, by.output
     rejudged = cli(cfg, "rejudge", run_id, "--suite", "citations", "--all", "--label", "rejudged")
-    return finish(cfg, run_id, by=plain("md", by.stdout), rejudged=rejudged)
+    got = finish(cfg, run_id, by=plain("md", by.stdout), rejudged=rejudged)
+    # the grounding endpoint absent (a loopback port nothing listens on): null, never 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVALH_SCORER_ENDPOINT", f"http://127.0.0.1:{port}/v1/score")
+        unscored = run(cfg, "--suite", "citations", "--label", "no scorer", "--no-cache", expect=(0, 1))
+    got.extra["unscored"] = json.loads((cfg.parent / "eval_runs" / f"{unscored}.json").read_bytes())
+    return got
 
 
 SEEDS: dict[str, Callable[[Path], SeedRun]] = {
@@ -283,6 +293,10 @@ def check_001(got: SeedRun) -> None:
     worse = got.extra["worse"]
     assert worse.exit_code == 1, worse.output
     assert got.extra["flipped"] in worse.output  # a deterministic regression, by case name
+    from tests.real_runs import dashboard
+
+    history = dashboard(got.cfg.parent, "/api/runs")["runs"]
+    assert [r["label"] for r in history] == ["tiered", "again", "planted"]  # the time series, oldest first
     for surface in ("json", "api"):
         suites = {s["suite"]: s["arms"][0] for s in json.loads(got.out[surface])["suites"]}
         counts = {k: (a["counts"]["passed"], a["counts"]["pass_rate_denominator"]) for k, a in suites.items()}
@@ -330,6 +344,11 @@ def check_004(got: SeedRun) -> None:
         worst = {w["case_id"]: w["bad_paragraphs"] for w in suites["citations"]["worst"]}
         assert worst["citations.mixed_list"] == 1 and "citations.wrong_attribution" in worst, surface
         assert suites["parliament"]["tools"], surface  # which tools the product called, and how bad those went
+    unscored = got.extra["unscored"]["suites"]["citations"]["cases"]
+    grounding = [s for c in unscored for s in c["scores"] if s["scorer"] == "grounding"]
+    assert len(grounding) == 9 and all(s["value"] is None and s["abstained"] for s in grounding)
+    before = {c["case_id"]: c["status"] for c in got.doc["suites"]["citations"]["cases"]}
+    assert {c["case_id"]: c["status"] for c in unscored} == before  # the verdicts stand without it
 
 
 CHECKS: dict[str, Callable[[SeedRun], None]] = {
