@@ -99,7 +99,11 @@ def seed_001(root: Path) -> SeedRun:
     flipped["expected"] = "reject"
     gate.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     worse = cli(cfg, "run", *tiers, "--label", "planted", "--compare-baseline")
-    return finish(cfg, base, live=live, same=same, worse=worse, flipped=flipped["id"])
+    got = finish(cfg, base, live=live, same=same, worse=worse, flipped=flipped["id"])
+    # every tier, no --suite: the live one is skipped for its key (exit 1) and says so everywhere
+    every = run(cfg, "--label", "every tier", expect=(1,))
+    got.extra["every"] = {name: plain(name, text) for name, text in surfaces(cfg, every).items()}
+    return got
 
 
 def seed_002(root: Path) -> SeedRun:
@@ -178,7 +182,11 @@ _RUNS: dict[str, SeedRun] = {}
 @pytest.fixture(params=sorted(SEEDS))
 def seed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, SeedRun]]:
     """Each seed's rerun, made once for the module (the cache and key environment fixed)."""
-    name = request.param
+    yield request.param, seed_run(request.param, tmp_path_factory)
+
+
+def seed_run(name: str, tmp_path_factory: pytest.TempPathFactory) -> SeedRun:
+    """The seed's rerun, made once for the module, with no key in the environment."""
     if name not in _RUNS:
         root = tmp_path_factory.mktemp(name)
         with pytest.MonkeyPatch.context() as mp:
@@ -186,7 +194,7 @@ def seed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EVALH_SCORER_ENDPOINT"):
                 mp.delenv(key, raising=False)
             _RUNS[name] = SEEDS[name](root)
-    yield name, _RUNS[name]
+    return _RUNS[name]
 
 
 # ----------------------------------------------------------------------------- what each seed reads
@@ -221,6 +229,7 @@ NEEDLES: dict[str, tuple[Needle, ...]] = {
         "citation_judge verdicts per",
         "wrong_speaker", "27.3% (3/11)", "wrong_attribution", "9.1% (1/11)", "36.4% (4/11)", "18.2% (2/11)",
         "88.9% (8/9)",  # judged: the uncited answer abstains (no cited paragraph), never a pass
+        "truncated",  # the judging table names a judge reply cut at its max_tokens apart
         "the bill: target, judge and generator calls",
     ),
 }
@@ -296,7 +305,8 @@ def check_001(got: SeedRun) -> None:
     from tests.real_runs import dashboard
 
     history = dashboard(got.cfg.parent, "/api/runs")["runs"]
-    assert [r["label"] for r in history] == ["tiered", "again", "planted"]  # the time series, oldest first
+    assert [r["label"] for r in history][:3] == ["tiered", "again", "planted"]  # the time series, oldest first
+
     for surface in ("json", "api"):
         suites = {s["suite"]: s["arms"][0] for s in json.loads(got.out[surface])["suites"]}
         counts = {k: (a["counts"]["passed"], a["counts"]["pass_rate_denominator"]) for k, a in suites.items()}
@@ -358,3 +368,13 @@ CHECKS: dict[str, Callable[[SeedRun], None]] = {
     "003_bias_aware": check_003,
     "004_citations": check_004,
 }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_tier_skipped_for_its_key_is_named_on_every_surface(surface: str,
+                                                              tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Seed 001's live tier without its key: the run document records it (`suites_not_run`),
+    and a reader of any surface learns that the run did not measure it."""
+    text = seed_run("001_tiered_agent", tmp_path_factory).extra["every"][surface]
+    assert "suite live was not run (skipped: needs ANTHROPIC_API_KEY)" in text, surface
