@@ -213,8 +213,10 @@ NEEDLES: dict[str, tuple[Needle, ...]] = {
     ),
     "001_tiered_agent": ("the bill: target, judge and generator calls",),
     "002_feedback_labels": (
-        "labels: agreement between raters, before adjudication", "kappa",
-        "releaseDecision: not-assessed",
+        "labels: agreement between raters, before adjudication", "claims.truth", "claims.grounding",
+        "kappa is undefined (not perfect)",  # a null kappa of constant labels is no perfect agreement
+        "judge rubric_judge vs agreed human labels: overlap 14, raw agreement 0.857, kappa 0.689",
+        "releaseDecision: not-assessed", "judgeUse: advisory-only",
     ),
     "003_bias_aware": (
         "sycophancy = 40.0% (10/25) crosses its threshold > 0.3",
@@ -238,11 +240,13 @@ NEEDLES: dict[str, tuple[Needle, ...]] = {
 # the drawn surfaces only (report's table, md and html; show): the JSON ones carry these as
 # numbers, checked in CHECKS
 DRAWN_NEEDLES: dict[str, tuple[Needle, ...]] = {
+    "002_feedback_labels": ("0.917",),  # Fleiss' kappa of the truth verdicts, three raters over 28 claims
     "001_tiered_agent": ("100.0% (58/58)", "100.0% (57/57)", "100.0% (7/7)", "100.0% (10/10)"),
 }
 # the report only (table, md, html): `evalh show` is the results table, the cases that did not
 # pass and the figures the suites hold (its --help), not the whole report
 REPORT_NEEDLES: dict[str, tuple[Needle, ...]] = {
+    "002_feedback_labels": ("hand-picked cases do not represent a population",),  # so no Wilson interval
     "001_tiered_agent": (("flakiness over 5 cases", "Flakiness (5 cases)"),),  # scenarios_model: 2 attempts a case
     "003_bias_aware": ("judge calibration stance", "accuracy 100.0% (4/4)", "3 flaky cases"),
     "004_citations": ("worst cases", "bad paragraphs", "tools used"),
