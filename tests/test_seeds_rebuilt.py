@@ -382,3 +382,20 @@ def test_a_tier_skipped_for_its_key_is_named_on_every_surface(surface: str,
     and a reader of any surface learns that the run did not measure it."""
     text = seed_run("001_tiered_agent", tmp_path_factory).extra["every"][surface]
     assert "suite live was not run (skipped: needs ANTHROPIC_API_KEY)" in text, surface
+
+
+def test_a_suite_skipped_for_its_key_is_named_in_a_small_project(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same as the seed's, in the fast set: a two-suite project whose second suite needs
+    a key nobody set."""
+    from tests.real_runs import jsonl, run_project, write_project
+
+    monkeypatch.delenv("EVALH_SEEDS_TEST_KEY", raising=False)
+    target = 'def answer(inp):\n    return inp["q"]\n'
+    suite = '[suites.{name}]\ndataset = "d.jsonl"\ntarget = "t:answer"\nscorers = [{{ type = "exact" }}]\n'
+    toml = suite.format(name="offline") + suite.format(name="keyed") + 'requires_env = ["EVALH_SEEDS_TEST_KEY"]\n'
+    cfg = write_project(tmp_path, toml, {"t.py": target, "d.jsonl": jsonl([{"id": "c", "input": {"q": "x"}, "expected": "x"}])})
+    run_id = run_project(cfg, expect=(1,))
+    line = "suite keyed was not run (skipped: needs EVALH_SEEDS_TEST_KEY): the run did not measure it"
+    for name, text in surfaces(cfg, run_id).items():
+        assert line in plain(name, text), name
