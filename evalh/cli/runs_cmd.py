@@ -123,4 +123,7 @@ def show(
     # the run id is the table's title: this line stays within 80 columns
     out().print(safe_text(f"{run.status}  started {run.started_at}  git {git}  seed {run.seed}"))
     render_run(run, out(), max_failures=SHOWN_FAILURES, not_passed=not_passed)
+    for head in report.runs:  # a configured suite skipped for its key: not measured
+        for line in head.not_run:
+            out().print(safe_text(line, style="yellow"))
     render_figures(report, out())

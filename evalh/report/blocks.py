@@ -319,6 +319,7 @@ def layout(report: Report, *, max_raw: int | None = None, raw: bool = True, raw_
         out.append(Note(f"status {run.status} · started {run.started_at} · git {git}"))
         if run.status != "complete":
             out.append(Note(f"run is {run.status}: {run.status_reason or 'no reason recorded'}", warn=True))
+        out.extend(Note(line, warn=True) for line in run.not_run)
         for suite in (s for s in report.suites if s.run_id == run.run_id):
             out.append(Heading(f"suite {suite.suite} ({suite.regime})", 2))
             for arm in suite.arms:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalh.core.results.aggregate import Aggregator, facts_of
+from evalh.core.results.skipped import skipped_for_keys
 from evalh.models import CaseResult, Run, SuiteResult
 from evalh.report.models import (
     ArmReport,
@@ -65,6 +66,7 @@ def build_report(
             status_reason=run.status_reason, started_at=run.started_at,
             finished_at=run.finished_at, stopped_at=run.stopped_at, git_sha=run.git.sha, git_dirty=run.git.dirty,
             derived_from=run.derived_from.model_dump(mode="json") if run.derived_from else None,
+            not_run=skipped_for_keys(run.config),
         ))
         from evalh.core.results.outcome import advisory_scorers, advisory_suites
 

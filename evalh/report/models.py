@@ -315,6 +315,9 @@ class RunHeader(_Out):
     git_sha: str | None = None
     git_dirty: bool | None = None
     derived_from: dict[str, Any] | None = None
+    not_run: list[str] = Field(default_factory=list)
+    """One line per configured suite the run skipped for a missing key (its config
+    snapshot's `suites_not_run`): the run did not measure it, and every surface says so."""
 
 
 class Report(_Out):

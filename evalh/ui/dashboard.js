@@ -474,6 +474,9 @@
           (rep.verdict || []).forEach(function (v) {  // against the BASELINE: first, as in the report
             add(verdict, el("div", { "class": v.warn ? "warnbox" : "headline" }, v.text));
           });
+          (rep.runs || []).forEach(function (r) {  // a configured suite skipped for its key: not measured
+            (r.not_run || []).forEach(function (line) { add(verdict, el("div", { "class": "warnbox" }, line)); });
+          });
           suitesCard.replaceWith(summaryTable(rep));
         }).catch(function (e) { clear(suitesCard); add(suitesCard, el("p", { "class": "err" }, "Could not build the report: " + e.message)); });
       };
