@@ -100,6 +100,8 @@ class OpenAIBackend:
         self._proxy = env_proxy(self.base_url)
         self._problem = _setup_problem(api_key, self._proxy)
         self._session: Any = None
+        parts = urlsplit(self.base_url)
+        self._server = f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}"
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         messages = list(request.messages)
@@ -162,8 +164,8 @@ class OpenAIBackend:
         return _response(data, request.model, self._shown())
 
     def _shown(self) -> str:
-        parts = urlsplit(self.base_url)
-        return f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}"
+        """The server as errors name it (`scheme://host:port`, never credentials or path)."""
+        return self._server
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
