@@ -79,7 +79,10 @@ class AnthropicBackend:
         # ~1.6 ms of CPU per request against ~2.7-3 ms with its default httpx2 pool, which is
         # what bounds throughput at 32-64 requests in flight (bench/runner_results.md).
         self._timeout_s = config.timeout_s
-        self._http = anthropic.DefaultAioHttpClient(timeout=config.timeout_s)
+        from evalh.providers.openai import ssl_context
+
+        # the process's one context: the transport would load the certificate bundle again
+        self._http = anthropic.DefaultAioHttpClient(timeout=config.timeout_s, verify=ssl_context())
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=config.timeout_s,
             http_client=self._http,

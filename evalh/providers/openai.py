@@ -23,6 +23,7 @@ every request, for the proxy and for `.netrc`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import ssl
@@ -67,8 +68,15 @@ def env_proxy(url: str) -> str | None:
 
 def ssl_context() -> ssl.SSLContext:
     """Certificates as httpx verified them: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, else
-    certifi's bundle (the same on every machine, whatever its system store holds)."""
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+    certifi's bundle (the same on every machine, whatever its system store holds). One
+    context per process and setting (loading the bundle takes ~20 ms): every client shares
+    it, and worker processes (`processes = N`) inherit the run's instead of loading it again."""
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    if cert_file or cert_dir:
         return ssl.create_default_context()
     import certifi
 

@@ -351,6 +351,11 @@ def _warm_imports(suite: SuitePlan) -> None:
                 module = importlib.import_module(name)
                 if name == "anthropic":
                     getattr(module, "DefaultAioHttpClient", None)  # its aiohttp transport, imported lazily
+    if kinds & set(modules):  # the certificate bundle loaded once, inherited by every worker
+        with contextlib.suppress(Exception):
+            from evalh.providers.openai import ssl_context
+
+            ssl_context()
 
 
 def spreads(suite: SuitePlan) -> bool:
