@@ -1,6 +1,7 @@
 """Model clients at the limit (issue 33): client CPU per request and the latency-bound run.
 
-    python bench/client_cpu_bench.py [--repeats 3] [--label after] [--kinds openai,anthropic]
+    python bench/client_cpu_bench.py [--repeats 3] [--kinds openai,anthropic] [--procs 1,2]
+        [--code before=DIR --code after=.]
 
 Against the loopback mock provider (`evalh.mock.mock_provider`, own process, replies after
 50 ms), for the `openai` and `anthropic` kinds:
@@ -13,10 +14,12 @@ Against the loopback mock provider (`evalh.mock.mock_provider`, own process, rep
   (*in run*: first case to last result). *of ideal* = ideal / measured, ideal = 1,000 ×
   50 ms / 64 = 0.781 s.
 
-Each row is the median of `--repeats` runs. The load average (`os.getloadavg()`, 1 min)
-is recorded with every run: the machine these figures come from is shared and busy, so a
-row is only comparable to another row measured at a similar load. Results are appended to
-`client_cpu_results.json` under `--label`; `client_cpu_results.md` is written by hand from it.
+Each row is the median of `--repeats` runs. `--code NAME=DIR` measures the evalh whose
+package is in DIR (put first on `PYTHONPATH`; `.` is this checkout), and the variants are
+measured in turn, A B A B, so that before and after see the same load. The load average
+(`os.getloadavg()`, 1 min) is recorded with every run: the machine these figures come from
+is shared and busy, so a row is only comparable to another row measured at a similar load.
+Results go to `client_cpu_results.json`; `client_cpu_results.md` is written from it.
 """
 
 from __future__ import annotations
@@ -71,16 +74,59 @@ def worker_send(provider: str, base_url: str) -> dict[str, Any]:
     return out
 
 
-def write_suite(kind: str, base_url: str) -> Path:
+def worker_start(config: str) -> dict[str, Any]:
+    """Worker start-up with `processes = 2`: from the moment the suite hands its items to
+    worker processes (`run_in_processes` called) to each worker's first item, in seconds.
+    The clients' imports happen inside that span (the run's process imports them before
+    forking); `import_s` is how long those imports alone take in a fresh process."""
+    os.environ["BENCH_API_KEY"] = "k"
+    import aiohttp  # noqa: F401
+
+    from evalh.config import load_config
+    from evalh.core.run import procs, runner
+    from evalh.core.run.prepare import RunOptions, prepare_run
+    from evalh.store import RunStore
+
+    start = [0.0]
+    parent = os.getpid()
+    read, write = os.pipe()
+    original_item, original_spread = runner.Runner.run_item, procs.run_in_processes
+    seen: set[int] = set()
+
+    async def run_item(self: Any, suite: Any, item: Any) -> Any:
+        if os.getpid() != parent and os.getpid() not in seen:
+            seen.add(os.getpid())
+            os.write(write, f"{time.time() - start[0]:.4f}\n".encode())
+        return await original_item(self, suite, item)
+
+    async def run_in_processes(run: Any, suite: Any, items: Any) -> bool:
+        start[0] = time.time()
+        return await original_spread(run, suite, items)
+
+    runner.Runner.run_item = run_item  # type: ignore[method-assign]
+    procs.run_in_processes = run_in_processes
+    runs = WORK / "runs_start"
+    shutil.rmtree(runs, ignore_errors=True)
+    prepared = prepare_run(load_config(config), RunOptions(seed=1, use_cache=False), runs)
+    run = runner.run_plan(prepared.plan, RunStore(runs), None, results=False)
+    os.close(write)
+    firsts = [float(x) for x in os.read(read, 4096).decode().split()]
+    agg = run.suites["b"].aggregate
+    if agg.n != N or agg.errored:
+        raise RuntimeError(f"run did not succeed: n={agg.n} errored={agg.errored}")
+    return {"firsts_s": firsts}
+
+
+def write_suite(kind: str, base_url: str, processes: int = 1) -> Path:
     WORK.mkdir(parents=True, exist_ok=True)
     data = WORK / "cases.jsonl"
     if not data.exists():
         data.write_text("".join(json.dumps({"id": f"c{i:05d}", "input": {"q": f"question {i}"},
                                             "expected": "ok"}) + "\n" for i in range(N)))
     url = base_url if kind == "anthropic" else f"{base_url}/v1"
-    path = WORK / f"{kind}.toml"
+    path = WORK / f"{kind}_p{processes}.toml"
     path.write_text(
-        f"[evalh]\nconcurrency = {IN_FLIGHT}\ntimeout_s = 60\n\n[suites.b]\ndataset = \"cases.jsonl\"\n"
+        f"[evalh]\nconcurrency = {IN_FLIGHT}\ntimeout_s = 60\nprocesses = {processes}\n\n[suites.b]\ndataset = \"cases.jsonl\"\n"
         'scorers = [{ type = "exact" }]\n\n[suites.b.target]\n'
         f'kind = "{kind}"\nmodel = "bench-model"\nbase_url = "{url}"\napi_key_env = "BENCH_API_KEY"\n'
         f'prompt = "{{{{ input.q }}}}"\nmax_tokens = 16\nmax_in_flight = {IN_FLIGHT}\n',
@@ -88,15 +134,19 @@ def write_suite(kind: str, base_url: str) -> Path:
     return path
 
 
-def run_evalh(config: Path) -> dict[str, Any]:
+def env_for(code: str) -> dict[str, str]:
+    path = str(Path(code).resolve())
+    return {**os.environ, "BENCH_API_KEY": "k", "PYTHONPATH": path}
+
+
+def run_evalh(config: Path, code: str, procs: int) -> dict[str, Any]:
     runs = WORK / "runs"
     shutil.rmtree(runs, ignore_errors=True)
     load = os.getloadavg()[0]
     evalh = shutil.which("evalh") or "evalh"
     t0 = time.perf_counter()
     proc = subprocess.run([evalh, "run", "--config", str(config), "--runs-dir", str(runs), "-q", "--no-cache"],
-                          cwd=WORK, env={**os.environ, "BENCH_API_KEY": "k"}, capture_output=True,
-                          text=True, check=False)
+                          cwd=WORK, env=env_for(code), capture_output=True, text=True, check=False)
     whole = time.perf_counter() - t0
     doc = next(runs.glob("*.json"), None) if runs.exists() else None
     if doc is None:
@@ -113,10 +163,20 @@ def run_evalh(config: Path) -> dict[str, Any]:
     return {"whole_s": whole, "span_s": span, "load": load, "passed": agg["passed"]}
 
 
-def run_send(kind: str, base_url: str) -> dict[str, Any]:
+def run_send(kind: str, base_url: str, code: str) -> dict[str, Any]:
     load = os.getloadavg()[0]
     proc = subprocess.run([sys.executable, __file__, "_send", kind, base_url],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=env_for(code))
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["load"] = load
+    return result
+
+
+def run_start(kind: str, base_url: str, code: str) -> dict[str, Any]:
+    load = os.getloadavg()[0]
+    cfg = write_suite(kind, base_url, processes=2)
+    proc = subprocess.run([sys.executable, __file__, "_start", str(cfg)], cwd=WORK,
+                          capture_output=True, text=True, check=True, env=env_for(code))
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     result["load"] = load
     return result
@@ -126,43 +186,62 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["_send"]:
         print(json.dumps(worker_send(argv[1], argv[2])))
         return 0
+    if argv[:1] == ["_start"]:
+        print(json.dumps(worker_start(argv[1])))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--label", default="now")
     parser.add_argument("--kinds", default="openai,anthropic")
-    parser.add_argument("--only", choices=["send", "run"], action="append")
+    parser.add_argument("--procs", default="1")
+    parser.add_argument("--code", action="append", help="NAME=DIR (default: now=.)")
+    parser.add_argument("--only", choices=["send", "run", "start"], action="append")
     args = parser.parse_args(argv)
+    codes = dict(c.split("=", 1) for c in (args.code or ["now=."]))
     server = subprocess.Popen([sys.executable, "-m", "evalh.mock.mock_provider", "--port", "0",
                                "--latency-ms", str(LATENCY_S * 1000), "--max-recorded", "100"],
                               stderr=subprocess.PIPE, text=True)
     assert server.stderr is not None
     base_url = server.stderr.readline().strip().rsplit(" ", 1)[-1]
-    rows: dict[str, Any] = {}
+    raw: dict[str, list[dict[str, Any]]] = {}
     ideal = N * LATENCY_S / IN_FLIGHT
     try:
-        for kind in args.kinds.split(","):
-            if not args.only or "send" in args.only:
-                runs = [run_send(kind, base_url) for _ in range(args.repeats)]
-                cpu_ms = statistics.median(r["cpu_s"] for r in runs) / N * 1000
-                rows[f"send/{kind}"] = {"cpu_ms_per_request": cpu_ms, "runs": runs}
-                print(f"send {kind}: {cpu_ms:.3f} ms CPU/request, loads "
-                      f"{[round(r['load'], 1) for r in runs]}", file=sys.stderr)
-            if not args.only or "run" in args.only:
-                cfg = write_suite(kind, base_url)
-                runs = [run_evalh(cfg) for _ in range(args.repeats)]
-                whole = statistics.median(r["whole_s"] for r in runs)
-                span = statistics.median(r["span_s"] for r in runs)
-                rows[f"run/{kind}"] = {"whole_s": whole, "span_s": span, "of_ideal_whole": ideal / whole,
-                                       "of_ideal_in_run": ideal / span, "runs": runs}
-                print(f"run {kind}: whole {whole:.2f}s ({ideal / whole:.0%}), in run {span:.2f}s "
-                      f"({ideal / span:.0%}), loads {[round(r['load'], 1) for r in runs]}", file=sys.stderr)
+        for _ in range(args.repeats):
+            for kind in args.kinds.split(","):
+                for name, code in codes.items():  # A B A B: the variants side by side
+                    if not args.only or "send" in args.only:
+                        raw.setdefault(f"{name}/send/{kind}", []).append(run_send(kind, base_url, code))
+                    if not args.only or "start" in args.only:
+                        raw.setdefault(f"{name}/start/{kind}/p2", []).append(run_start(kind, base_url, code))
+                    if not args.only or "run" in args.only:
+                        for procs in (int(p) for p in args.procs.split(",")):
+                            cfg = write_suite(kind, base_url, procs)
+                            raw.setdefault(f"{name}/run/{kind}/p{procs}", []).append(run_evalh(cfg, code, procs))
     finally:
         server.terminate()
         server.wait(timeout=10)
+    rows: dict[str, Any] = {}
+    for key, runs in raw.items():
+        loads = [round(r["load"], 1) for r in runs]
+        if "/start/" in key:
+            slowest = statistics.median(max(r["firsts_s"]) for r in runs)
+            rows[key] = {"start_s": slowest, "loads": loads, "runs": runs}
+            print(f"{key}: last worker's first item {slowest:.3f} s after the hand-off began, loads {loads}",
+                  file=sys.stderr)
+        elif "/send/" in key:
+            cpu_ms = statistics.median(r["cpu_s"] for r in runs) / N * 1000
+            rows[key] = {"cpu_ms_per_request": cpu_ms, "loads": loads, "runs": runs}
+            print(f"{key}: {cpu_ms:.3f} ms CPU/request, loads {loads}", file=sys.stderr)
+        else:
+            whole = statistics.median(r["whole_s"] for r in runs)
+            span = statistics.median(r["span_s"] for r in runs)
+            rows[key] = {"whole_s": whole, "span_s": span, "of_ideal_whole": ideal / whole,
+                         "of_ideal_in_run": ideal / span, "loads": loads, "runs": runs}
+            print(f"{key}: whole {whole:.2f}s ({ideal / whole:.0%}), in run {span:.2f}s ({ideal / span:.0%}), "
+                  f"loads {loads}", file=sys.stderr)
     out_path = HERE / "client_cpu_results.json"
     results = json.loads(out_path.read_text()) if out_path.exists() else {}
-    results.setdefault(args.label, {}).update(rows)
-    results[args.label]["_at"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    results.update(rows)
+    results["_at"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     out_path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0
 
