@@ -172,6 +172,36 @@ def run_send(kind: str, base_url: str, code: str) -> dict[str, Any]:
     return result
 
 
+def run_instant(code: str, n: int = 10_000) -> dict[str, Any]:
+    """`evalh run` of `n` cases of an instant sync Python target (the per-case path alone),
+    spawn to exit, and the process's CPU (user + system, from the wait status)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    (WORK / "bench_instant.py").write_text("def instant(inp):\n    return 'ok'\n", encoding="utf-8")
+    data = WORK / f"instant{n}.jsonl"
+    if not data.exists():
+        data.write_text("".join(json.dumps({"id": f"c{i:06d}", "input": {"q": f"question {i}"},
+                                            "expected": "ok"}) + "\n" for i in range(n)))
+    cfg = WORK / f"instant{n}.toml"
+    cfg.write_text(f'[evalh]\nconcurrency = 64\ntimeout_s = 60\n\n[suites.b]\ndataset = "{data.name}"\n'
+                   'target = "bench_instant:instant"\nscorers = [{ type = "exact" }]\n', encoding="utf-8")
+    runs = WORK / "runs_instant"
+    shutil.rmtree(runs, ignore_errors=True)
+    load = os.getloadavg()[0]
+    evalh = shutil.which("evalh") or "evalh"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([evalh, "run", "--config", str(cfg), "--runs-dir", str(runs), "-q"], cwd=WORK,
+                            env=env_for(code), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    whole = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    doc = next(runs.glob("*.json"))
+    head = json.loads(doc.read_text())
+    agg = head["suites"]["b"]["aggregate"]
+    if agg["n"] != n or agg["passed"] != n:
+        raise RuntimeError(f"instant run did not pass every case: {agg}")
+    return {"whole_s": whole, "cpu_s": usage.ru_utime + usage.ru_stime, "load": load}
+
+
 def run_start(kind: str, base_url: str, code: str) -> dict[str, Any]:
     load = os.getloadavg()[0]
     cfg = write_suite(kind, base_url, processes=2)
@@ -182,7 +212,47 @@ def run_start(kind: str, base_url: str, code: str) -> dict[str, Any]:
     return result
 
 
+def render(results: dict[str, Any]) -> str:
+    """The table of `client_cpu_results.json`, before and after side by side."""
+    ideal = N * LATENCY_S / IN_FLIGHT
+    lines = [
+        "| measure | before | after | after / before | loads during the runs (before; after) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+
+    def cell(key: str, field: str, fmt: str) -> tuple[str, float | None, str]:
+        row = results.get(key)
+        if row is None:
+            return "–", None, ""
+        value = float(row[field])
+        return fmt.format(value), value, ", ".join(f"{x:g}" for x in row["loads"])
+
+    specs = []
+    for kind in ("openai", "anthropic"):
+        specs.append((f"client CPU per request, `{kind}` backend `send` (ms)", f"send/{kind}", "cpu_ms_per_request", "{:.3f}"))
+    for kind in ("openai", "anthropic"):
+        for procs in (1, 2):
+            what = f"`{kind}`, processes = {procs}"
+            specs.append((f"1,000 × 50 ms at 64 in flight, {what}: whole process (s)", f"run/{kind}/p{procs}", "whole_s", "{:.2f}"))
+            specs.append((f"… of ideal ({ideal:.3f} s), whole process", f"run/{kind}/p{procs}", "of_ideal_whole", "{:.0%}"))
+            specs.append(("… of ideal, in run (first case to last result)", f"run/{kind}/p{procs}", "of_ideal_in_run", "{:.0%}"))
+    for kind in ("openai", "anthropic"):
+        specs.append((f"worker start-up, processes = 2, `{kind}`: hand-off to the last worker's first item (s)",
+                      f"start/{kind}/p2", "start_s", "{:.3f}"))
+    specs.append(("10,000 instant sync Python cases: whole process (s)", "instant/10000", "whole_s", "{:.2f}"))
+    specs.append(("10,000 instant sync Python cases: process CPU (s)", "instant/10000", "cpu_s", "{:.2f}"))
+    for label, key, field, fmt in specs:
+        b_text, b_val, b_loads = cell(f"before/{key}", field, fmt)
+        a_text, a_val, a_loads = cell(f"after/{key}", field, fmt)
+        ratio = f"{a_val / b_val:.2f}" if a_val is not None and b_val else "–"
+        lines.append(f"| {label} | {b_text} | {a_text} | {ratio} | {b_loads}; {a_loads} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--render"]:
+        print(render(json.loads((HERE / "client_cpu_results.json").read_text())), end="")
+        return 0
     if argv[:1] == ["_send"]:
         print(json.dumps(worker_send(argv[1], argv[2])))
         return 0
@@ -194,7 +264,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--kinds", default="openai,anthropic")
     parser.add_argument("--procs", default="1")
     parser.add_argument("--code", action="append", help="NAME=DIR (default: now=.)")
-    parser.add_argument("--only", choices=["send", "run", "start"], action="append")
+    parser.add_argument("--only", choices=["send", "run", "start", "instant"], action="append")
     args = parser.parse_args(argv)
     codes = dict(c.split("=", 1) for c in (args.code or ["now=."]))
     server = subprocess.Popen([sys.executable, "-m", "evalh.mock.mock_provider", "--port", "0",
@@ -206,8 +276,13 @@ def main(argv: list[str]) -> int:
     ideal = N * LATENCY_S / IN_FLIGHT
     try:
         for _ in range(args.repeats):
+            if args.only and "instant" in args.only:
+                for name, code in codes.items():
+                    raw.setdefault(f"{name}/instant/10000", []).append(run_instant(code))
             for kind in args.kinds.split(","):
                 for name, code in codes.items():  # A B A B: the variants side by side
+                    if args.only == ["instant"]:
+                        break
                     if not args.only or "send" in args.only:
                         raw.setdefault(f"{name}/send/{kind}", []).append(run_send(kind, base_url, code))
                     if not args.only or "start" in args.only:
@@ -222,7 +297,13 @@ def main(argv: list[str]) -> int:
     rows: dict[str, Any] = {}
     for key, runs in raw.items():
         loads = [round(r["load"], 1) for r in runs]
-        if "/start/" in key:
+        if "/instant/" in key:
+            whole = statistics.median(r["whole_s"] for r in runs)
+            cpu = statistics.median(r["cpu_s"] for r in runs)
+            rows[key] = {"whole_s": whole, "cpu_s": cpu, "loads": loads, "runs": runs}
+            print(f"{key}: whole {whole:.2f}s, CPU {cpu:.2f}s ({cpu / 10:.3f} ms a case), loads {loads}",
+                  file=sys.stderr)
+        elif "/start/" in key:
             slowest = statistics.median(max(r["firsts_s"]) for r in runs)
             rows[key] = {"start_s": slowest, "loads": loads, "runs": runs}
             print(f"{key}: last worker's first item {slowest:.3f} s after the hand-off began, loads {loads}",
