@@ -19,7 +19,8 @@ package is in DIR (put first on `PYTHONPATH`; `.` is this checkout), and the var
 measured in turn, A B A B, so that before and after see the same load. The load average
 (`os.getloadavg()`, 1 min) is recorded with every run: the machine these figures come from
 is shared and busy, so a row is only comparable to another row measured at a similar load.
-Results go to `client_cpu_results.json`; `client_cpu_results.md` is written from it.
+Results go to `client_cpu_results.json` (the committed passes are renamed after their load);
+`--render FILE` prints a pass's table for `client_cpu_results.md`.
 """
 
 from __future__ import annotations
@@ -250,8 +251,9 @@ def render(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--render"]:
-        print(render(json.loads((HERE / "client_cpu_results.json").read_text())), end="")
+    if argv[:1] == ["--render"]:  # --render [FILE]: a pass's table
+        path = Path(argv[1]) if len(argv) > 1 else HERE / "client_cpu_results.json"
+        print(render(json.loads(path.read_text())), end="")
         return 0
     if argv[:1] == ["_send"]:
         print(json.dumps(worker_send(argv[1], argv[2])))
