@@ -15,7 +15,7 @@ from evalh.mock import MockProvider
 from evalh.providers import anthropic as backend_module
 from evalh.providers.anthropic import AnthropicBackend
 from evalh.providers.base import ChatRequest, ChatResponse, ProviderConfig
-from evalh.providers.resilience import TransientError
+from evalh.providers.resilience import PermanentError, TransientError
 
 REQUEST = ChatRequest(model="claude-test", messages=[{"role": "user", "content": "hello"}],
                       system="Be brief.", max_tokens=16, params={"top_k": 3})
@@ -79,3 +79,20 @@ def test_no_template_when_the_sdk_cannot_build_one() -> None:
             raise AttributeError("not this SDK")
 
     assert backend_module._template(Odd()) is None
+
+
+def test_a_key_with_a_line_break_fails_at_once_without_showing_it(mp: MockProvider) -> None:
+    """aiohttp refuses the header: a permanent error naming why (retrying cannot help), as
+    the openai backend reports it, never the key itself."""
+    backend = AnthropicBackend(ProviderConfig(provider="anthropic", model="claude-test",
+                                              base_url=mp.base_url), "secret-part\nrest")
+
+    async def go() -> None:
+        try:
+            await backend.send(REQUEST)
+        finally:
+            await backend.aclose()
+
+    with pytest.raises(PermanentError, match="could not be sent") as info:
+        asyncio.run(go())
+    assert "secret-part" not in str(info.value) and mp.count() == 0

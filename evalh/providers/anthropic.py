@@ -163,6 +163,8 @@ class AnthropicBackend:
         except aiohttp.ClientError as exc:
             raise self._sdk.APIConnectionError(
                 message=f"{type(exc).__name__}: {exc}", request=self._request()) from None
+        except ValueError as exc:  # aiohttp refusing to build the request: retrying cannot help
+            raise PermanentError(f"request to {self.server} could not be sent: {type(exc).__name__}: {exc}") from None
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
