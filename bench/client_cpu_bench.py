@@ -267,6 +267,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--procs", default="1")
     parser.add_argument("--code", action="append", help="NAME=DIR (default: now=.)")
     parser.add_argument("--only", choices=["send", "run", "start", "instant"], action="append")
+    parser.add_argument("--instant-cases", type=int, default=10_000)
     args = parser.parse_args(argv)
     codes = dict(c.split("=", 1) for c in (args.code or ["now=."]))
     server = subprocess.Popen([sys.executable, "-m", "evalh.mock.mock_provider", "--port", "0",
@@ -280,7 +281,8 @@ def main(argv: list[str]) -> int:
         for _ in range(args.repeats):
             if args.only and "instant" in args.only:
                 for name, code in codes.items():
-                    raw.setdefault(f"{name}/instant/10000", []).append(run_instant(code))
+                    raw.setdefault(f"{name}/instant/{args.instant_cases}", []).append(
+                        run_instant(code, args.instant_cases))
             for kind in args.kinds.split(","):
                 for name, code in codes.items():  # A B A B: the variants side by side
                     if args.only == ["instant"]:
@@ -303,7 +305,8 @@ def main(argv: list[str]) -> int:
             whole = statistics.median(r["whole_s"] for r in runs)
             cpu = statistics.median(r["cpu_s"] for r in runs)
             rows[key] = {"whole_s": whole, "cpu_s": cpu, "loads": loads, "runs": runs}
-            print(f"{key}: whole {whole:.2f}s, CPU {cpu:.2f}s ({cpu / 10:.3f} ms a case), loads {loads}",
+            cases = int(key.rsplit("/", 1)[1])
+            print(f"{key}: whole {whole:.2f}s, CPU {cpu:.2f}s ({cpu / cases * 1000:.3f} ms a case), loads {loads}",
                   file=sys.stderr)
         elif "/start/" in key:
             slowest = statistics.median(max(r["firsts_s"]) for r in runs)
