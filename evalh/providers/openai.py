@@ -24,6 +24,7 @@ every request, for the proxy and for `.netrc`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import ssl
@@ -77,8 +78,15 @@ def env_proxy(url: str) -> str | None:
 
 def ssl_context() -> ssl.SSLContext:
     """Certificates as httpx verified them: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, else
-    certifi's bundle (the same on every machine, whatever its system store holds)."""
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+    certifi's bundle (the same on every machine, whatever its system store holds). One
+    context per process and setting (loading the bundle takes ~20 ms): every client shares
+    it, and worker processes (`processes = N`) inherit the run's instead of loading it again."""
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    if cert_file or cert_dir:
         return ssl.create_default_context()
     import certifi
 
@@ -113,6 +121,8 @@ class OpenAIBackend:
         self._proxy = env_proxy(self.base_url)
         self._problem = _setup_problem(api_key, self._proxy)
         self._session: Any = None
+        parts = urlsplit(self.base_url)
+        self._server = f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}"
 
     def url(self, path: str) -> str:
         """The URL of an endpoint `path` (`/chat/completions`, `/batches`) of this server,
@@ -180,8 +190,8 @@ class OpenAIBackend:
         return _response(data, request.model, self._shown())
 
     def _shown(self) -> str:
-        parts = urlsplit(self.base_url)
-        return f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}"
+        """The server as errors name it (`scheme://host:port`, never credentials or path)."""
+        return self._server
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

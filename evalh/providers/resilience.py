@@ -175,6 +175,25 @@ class EndpointLimits:
     async def slot(self, tokens: int = 1) -> AsyncIterator[int]:
         """Hold one in-flight slot (waiting out any retry-after pause). Yields the epoch the
         request started in, which `on_rate_limited` uses to halve once per burst."""
+        if (self.rpm is not None or self.tpm is not None or self.in_flight >= self.current
+                or self._pause_until > time.monotonic()):
+            await self._wait_for_slot(tokens)
+        # else a slot is free at once: no wait to mark (marking one stops the case's clock and
+        # moves its timeout twice, for nothing)
+        # No await between the check and the increment: the slot is ours.
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        self.requests += 1
+        try:
+            yield self._epoch
+        finally:
+            # Synchronous, so a cancelled request can never keep its slot.
+            self.in_flight -= 1
+            self._wake()
+
+    async def _wait_for_slot(self, tokens: int) -> None:
+        """Wait, marked as such, until a slot is free: the rate limits, any retry-after pause,
+        then room under the in-flight bound."""
         with waiting():
             await self._rate(tokens)
             while True:
@@ -193,16 +212,6 @@ class EndpointLimits:
                 finally:
                     if waiter in self._waiters:
                         self._waiters.remove(waiter)
-        # No await between the check and the increment: the slot is ours.
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        self.requests += 1
-        try:
-            yield self._epoch
-        finally:
-            # Synchronous, so a cancelled request can never keep its slot.
-            self.in_flight -= 1
-            self._wake()
 
     def _wake(self) -> None:
         """Wake as many waiters as there are free slots; they re-check on waking."""

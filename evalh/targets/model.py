@@ -135,6 +135,8 @@ class ModelTarget(Target):
         else:
             assert config.prompt is not None
             self._messages = [("user", compile_template(config.prompt, "prompt"), "prompt")]
+        self._client: tuple[Any, Any] | None = None
+        """(services, client): the run's client for this target, looked up once per run."""
 
     def render(self, case: Case) -> tuple[str | None, list[dict[str, Any]]]:
         """(system, messages) for one case. Raises TemplateError naming the template."""
@@ -161,7 +163,13 @@ class ModelTarget(Target):
         system, messages = self.render(case)
         services = ctx.services
         cache = services.cache
-        client = get_provider(self._provider_config, services)
+        memo = self._client
+        # still the run's (closing the run's providers forgets them)
+        if memo is not None and memo[0] is services and any(c is memo[1] for c in services.providers.values()):
+            client = memo[1]
+        else:  # get_provider digests the config to find the run's client: once per run
+            client = get_provider(self._provider_config, services)
+            self._client = (services, client)
         cfg = self.config
         reply = await client.chat(
             ChatRequest(

@@ -334,9 +334,11 @@ def _merge_limits(services: Any, workers: list[_Worker]) -> None:
             setattr(lim, counter, getattr(lim, counter) + sum(r[counter] for r in reports))
 
 
-def _warm_imports(suite: SuitePlan) -> None:
+def warm_imports(suite: SuitePlan) -> None:
     """Import the model clients the suite's targets and judges will load on their first call
-    (`import anthropic` alone takes ~1 s), once in the run's process rather than in each worker."""
+    (`import anthropic` alone takes ~1 s), once in the run's process rather than in each worker.
+    `run_plan` calls it before the run starts: the import is not part of the cases phase, and
+    the SDK's objects are among those the run keeps off the collector's books (evalh.gcpause)."""
     import importlib
 
     kinds = {getattr(getattr(getattr(arm.source, "target", None), "config", None), "kind", None)
@@ -351,6 +353,11 @@ def _warm_imports(suite: SuitePlan) -> None:
                 module = importlib.import_module(name)
                 if name == "anthropic":
                     getattr(module, "DefaultAioHttpClient", None)  # its aiohttp transport, imported lazily
+    if kinds & set(modules):  # the certificate bundle loaded once, inherited by every worker
+        with contextlib.suppress(Exception):
+            from evalh.providers.openai import ssl_context
+
+            ssl_context()
 
 
 def spreads(suite: SuitePlan) -> bool:
@@ -371,7 +378,7 @@ async def run_in_processes(runner: Runner, suite: SuitePlan, items: Sequence[Wor
     if n <= 1 or not spreads(suite):
         return False
     check_fork()
-    _warm_imports(suite)
+    warm_imports(suite)  # done by run_plan already; here for a caller that did not
     rooms = shares(suite.concurrency, n)
     services = runner.plan.services
     parent_ends: list[socket.socket] = []

@@ -654,6 +654,10 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None, *
 
 
 def _run_to_the_end(plan: RunPlan, store: RunStore, observer: Observer | None) -> Run:
+    from evalh.core.run.procs import warm_imports
+
+    for suite in plan.suites:  # the model clients imported before the run's clock starts
+        warm_imports(suite)
     runner = Runner(plan, store, observer)
     done: list[Run] = []
 
