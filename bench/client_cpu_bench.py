@@ -84,7 +84,7 @@ def worker_start(config: str) -> dict[str, Any]:
     import aiohttp  # noqa: F401
 
     from evalh.config import load_config
-    from evalh.core.run import procs, runner
+    from evalh.core.run import entry, procs, runner
     from evalh.core.run.prepare import RunOptions, prepare_run
     from evalh.store import RunStore
 
@@ -109,7 +109,7 @@ def worker_start(config: str) -> dict[str, Any]:
     runs = WORK / "runs_start"
     shutil.rmtree(runs, ignore_errors=True)
     prepared = prepare_run(load_config(config), RunOptions(seed=1, use_cache=False), runs)
-    run = runner.run_plan(prepared.plan, RunStore(runs), None, results=False)
+    run = entry.run_plan(prepared.plan, RunStore(runs), None, results=False)
     os.close(write)
     firsts = [float(x) for x in os.read(read, 4096).decode().split()]
     agg = run.suites["b"].aggregate

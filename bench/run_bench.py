@@ -113,8 +113,8 @@ def worker_evalh(config: str, runs_dir: str, progress: bool, minimal_client: boo
         import anthropic  # noqa: F401
 
     from evalh.config import load_config
+    from evalh.core.run.entry import run_plan
     from evalh.core.run.prepare import RunOptions, prepare_run
-    from evalh.core.run.runner import run_plan
     from evalh.store import RunStore
 
     observer = None

@@ -20,10 +20,11 @@ from evalh.core.analysis.contrasts import suite_claims
 from evalh.core.analysis.sweep import suite_sweep
 from evalh.core.results.aggregate import aggregate
 from evalh.core.results.outcome import summarize
+from evalh.core.run.entry import run_plan
+from evalh.core.run.items import NullObserver
 from evalh.core.run.plan import RunPlan, SuitePlan
 from evalh.core.run.prepare import RunOptions, prepare_run
 from evalh.core.run.retained import not_passed
-from evalh.core.run.runner import NullObserver, run_plan
 from evalh.datasets import CaseList, load_dataset
 from evalh.models import CaseResult, Run
 from evalh.store import RunStore, serialize_run

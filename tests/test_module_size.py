@@ -15,8 +15,6 @@ ALLOWED: dict[str, str] = {
     "core/compare/facts.py": "one class, SuiteFacts: the columns of a suite's facts and the ways to fill, "
                              "pack and read them; the document reader (facts_read) and the value "
                              "columns (columns) are apart",
-    "core/run/runner.py": "the one event loop of a run: planning items, pacing, journaling and the "
-                          "suite's end; split along the per-case path when it is made lean",
 }
 
 

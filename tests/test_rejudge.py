@@ -325,7 +325,7 @@ def test_a_rejudge_charges_its_budget_with_its_judges_only(tmp_path: Path) -> No
     so a budget far below what the stored outputs used does not stop it."""
     from evalh.config import load_config
     from evalh.core.rejudge.rejudge import RejudgeOptions, prepare_rejudge
-    from evalh.core.run.runner import run_plan
+    from evalh.core.run.entry import run_plan
     from evalh.services import Budget
     from evalh.store import RunStore
 

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from evalh.cli.main import app
 from evalh.config import load_config
+from evalh.core.run.entry import run_plan
 from evalh.core.run.estimate import estimate_plan
 from evalh.core.run.prepare import RunOptions, prepare_run
-from evalh.core.run.runner import run_plan
 from evalh.errors import EvalhError
 from evalh.models import Case, Score
 from evalh.scorers.base import Scorer

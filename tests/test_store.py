@@ -15,8 +15,8 @@ from evalh import registry, store
 from evalh.atomic import atomic_write_bytes
 from evalh.cli.main import app
 from evalh.config import load_config
+from evalh.core.run.entry import run_plan
 from evalh.core.run.prepare import RunOptions, prepare_run
-from evalh.core.run.runner import run_plan
 from evalh.errors import InvalidRunId, RunNotFound
 from evalh.models import CaseResult, EnvironmentInfo, Run
 from evalh.provenance import git_info

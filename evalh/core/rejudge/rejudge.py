@@ -30,9 +30,10 @@ from typing import Any
 from evalh.config import Config
 from evalh.core.rejudge.drift import Drift
 from evalh.core.rejudge.parts import Rejudging, StoredScorer
+from evalh.core.run.entry import run_plan
+from evalh.core.run.items import Observer
 from evalh.core.run.plan import ArmPlan, RunPlan, SuitePlan, resolve_seed
 from evalh.core.run.prepare import RunOptions, make_services
-from evalh.core.run.runner import Observer, run_plan
 from evalh.core.run.sources import ResultKey, StoredSource, target_record
 from evalh.datasets import Dataset
 from evalh.errors import ConfigError, EvalhError

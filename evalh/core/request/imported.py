@@ -131,7 +131,7 @@ def import_runs(imported: list[ImportedRun], store: RunStore, root: Path, *, reg
     """Write a run document for each of `imported` and return them (without their
     results). Every one is planned before the first is written: a file that cannot be
     imported stops them all, with nothing written."""
-    from evalh.core.run.runner import run_plan
+    from evalh.core.run.entry import run_plan
 
     plans = [plan_import(item, root, regime=regime, label=label) for item in imported]
     return [run_plan(plan, store, None, results=False) for plan in plans]

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from evalh.core.compare.models import ComparePolicy, Comparison
     from evalh.core.compare.notes import CompareNotes
     from evalh.core.run.estimate import PlanEstimate
+    from evalh.core.run.items import Observer
     from evalh.core.run.prepare import Prepared
-    from evalh.core.run.runner import Observer
     from evalh.models import Run
     from evalh.store import RunStore
 
@@ -272,7 +272,7 @@ def run_request(
         if load_reference is None:
             raise TypeError("run_request: --compare-baseline needs load_reference")
         reference = load_reference()
-    from evalh.core.run.runner import run_plan
+    from evalh.core.run.entry import run_plan
     from evalh.core.run.verdict import run_verdict
 
     if reference is not None and in_rounds(req):

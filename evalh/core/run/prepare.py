@@ -1,6 +1,6 @@
 """Preparing a run: the options of `evalh run` → a validated `RunPlan` with its services,
 before the first case (`prepare_run`; a resume's is `core.run.resume.prepare_resume`). The plan
-is then executed by `core.run.runner.run_plan`."""
+is then executed by `core.run.entry.run_plan`."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class Prepared:
     """Suites not run for want of credentials, with the variables they need."""
     lock: RunLock | None = None
     """The run's lock, when preparing already took it (a resume reads the run's record
-    under it); `core.run.runner.run_plan` releases it."""
+    under it); `core.run.entry.run_plan` releases it."""
 
 
 def make_services(config: Config, options: RunOptions, runs_dir: Path, *, budget: Budget | None = None) -> RunServices:

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 
 class WorkItem(Protocol):
-    """A (case, arm, attempt) of the runner (`evalh.core.run.runner.WorkItem`)."""
+    """A (case, arm, attempt) of the runner (`evalh.core.run.items.WorkItem`)."""
 
     @property
     def case(self) -> Case: ...

@@ -272,7 +272,7 @@ def prepare_resume(
     store = RunStore(runs_dir)
     if not store.journal_path(run_id).is_file() and not store.path_for(run_id).is_file():
         raise RunNotFound(f"no run {run_id!r} to resume in {store.runs_dir} (no journal, no document)")
-    # Held until the run is written (`core.run.runner.run_plan` lets go); a sweep holding it for an
+    # Held until the run is written (`core.run.entry.run_plan` lets go); a sweep holding it for an
     # instant is waited for.
     lock = store.lock(run_id, wait_s=1.0)
     try:

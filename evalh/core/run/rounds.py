@@ -35,8 +35,8 @@ from evalh.core.stats.sequential import (
 if TYPE_CHECKING:
     from evalh.core.compare.models import ComparePolicy, Comparison
     from evalh.core.compare.notes import CompareNotes
+    from evalh.core.run.items import Observer
     from evalh.core.run.plan import RunPlan
-    from evalh.core.run.runner import Observer
     from evalh.models import Run
     from evalh.run_lock import RunLock
     from evalh.store import RunStore
@@ -160,7 +160,7 @@ def run_until_decided(
     return the run with the last round's comparison and its notes. `until_decided`
     (`--until-decided`): every stochastic suite goes in rounds, else only those whose config
     sets it; `resumed`: the plan finishes an interrupted run (its rounds are read back)."""
-    from evalh.core.run.runner import run_plan
+    from evalh.core.run.entry import run_plan
 
     recorded = plan.options.get("until_decided")  # a resumed run keeps its own schedule
     if isinstance(recorded, dict):

@@ -23,26 +23,25 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any
 
 from evalh.context import CaseContext, case_scope
 from evalh.core.analysis.contrasts import suite_claims
 from evalh.core.results.aggregate import aggregate_facts
 from evalh.core.results.outcome import decide_status, summarize
 from evalh.core.results.sizes import measure
-from evalh.core.run.plan import ArmPlan, RunPlan, SuitePlan
+from evalh.core.run.items import NullObserver, Observer, WorkItem, WorkItems
+from evalh.core.run.plan import RunPlan, SuitePlan
 from evalh.core.run.requirements import FirstReply
 from evalh.core.run.retained import JournalLines, StreamedResults, SuiteResults
 from evalh.core.run.sources import error_info
 from evalh.core.run.workers import DaemonExecutor
 from evalh.datasets import case_ids
-from evalh.errors import BudgetExceeded, EvalhError, WriteFailed
-from evalh.gcpause import FreezeWindow, NoWindow, kept_off_the_books
+from evalh.errors import BudgetExceeded, EvalhError
+from evalh.gcpause import FreezeWindow, NoWindow
 from evalh.journal import shared_fields_set
 from evalh.models import (
     Case,
@@ -57,70 +56,12 @@ from evalh.models import (
 )
 from evalh.provenance import environment_info, git_info
 from evalh.redact import scrub_with_spans, secret_env_values
-from evalh.run_lock import RunLock
 from evalh.store import RunStore, now_iso
 from evalh.targets.base import CallContext, Produced, TargetOutput
 from evalh.targets.python_callable import with_reported_model
 
 if TYPE_CHECKING:
     from evalh.scorers.base import Scorer
-
-
-class Observer(Protocol):
-    """What the runner tells the outside world (the CLI draws a progress bar from it)."""
-
-    def on_start(self, plan: RunPlan) -> None: ...
-    def on_suite(self, suite: SuitePlan, todo: int) -> None: ...
-    def on_result(self, suite: SuitePlan, result: CaseResult) -> None: ...
-    def on_finish(self, run: Run) -> None: ...
-
-
-class NullObserver:
-    def on_start(self, plan: RunPlan) -> None: ...
-    def on_suite(self, suite: SuitePlan, todo: int) -> None: ...
-    def on_result(self, suite: SuitePlan, result: CaseResult) -> None: ...
-    def on_finish(self, run: Run) -> None: ...
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    case: Case
-    arm: ArmPlan
-    attempt: int
-    position: int | None = None
-    """The case's position in the suite's cases (the document's order), when known."""
-
-
-class WorkItems(Sequence[WorkItem]):
-    """A suite's items to run, in run order, as one integer each (the case's position, the
-    arm's, the attempt): a `WorkItem` is made when one is taken, so a million items cost
-    8 MB, not a model each (`procs` hands them out by index too)."""
-
-    def __init__(self, suite: SuitePlan, codes: array[int]) -> None:
-        self._suite = suite
-        self._codes = codes
-        self._per_case = len(suite.arms) * suite.repeats
-
-    def __len__(self) -> int:
-        return len(self._codes)
-
-    def _item(self, code: int) -> WorkItem:
-        case, rest = divmod(code, self._per_case)
-        arm, attempt = divmod(rest, self._suite.repeats)
-        return WorkItem(self._suite.cases[case], self._suite.arms[arm], attempt, case)
-
-    @overload
-    def __getitem__(self, i: int) -> WorkItem: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[WorkItem]: ...
-    def __getitem__(self, i: int | slice) -> WorkItem | list[WorkItem]:
-        if isinstance(i, slice):
-            return [self._item(c) for c in self._codes[i]]
-        return self._item(self._codes[i])
-
-    def __iter__(self) -> Iterator[WorkItem]:
-        for code in self._codes:
-            yield self._item(code)
 
 
 class Runner:
@@ -595,88 +536,3 @@ async def _close_targets(plan: RunPlan) -> None:
         await close_providers(plan.services)
 
 
-class RunInterrupted(EvalhError):
-    """Ctrl-C or SIGTERM stopped the run; its partial document and journal were kept."""
-
-    exit_code = 130
-
-
-@contextlib.contextmanager
-def _cancel_on_sigterm() -> Iterator[None]:
-    """SIGTERM cancels the run like Ctrl-C does, so the partial document gets written."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    try:
-        assert task is not None
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread; Windows
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-
-
-def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None, *,
-             lock: RunLock | None = None, results: bool = True) -> Run:
-    """Execute a plan to completion (or to its budget) and return the written run: the one
-    entry of the runner, for `evalh run`, `--resume` and `evalh rejudge` alike.
-
-    The runner keeps no result model (`evalh.core.run.retained`): the run it returns is read
-    back from its document (`RunStore.load`, every result a model); `results=False` returns
-    it without its results (every suite's `cases` empty, the aggregates, metrics and summary
-    there) — what `evalh run` takes, so a run's memory does not grow with its size.
-
-    The run's lock is held throughout (`lock`, when preparing took it already — a resume
-    reads its record under it —, else taken here): a second process resuming the run is
-    refused. What finished or dead runs left in the runs directory is removed first. Ctrl-C
-    or SIGTERM writes the run as `partial` (reason `interrupted`), keeps its journal and
-    raises `RunInterrupted` (exit 130) saying how to resume. A write the OS refuses
-    (`WriteFailed`, exit 4) says how to finish the run once the disk has room again.
-    """
-    lock = lock or store.lock(plan.run_id)
-    try:
-        store.sweep(own=plan.run_id)
-        try:
-            run = _run_to_the_end(plan, store, observer)
-        except WriteFailed as exc:
-            journal = store.journal_path(plan.run_id)
-            if not journal.is_file() or plan.derived_from is not None:  # only `evalh run` resumes
-                raise
-            raise WriteFailed(
-                f"{exc.message}; the journal {journal} is kept: free space, then finish the run "
-                f"with: evalh run --resume {plan.run_id}", exit_code=exc.exit_code,
-            ) from None
-        return store.load(run.run_id) if results else run
-    finally:
-        lock.release()
-
-
-def _run_to_the_end(plan: RunPlan, store: RunStore, observer: Observer | None) -> Run:
-    from evalh.core.run.procs import warm_imports
-
-    for suite in plan.suites:  # the model clients imported before the run's clock starts
-        warm_imports(suite)
-    runner = Runner(plan, store, observer)
-    done: list[Run] = []
-
-    async def main() -> None:
-        # Returns nothing on purpose: on Python 3.11 asyncio.run reprs the finished main
-        # task when it restores the SIGINT handler, and a Run of 10,000 results takes
-        # seconds to repr.
-        with _cancel_on_sigterm():
-            done.append(await runner.run())
-
-    # Imports, config and plan, then the results as they come: full collections during the
-    # run skip them (evalh.gcpause; not when a host froze its own objects already).
-    try:
-        with kept_off_the_books() as runner.gc_window:
-            asyncio.run(main())
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        kept = runner.kept_total
-        raise RunInterrupted(
-            f"interrupted: run {plan.run_id} written as partial ({kept} of {plan.total} "
-            f"results kept); finish it with: evalh run --resume {plan.run_id}"
-        ) from None
-    return done[0]
