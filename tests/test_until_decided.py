@@ -233,3 +233,22 @@ def test_run_fail_on_inconclusive_exits_3_only_when_the_run_passed() -> None:
 def test_fail_on_inconclusive_needs_compare_baseline(ref: Path) -> None:
     r = cli(ref, "run", "--fail-on-inconclusive")
     assert r.exit_code == 2 and "--compare-baseline" in r.stderr
+
+
+def test_min_coverage_and_allow_removed_suite_reach_every_round(ref: Path) -> None:
+    """--allow-removed-suite and --min-coverage are the comparison's settings with or
+    without rounds: each round looks with them (they were dropped in rounds: a suite left
+    out on purpose failed the gate)."""
+    (ref / "evalh.toml").write_text(TOML + TOML.split("[suites.ref]")[1].join(["\n[suites.two]", ""]))
+    base = _baseline(ref)
+    r, _ = _candidate(ref, base, "--suite", "ref")
+    assert r.exit_code == 1 and "allow-removed-suite two" in r.stdout
+    for p in (ref / "runs").glob("*.json"):
+        if p.stem not in base:
+            p.unlink()
+    r, _ = _candidate(ref, base, "--suite", "ref", "--allow-removed-suite", "two", "--min-coverage", "0.95")
+    out = json.loads(r.stdout)
+    assert out["comparison"]["policy"]["min_coverage"] == 0.95
+    assert out["comparison"]["policy"]["allow_removed_suites"] == ["two"]
+    assert r.exit_code == 0, r.stdout
+    assert out["comparison"]["suites"]["two"]["verdict"] == "removed"

@@ -275,13 +275,17 @@ def run_request(
     from evalh.core.run.runner import run_plan
     from evalh.core.run.verdict import run_verdict
 
+    from evalh.core.compare.models import ComparePolicy
+
+    policy = ComparePolicy(min_coverage=req.request.min_coverage,
+                           allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
     if reference is not None and in_rounds(req):
         from evalh.core.run.rounds import run_until_decided
 
         rounds_run, cmp, notes = run_until_decided(
             req.prepared.plan, req.store, observer, reference, lock=req.prepared.lock,
             until_decided=req.request.until_decided, max_attempts=req.request.max_attempts,
-            resumed=req.request.resume is not None)
+            resumed=req.request.resume is not None, policy=policy)
         verdict = run_verdict(rounds_run)
         return RunOutcome(code=gate_code(verdict.code, cmp, req.request), reasons=verdict.reasons,
                           run=rounds_run, path=req.store.path_for(rounds_run.run_id),
@@ -291,10 +295,6 @@ def run_request(
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
                          path=req.store.path_for(run.run_id))
     if reference is not None:
-        from evalh.core.compare.models import ComparePolicy
-
-        policy = ComparePolicy(min_coverage=req.request.min_coverage,
-                               allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
         if results:  # the baseline's runs pooled per case
             outcome.comparison, outcome.notes = reference.compare(run, policy)
         else:  # what a comparison pairs, read from the documents

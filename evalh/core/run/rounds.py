@@ -120,13 +120,13 @@ def schedule(plan: RunPlan, base: Run, *, max_attempts: int | None, every: bool)
     return out
 
 
-def _policy(rounds: Rounds, k: int) -> ComparePolicy:
+def _policy(rounds: Rounds, k: int, policy: ComparePolicy | None) -> ComparePolicy:
+    """`policy` (the run's --min-coverage, --allow-removed-suite) with round k's looks."""
     from evalh.core.compare.models import ComparePolicy, RoundLook
 
-    return ComparePolicy(rounds={
-        name: RoundLook(round=min(s.decided_at or k, s.rounds), fractions=s.fractions)
-        for name, s in rounds.schedules.items()
-    })
+    looks = {name: RoundLook(round=min(s.decided_at or k, s.rounds), fractions=s.fractions)
+             for name, s in rounds.schedules.items()}
+    return (policy or ComparePolicy()).model_copy(update={"rounds": looks})
 
 
 def _calls(run: Run) -> int:
@@ -155,11 +155,13 @@ def _record(k: int, calls: int, before: int, fixed: int, plain: int, rounds: Rou
 def run_until_decided(
     plan: RunPlan, store: RunStore, observer: Observer | None, reference: Any, *,
     lock: RunLock | None, until_decided: bool, max_attempts: int | None, resumed: bool,
+    policy: ComparePolicy | None = None,
 ) -> tuple[Run, Comparison, CompareNotes | None]:
     """Run `plan` in rounds against `reference` (a `LoadedBaseline` with its results) and
     return the run with the last round's comparison and its notes. `until_decided`
     (`--until-decided`): every stochastic suite goes in rounds, else only those whose config
-    sets it; `resumed`: the plan finishes an interrupted run (its rounds are read back)."""
+    sets it; `resumed`: the plan finishes an interrupted run (its rounds are read back);
+    `policy`: the comparison's settings besides the rounds (every round looks with them)."""
     from evalh.core.run.runner import run_plan
 
     recorded = plan.options.get("until_decided")  # a resumed run keeps its own schedule
@@ -206,7 +208,7 @@ def run_until_decided(
         run = run_plan(plan, store, observer, lock=lock, results=True)
         lock = None  # run_plan let go of it; the next round takes it anew
         plan.started_at = run.started_at
-        cmp, notes = reference.compare(store.load_facts(run.run_id), _policy(rounds, k))
+        cmp, notes = reference.compare(store.load_facts(run.run_id), _policy(rounds, k, policy))
         for name, s in rounds.schedules.items():
             sc = cmp.suites.get(name)
             gating = [m for m in (sc.metrics if sc is not None else []) if m.gating]
