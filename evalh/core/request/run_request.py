@@ -272,10 +272,9 @@ def run_request(
         if load_reference is None:
             raise TypeError("run_request: --compare-baseline needs load_reference")
         reference = load_reference()
+    from evalh.core.compare.models import ComparePolicy
     from evalh.core.run.runner import run_plan
     from evalh.core.run.verdict import run_verdict
-
-    from evalh.core.compare.models import ComparePolicy
 
     policy = ComparePolicy(min_coverage=req.request.min_coverage,
                            allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
