@@ -252,3 +252,31 @@ def test_min_coverage_and_allow_removed_suite_reach_every_round(ref: Path) -> No
     assert out["comparison"]["policy"]["allow_removed_suites"] == ["two"]
     assert r.exit_code == 0, r.stdout
     assert out["comparison"]["suites"]["two"]["verdict"] == "removed"
+
+
+def test_the_calls_an_unchanged_candidate_is_expected_to_spend_are_shown_up_front(ref: Path) -> None:
+    """Issue 26, item 4: `run --dry-run`, `baseline noise` and compare say how many calls
+    --until-decided expects to spend on an unchanged candidate (from the allocation and the
+    rounds' boundaries, `stats.sequential.unchanged_calls`), within its budget."""
+    base = _baseline(ref)
+    dry = cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided", "--json")
+    assert dry.exit_code == 0, dry.output
+    exp = json.loads(dry.stdout)["suites"][0]["until_decided"]
+    assert exp["plain"] == 100 and exp["budget"] == 300
+    assert 100 <= exp["median_calls"] <= 300
+    text = cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided").stdout
+    line = (f"--until-decided: an unchanged candidate is expected to stop after "
+            f"{exp['median_calls']:.0f} calls (median")
+    assert line in text and "never above 300" in text
+    capped = json.loads(cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided",
+                            "--max-attempts", "150", "--json").stdout)["suites"][0]["until_decided"]
+    assert capped["budget"] == 150 and capped["median_calls"] <= 150
+    plain = cli(ref, "run", "--dry-run", "--compare-baseline")  # not in rounds: not said
+    assert plain.exit_code == 0 and "until-decided" not in plain.stdout
+    noise = json.loads(cli(ref, "baseline", "noise", "--json").stdout)
+    assert noise["suites"]["ref"]["until_decided"] == exp  # one plan, one figure
+    assert line in cli(ref, "baseline", "noise").stdout.replace("\n", " ")
+    r, doc = _candidate(ref, base)
+    assert r.exit_code == 0 and doc["rounds"][-1]["calls_so_far"] <= exp["budget"]
+    shown = cli(ref, "compare").stdout
+    assert "expected to stop after" in " ".join(shown.split())

@@ -10,7 +10,9 @@ comparison: nothing changed between them), and each suite's cases are counted di
   A/A pairs came out `regressed`, `inconclusive`, …, and for a gating row the median of
   the pairs' `detectable_change` (what one run against another can detect);
 - per stochastic suite, `detectable`: the pass-rate drop a candidate run like these
-  catches against all of them pooled (`detectable_pass_rate`).
+  catches against all of them pooled (`detectable_pass_rate`); `until_decided`: the calls
+  `--until-decided` is expected to spend on an unchanged candidate against them
+  (`core.run.rounds.expected_unchanged`).
 
 The document (`evalh.baseline-noise/1`) is what `evalh baseline noise --json` prints and
 what is stored beside the marker as `BASELINE.noise.json`; `evalh compare` shows one line
@@ -115,6 +117,7 @@ def measure_noise(
         rates = [p["flip_rate"] for p in pair_docs if p["flip_rate"] is not None]
         suites[name] = {
             "detectable": _suite_detectable(runs, having, name, comparisons, policy),
+            "until_decided": _suite_rounds(runs, having, name, comparisons, policy),
             "regime": runs[having[0]].suites[name].regime,
             "runs": [ids[i] for i in having],
             "pairs": len(suite_pairs),
@@ -178,6 +181,24 @@ def _suite_detectable(
     )
 
 
+
+
+def _suite_rounds(
+    runs: Sequence[Run], having: list[int], name: str, comparisons: dict[tuple[int, int], Any],
+    policy: ComparePolicy | None,
+) -> dict[str, float] | None:
+    """What `--until-decided` is expected to spend on an unchanged candidate of a stochastic
+    suite against these runs pooled (`core.run.rounds.expected_unchanged`)."""
+    from evalh.core.run.rounds import expected_unchanged
+
+    if len(having) < 2 or runs[having[0]].suites[name].regime != "stochastic":
+        return None
+    first = next(c for (i, j), c in comparisons.items() if i in having and j in having)
+    rate = next((m for m in first.suites[name].metrics if m.gating and m.name == "pass_rate"), None)
+    if rate is None or rate.allowance is None:
+        return None
+    confidence = policy.confidence if policy is not None else 0.95
+    return expected_unchanged([runs[i] for i in having], name, rate.allowance, confidence=confidence)
 
 
 def case_variances(runs: Sequence[Run], suite: str) -> tuple[list[float], float]:
@@ -301,6 +322,10 @@ def noise_line(doc: dict[str, Any], suite: str) -> str | None:
         text += f"; wider than the allowance: {', '.join(wide)}"
     if s.get("detectable"):
         text += "; " + detectable_line(s["detectable"])
+    if s.get("until_decided"):
+        from evalh.core.run.rounds import expected_line
+
+        text += "; " + expected_line(s["until_decided"])
     alarms = [r for r in s["rows"] if r["verdicts"].get("regressed")]
     if alarms:
         named = ", ".join(f"{r['name']} {r['verdicts']['regressed']} of {s['pairs']}" for r in alarms)
