@@ -280,3 +280,18 @@ def test_the_calls_an_unchanged_candidate_is_expected_to_spend_are_shown_up_fron
     assert r.exit_code == 0 and doc["rounds"][-1]["calls_so_far"] <= exp["budget"]
     shown = cli(ref, "compare").stdout
     assert "expected to stop after" in " ".join(shown.split())
+
+
+def test_a_budget_below_the_cases_is_refused_before_anything_runs(ref: Path) -> None:
+    """--max-attempts 50 over 100 cases cannot be kept (every case gets one attempt): it
+    was raised to 100 silently and the run spent twice the budget it was given."""
+    base = _baseline(ref)
+    r = cli(ref, "run", "--compare-baseline", "--until-decided", "--max-attempts", "50")
+    assert r.exit_code == 2
+    assert "--max-attempts 50 is below suite ref's 100 cases" in r.stderr
+    assert not (ref / "calls.txt").exists()
+    assert sorted(p.stem for p in (ref / "runs").glob("*.json")) == sorted(base)
+    dry = cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided", "--max-attempts", "50")
+    assert dry.exit_code == 2 and "--max-attempts 50" in dry.stderr
+    ok = cli(ref, "run", "--compare-baseline", "--until-decided", "--max-attempts", "100", "-q")
+    assert ok.exit_code in (0, 1, 3) and len(_calls(ref)) == 100

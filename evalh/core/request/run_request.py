@@ -263,6 +263,8 @@ def run_request(
     plan = req.prepared.plan
     if not plan.suites:
         raise EvalhError("no suite can run (see the skipped suites above)")
+    if in_rounds(req):
+        _check_budgets(req)
     if req.request.dry_run:
         from evalh.core.run.estimate import estimate_plan
 
@@ -308,6 +310,25 @@ def run_request(
         outcome.notes.extra["baseline_age"] = age.to_dict()
         outcome.code = gate_code(outcome.code, outcome.comparison, req.request)
     return outcome
+
+
+def _check_budgets(req: PreparedRequest) -> None:
+    """A budget of attempts below a suite's cases cannot be kept (every case gets one
+    attempt): refused before anything runs, naming the suite."""
+    for suite in req.prepared.plan.suites:
+        cfg = suite.config
+        if suite.regime != "stochastic":
+            continue
+        if req.request.max_attempts is not None:
+            budget, source = req.request.max_attempts, "--max-attempts"
+        elif cfg is not None and cfg.max_attempts is not None:
+            budget, source = cfg.max_attempts, f"[suites.{suite.name}] max_attempts"
+        else:
+            continue
+        if budget < len(suite.cases):
+            raise EvalhError(
+                f"{source} {budget} is below suite {suite.name}'s {len(suite.cases)} cases: "
+                "in rounds every case gets one attempt at least")
 
 
 def gate_code(code: int, comparison: Comparison, request: RunRequest) -> int:
