@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 DEFAULT_BUDGET = 3.0
 """Candidate attempts per case, on average, that a suite may spend by default (300 target
 calls for 100 cases): on the reference workload an unchanged candidate is settled `flat` in
-84 % of comparisons at a median of 2× the calls of a plain run (bench/sequential_results.md)."""
+83 % of comparisons at a median of 2.4× the calls of a plain run (bench/sequential_results.md)."""
 
 MOST_PER_CASE = 16
 """The most attempts any one case gets."""
