@@ -295,3 +295,25 @@ def test_a_budget_below_the_cases_is_refused_before_anything_runs(ref: Path) -> 
     assert dry.exit_code == 2 and "--max-attempts 50" in dry.stderr
     ok = cli(ref, "run", "--compare-baseline", "--until-decided", "--max-attempts", "100", "-q")
     assert ok.exit_code in (0, 1, 3) and len(_calls(ref)) == 100
+
+
+def test_a_declared_gating_row_that_nothing_measured_is_said(ref: Path) -> None:
+    """`gate = ["pass_rate", "cost_usd"]` on a target that reports no cost: the cost row
+    never exists, so it never gates — the comparison says so instead of passing silently."""
+    (ref / "evalh.toml").write_text(TOML + 'gate = ["pass_rate", "cost_usd"]\n')
+    for seed in ("1", "2"):
+        assert cli(ref, "run", "-q", "--seed", seed).exit_code in (0, 1)
+    first = sorted(p.stem for p in (ref / "runs").glob("*.json"))[0]
+    assert cli(ref, "baseline", "set", first).exit_code == 0
+    r = cli(ref, "compare", "--json")
+    assert r.exit_code == 0, r.output
+    line = "suite ref: gate names cost_usd, which neither run measured (no comparison row): not gated"
+    assert line in json.loads(r.stdout)["warnings"]
+    assert line in " ".join(cli(ref, "compare").stdout.split())
+    (ref / "evalh.toml").write_text(TOML)  # the default gate: a pass/fail suite has no score row
+    before = set(p.stem for p in (ref / "runs").glob("*.json"))
+    assert cli(ref, "run", "-q", "--seed", "3").exit_code in (0, 1)
+    third = (set(p.stem for p in (ref / "runs").glob("*.json")) - before).pop()
+    assert cli(ref, "baseline", "set", third).exit_code == 0
+    assert cli(ref, "run", "-q", "--seed", "4").exit_code in (0, 1)
+    assert "gate names" not in " ".join(cli(ref, "compare").stdout.split())
