@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalh.core.run.rounds import DEFAULT_BUDGET, MOST_PER_CASE
 from evalh.core.stats import intervals as stats
 from evalh.core.stats.sequential import (
+    DEFAULT_BUDGET,
+    MOST_PER_CASE,
     allocate,
     bernoulli_within,
     case_variance,

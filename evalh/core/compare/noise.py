@@ -12,7 +12,7 @@ comparison: nothing changed between them), and each suite's cases are counted di
 - per stochastic suite, `detectable`: the pass-rate drop a candidate run like these
   catches against all of them pooled (`detectable_pass_rate`); `until_decided`: the calls
   `--until-decided` is expected to spend on an unchanged candidate against them
-  (`core.run.rounds.expected_unchanged`).
+  (`expected_unchanged`).
 
 The document (`evalh.baseline-noise/1`) is what `evalh baseline noise --json` prints and
 what is stored beside the marker as `BASELINE.noise.json`; `evalh compare` shows one line
@@ -188,9 +188,7 @@ def _suite_rounds(
     policy: ComparePolicy | None,
 ) -> dict[str, float] | None:
     """What `--until-decided` is expected to spend on an unchanged candidate of a stochastic
-    suite against these runs pooled (`core.run.rounds.expected_unchanged`)."""
-    from evalh.core.run.rounds import expected_unchanged
-
+    suite against these runs pooled (`expected_unchanged`)."""
     if len(having) < 2 or runs[having[0]].suites[name].regime != "stochastic":
         return None
     first = next(c for (i, j), c in comparisons.items() if i in having and j in having)
@@ -266,6 +264,38 @@ def detectable_line(d: dict[str, Any]) -> str:
     return f"with {shape} and this noise, pass-rate drops ≥ {drop} are caught {power} of the time"
 
 
+def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
+                       budget: int | None = None, confidence: float = 0.95) -> dict[str, float] | None:
+    """What `--until-decided` (`core.run.rounds`) is expected to spend on an unchanged candidate of `suite`
+    against `runs` (the baseline, pooled): its allocation from their attempts, then
+    `stats.sequential.unchanged_calls` — the median and mean target calls (per arm), the
+    budget and a plain run's calls. None without a case the runs attempted."""
+    from evalh.core.stats.sequential import plan_suite, unchanged_calls
+
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for run in runs:
+        sr = run.suites.get(suite)
+        for r in sr.cases if sr is not None else []:
+            if r.status in ("passed", "failed"):
+                p0, k0 = counts.get((r.case_id, r.arm), (0, 0))
+                counts[(r.case_id, r.arm)] = (p0 + (r.status == "passed"), k0 + 1)
+    if not counts:
+        return None
+    ids = list(dict.fromkeys(cid for cid, _ in counts))
+    arms = list(dict.fromkeys(arm for _, arm in counts))
+    alloc, _, (joint, joint_base) = plan_suite(ids, arms, counts, budget)
+    out = unchanged_calls(joint, alloc, joint_base, allowance, (1.0 - confidence) / 2.0)
+    return {k: v * len(arms) if k != "flat" else v for k, v in out.items()}
+
+
+def expected_line(e: dict[str, float]) -> str:
+    """"--until-decided: an unchanged candidate is expected to stop after 238 calls (median;
+    2.4x a plain run of 100; never above 300)"."""
+    return (f"--until-decided: an unchanged candidate is expected to stop after "
+            f"{e['median_calls']:.0f} calls (median; {e['median_calls'] / e['plain']:.1f}x a plain "
+            f"run of {e['plain']:.0f}; never above {e['budget']:.0f})")
+
+
 # --------------------------------------------------------------------------- text
 
 
@@ -323,8 +353,6 @@ def noise_line(doc: dict[str, Any], suite: str) -> str | None:
     if s.get("detectable"):
         text += "; " + detectable_line(s["detectable"])
     if s.get("until_decided"):
-        from evalh.core.run.rounds import expected_line
-
         text += "; " + expected_line(s["until_decided"])
     alarms = [r for r in s["rows"] if r["verdicts"].get("regressed")]
     if alarms:

@@ -122,7 +122,7 @@ class SuiteEstimate:
     names runs with repeated cases, else at the worst case; None otherwise."""
     until_decided: dict[str, float] | None = None
     """A suite the run takes in rounds (`--until-decided`) against BASELINE: the calls an
-    unchanged candidate is expected to spend (`core.run.rounds.expected_unchanged`)."""
+    unchanged candidate is expected to spend (`compare.noise.expected_unchanged`)."""
 
     @property
     def total(self) -> Tally:
@@ -300,7 +300,7 @@ def add_detectable(est: PlanEstimate, plan: RunPlan, baseline: Sequence[Run] = (
         )
         cfg = suite.config
         if baseline and (rounds or (cfg is not None and cfg.until_decided)):
-            from evalh.core.run.rounds import expected_unchanged
+            from evalh.core.compare.noise import expected_unchanged
 
             e.until_decided = expected_unchanged(
                 baseline, suite.name, th.pass_rate_drop,

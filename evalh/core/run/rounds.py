@@ -23,15 +23,10 @@ looks at the same rounds: the error guarantee is the uninterrupted run's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalh.core.stats.sequential import (
-    allocate,
-    information_fractions,
-    planning_variance,
-)
+from evalh.core.stats.sequential import MOST_PER_CASE, plan_suite
 
 if TYPE_CHECKING:
     from evalh.core.compare.models import ComparePolicy, Comparison
@@ -41,14 +36,6 @@ if TYPE_CHECKING:
     from evalh.models import Run
     from evalh.run_lock import RunLock
     from evalh.store import RunStore
-
-DEFAULT_BUDGET = 3.0
-"""Candidate attempts per case, on average, that a suite may spend by default (300 target
-calls for 100 cases): on the reference workload an unchanged candidate is settled `flat` in
-83 % of comparisons at a median of 2.4× the calls of a plain run (bench/sequential_results.md)."""
-
-MOST_PER_CASE = 16
-"""The most attempts any one case gets."""
 
 DECIDED = ("flat", "improved", "regressed")
 
@@ -86,57 +73,6 @@ def _base_counts(base: Run, suite: str) -> dict[tuple[str, str], tuple[int, int]
             p, k = out.get((r.case_id, r.arm), (0, 0))
             out[(r.case_id, r.arm)] = (p + (r.status == "passed"), k + 1)
     return out
-
-
-def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tuple[int, int]],
-               budget: int | None) -> tuple[list[int], dict[str, list[float]], tuple[list[float], list[float]]]:
-    """A suite's allocation (`budget` attempts, default `DEFAULT_BUDGET` × its cases), each
-    arm's information fractions, and the per-case planning and baseline-mean variances (the
-    arms' mean) — from the baseline's (case, arm) → (passed, attempts) `counts` only."""
-    per_arm: dict[str, tuple[list[float], list[float]]] = {}
-    for arm in arms:
-        plan_var, base_var = [], []
-        for cid in ids:
-            passed, k = counts.get((cid, arm), (0, 0))
-            v = planning_variance(passed, k) if k else 0.25
-            plan_var.append(v)
-            base_var.append(v / k if k else 0.0)
-        per_arm[arm] = (plan_var, base_var)
-    joint = [sum(per_arm[a][0][i] for a in arms) / len(arms) for i in range(len(ids))]
-    joint_base = [sum(per_arm[a][1][i] for a in arms) / len(arms) for i in range(len(ids))]
-    alloc = allocate(joint, max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids)), most=MOST_PER_CASE)
-    fractions = {a: information_fractions(pv, alloc, bv) for a, (pv, bv) in per_arm.items()}
-    return alloc, fractions, (joint, joint_base)
-
-
-def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
-                       budget: int | None = None, confidence: float = 0.95) -> dict[str, float] | None:
-    """What `--until-decided` is expected to spend on an unchanged candidate of `suite`
-    against `runs` (the baseline, pooled): its allocation from their attempts, then
-    `stats.sequential.unchanged_calls` — the median and mean target calls (per arm), the
-    budget and a plain run's calls. None without a case the runs attempted."""
-    from evalh.core.stats.sequential import unchanged_calls
-
-    counts: dict[tuple[str, str], tuple[int, int]] = {}
-    for run in runs:
-        for key, (p, k) in _base_counts(run, suite).items():
-            p0, k0 = counts.get(key, (0, 0))
-            counts[key] = (p0 + p, k0 + k)
-    if not counts:
-        return None
-    ids = list(dict.fromkeys(cid for cid, _ in counts))
-    arms = list(dict.fromkeys(arm for _, arm in counts))
-    alloc, _, (joint, joint_base) = plan_suite(ids, arms, counts, budget)
-    out = unchanged_calls(joint, alloc, joint_base, allowance, (1.0 - confidence) / 2.0)
-    return {k: v * len(arms) if k != "flat" else v for k, v in out.items()}
-
-
-def expected_line(e: dict[str, float]) -> str:
-    """"--until-decided: an unchanged candidate is expected to stop after 238 calls (median;
-    2.4x a plain run of 100; never above 300)"."""
-    return (f"--until-decided: an unchanged candidate is expected to stop after "
-            f"{e['median_calls']:.0f} calls (median; {e['median_calls'] / e['plain']:.1f}x a plain "
-            f"run of {e['plain']:.0f}; never above {e['budget']:.0f})")
 
 
 def schedule(plan: RunPlan, base: Run, *, max_attempts: int | None, every: bool) -> Rounds:

@@ -71,7 +71,7 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
 
             console.print(Text(f"  {s.name}: {detectable_line(s.detectable)}"))
         if s.until_decided is not None:
-            from evalh.core.run.rounds import expected_line
+            from evalh.core.compare.noise import expected_line
 
             console.print(Text(f"  {s.name}: {expected_line(s.until_decided)}"))
     console.print(Text(
