@@ -301,7 +301,9 @@ def add_detectable(est: PlanEstimate, plan: RunPlan, baseline: Sequence[Run] = (
         cfg = suite.config
         if baseline and (rounds or (cfg is not None and cfg.until_decided)):
             from evalh.core.compare.noise import expected_unchanged
+            from evalh.datasets import case_ids
 
             e.until_decided = expected_unchanged(
                 baseline, suite.name, th.pass_rate_drop,
-                budget=max_attempts or (cfg.max_attempts if cfg is not None else None))
+                budget=max_attempts or (cfg.max_attempts if cfg is not None else None),
+                cases=case_ids(suite.cases), arms=[a.name for a in suite.arms])
