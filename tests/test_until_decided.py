@@ -280,6 +280,9 @@ def test_the_calls_an_unchanged_candidate_is_expected_to_spend_are_shown_up_fron
     assert r.exit_code == 0 and doc["rounds"][-1]["calls_so_far"] <= exp["budget"]
     shown = cli(ref, "compare").stdout
     assert "expected to stop after" in " ".join(shown.split())
+    doc = json.loads(cli(ref, "compare", "--json").stdout)
+    assert doc["baseline_noise"]["suites"]["ref"]["until_decided"] == exp
+    assert line in " ".join(cli(ref, "compare", "--format", "markdown").stdout.split())
 
 
 def test_a_budget_below_the_cases_is_refused_before_anything_runs(ref: Path) -> None:
