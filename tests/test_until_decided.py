@@ -320,3 +320,14 @@ def test_a_declared_gating_row_that_nothing_measured_is_said(ref: Path) -> None:
     assert cli(ref, "baseline", "set", third).exit_code == 0
     assert cli(ref, "run", "-q", "--seed", "4").exit_code in (0, 1)
     assert "gate names" not in " ".join(cli(ref, "compare").stdout.split())
+
+
+def test_a_run_in_rounds_says_how_old_its_baseline_is(ref: Path) -> None:
+    """`run --compare-baseline` says the baseline's age (`baseline_age`), as `evalh compare`
+    does; in rounds it did not."""
+    base = _baseline(ref)
+    r, _ = _candidate(ref, base)
+    out = json.loads(r.stdout)
+    plain = json.loads(cli(ref, "compare", "--json").stdout)
+    assert out["comparison"]["baseline_age"] == plain["baseline_age"]
+    assert out["comparison"]["baseline_age"]["run_id"] in base

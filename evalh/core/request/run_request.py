@@ -288,6 +288,8 @@ def run_request(
             until_decided=req.request.until_decided, max_attempts=req.request.max_attempts,
             resumed=req.request.resume is not None, policy=policy)
         verdict = run_verdict(rounds_run)
+        if notes is not None:
+            _add_baseline_age(notes, reference, rounds_run, req)
         return RunOutcome(code=gate_code(verdict.code, cmp, req.request), reasons=verdict.reasons,
                           run=rounds_run, path=req.store.path_for(rounds_run.run_id),
                           comparison=cmp, notes=notes)
@@ -300,16 +302,21 @@ def run_request(
             outcome.comparison, outcome.notes = reference.compare(run, policy)
         else:  # what a comparison pairs, read from the documents
             outcome.comparison, outcome.notes = reference.compare_stored(req.store, run.run_id, policy)
-        import os
-
-        from evalh.core.compare.baseline_age import baseline_age
-
-        # how old the baseline is, as `evalh compare` says it (EVALH_BASE_REF: its --base-ref)
-        age = baseline_age(reference.runs, run, req.config.root, base_ref=os.environ.get("EVALH_BASE_REF"))
-        outcome.notes.header[:0] = age.lines()
-        outcome.notes.extra["baseline_age"] = age.to_dict()
+        _add_baseline_age(outcome.notes, reference, run, req)
         outcome.code = gate_code(outcome.code, outcome.comparison, req.request)
     return outcome
+
+
+def _add_baseline_age(notes: Any, reference: Any, run: Any, req: PreparedRequest) -> None:
+    """How old the baseline is, as `evalh compare` says it (EVALH_BASE_REF: its --base-ref),
+    at the top of the comparison's notes: with or without rounds."""
+    import os
+
+    from evalh.core.compare.baseline_age import baseline_age
+
+    age = baseline_age(reference.runs, run, req.config.root, base_ref=os.environ.get("EVALH_BASE_REF"))
+    notes.header[:0] = age.lines()
+    notes.extra["baseline_age"] = age.to_dict()
 
 
 def _check_budgets(req: PreparedRequest) -> None:
