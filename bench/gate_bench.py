@@ -10,6 +10,8 @@ and uses only the run models):
     mkdir -p bench/.work/evalh-before && git archive 44f7108 evalh | tar -x -C bench/.work/evalh-before
     python bench/gate_bench.py --evalh bench/.work/evalh-before --out bench/gate_before.json
     python bench/gate_bench.py --table bench/gate_before.json bench/gate_after.json
+    # Tango's interval (the population estimand) for the single-attempt pass/fail cells:
+    python bench/gate_bench.py --estimand population --only pass/fail --out bench/gate_after_population.json
 
 ``--reps`` scales every cell's replications (1.0 = the committed table). The Monte Carlo
 standard error of a share p over R replications is sqrt(p(1 − p)/R).
@@ -192,7 +194,7 @@ def measure(args: argparse.Namespace) -> None:
     import evalh
     from evalh.core.compare.decide import ComparePolicy, compare_runs
 
-    policy = ComparePolicy()
+    policy = ComparePolicy(estimand=args.estimand) if args.estimand else ComparePolicy()
     sim = _load_simulate()
     t0 = time.perf_counter()
     table = cells(sim, lambda b, c: compare_runs(b, c, policy), args.reps, args.only)
@@ -235,6 +237,8 @@ def main() -> None:
     ap.add_argument("--reps", type=float, default=1.0, help="scale of every cell's replications")
     ap.add_argument("--out", default="bench/gate_after.json")
     ap.add_argument("--only", help="measure only the cells whose title contains this, merged into --out")
+    ap.add_argument("--estimand", choices=("fixed-suite", "population"),
+                    help="the estimand the comparisons use (default: evalh's own default)")
     ap.add_argument("--table", nargs=2, metavar=("BEFORE", "AFTER"), help="print the markdown table")
     args = ap.parse_args()
     if args.table:

@@ -233,6 +233,7 @@ class LoadedBaseline:
                     notes.suites[name] = [line]
                 summary[name] = {
                     "line": line, "runs": s.get("runs"), "pairs": s.get("pairs"),
+                    "until_decided": s.get("until_decided"),
                     "cases": {k: (s.get("cases") or {}).get(k)
                               for k in ("compared", "flipped", "flip_rate")},
                     "rows": [{k: r.get(k) for k in ("arm", "name", "unit", "allowance", "pairs",

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalh.core.run.rounds import DEFAULT_BUDGET, MOST_PER_CASE
 from evalh.core.stats import intervals as stats
 from evalh.core.stats.sequential import (
+    DEFAULT_BUDGET,
+    MOST_PER_CASE,
     allocate,
     bernoulli_within,
     case_variance,
@@ -183,3 +184,58 @@ def share(outcomes: list[Outcome], verdict: str) -> float:
 
 def mc_error(p: float, reps: int) -> float:
     return math.sqrt(max(p * (1 - p), 0.0) / reps) if reps else math.nan
+
+
+def family_rounds(ps: list[np.ndarray], qs: list[np.ndarray], rng: np.random.Generator, *,
+                  budget: float = DEFAULT_BUDGET, confidence: float = 0.95, rho: float = 3.0,
+                  most: int = MOST_PER_CASE, select: float | None = None) -> list[Outcome]:
+    """`--until-decided` on several suites of one run, as the merged compare decides them:
+    after every round each suite's pass-rate row is looked at with its share of the family's
+    level — weighted Holm's first share (`compare.family._first_shares`), conditionalized on
+    p_worse ≤ `select` (compare's SELECT across two suites or more) and recomputed at every
+    look from every suite's current p_worse — and a suite stops taking attempts once decided
+    (its look stays at that round, its verdict is what the last round's compare says)."""
+    from evalh.core.compare.family import _first_shares
+
+    alpha_f = (1 - confidence) / 2
+    suites = []
+    for p, q in zip(ps, qs, strict=True):
+        passed_b = _base(p, rng)
+        plan_var = [planning_variance(int(k), BASE_ATTEMPTS) for k in passed_b]
+        alloc = np.asarray(allocate(plan_var, int(round(budget * len(p))), most=most))
+        fractions = information_fractions(plan_var, list(alloc), [v / BASE_ATTEMPTS for v in plan_var])
+        draws = rng.random((len(p), int(alloc.max()))) < q[:, None]
+        within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
+        suites.append((passed_b / BASE_ATTEMPTS, within_b, alloc, fractions, draws, float(q.mean() - p.mean())))
+
+    def estimate(i: int, k: int) -> stats.Estimate | None:
+        xb, within_b, m, _, draws, _ = suites[i]
+        taken = np.minimum(m, k)
+        passed_c = (draws[:, :k] & (np.arange(k)[None, :] < taken[:, None])).sum(axis=1)
+        diffs = passed_c / taken - xb
+        variances = []
+        for c in range(len(m)):
+            wc = bernoulli_within(int(passed_c[c]), int(taken[c]))
+            variances.append(case_variance(float(diffs[c]), None if wc is None else wc + within_b[c]))
+        return fixed_suite_estimate(list(diffs), variances)
+
+    decided: list[int | None] = [None] * len(suites)
+    verdicts = ["inconclusive"] * len(suites)
+    last = max(len(s[3]) for s in suites)
+    for k in range(1, last + 1):
+        looks = [min(d or k, len(s[3])) for d, s in zip(decided, suites, strict=True)]
+        ests = [estimate(i, looks[i]) for i in range(len(suites))]
+        tested = [i for i, e in enumerate(ests) if e is not None]
+        pw = [ests[i].p_below(-ALLOWANCE) for i in tested]  # type: ignore[union-attr]
+        shares = _first_shares(pw, [1.0] * len(tested), select)
+        for i, share in zip(tested, shares, strict=True):
+            est = ests[i]
+            assert est is not None
+            c_flat, c_reg = look_multipliers(suites[i][3], looks[i], alpha_f, 1.0 / share, est.df, rho)
+            verdicts[i] = sequential_verdict(est.value, est.se, ALLOWANCE, c_flat, c_reg)
+            if decided[i] is None and verdicts[i] in ("flat", "regressed", "improved"):
+                decided[i] = k
+        if all(d is not None for d in decided):
+            break
+    return [Outcome(verdicts[i], int(np.minimum(s[2], decided[i] or last).sum()), decided[i] or last, s[5])
+            for i, s in enumerate(suites)]

@@ -60,7 +60,12 @@ from evalh.core.compare.models import (
     recorded_looks,
     worst,
 )
-from evalh.core.compare.suite_settings import snapshot_options, suite_estimand, suite_gate
+from evalh.core.compare.suite_settings import (
+    snapshot_options,
+    suite_estimand,
+    suite_gate,
+    unmeasured_gate,
+)
 from evalh.gcpause import gc_paused
 from evalh.models import Run, SuiteResult
 
@@ -144,6 +149,11 @@ def _compare_runs(
         suites[name].advisory = dict(ADVISORY)
         suites[name].reasons.append("advisory suite (judgeUse: advisory-only, releaseDecision: "
                                     "not-assessed): reported, never gates")
+    for s in suites.values():  # a declared gating row that nothing measured is said
+        if s.regime == "stochastic" and s.verdict not in ("added", "removed"):
+            line = unmeasured_gate(s.suite, base, candidate, {m.name for m in s.metrics})
+            if line:
+                warnings.append(line)
     family: list[MetricRow] = []
     weights: list[float] = []
     suite_weights: dict[str, float] = {}

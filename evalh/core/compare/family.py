@@ -53,7 +53,8 @@ def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolic
     the round's confidence sequence: the interval is estimate − c_flat·se to estimate +
     c_regressed·se, where c_flat spends the one-sided α = (1 − confidence)/2 and
     c_regressed spends the row's share of α over the planned rounds (its weight in the
-    family: α/m over m equal rows, Bonferroni), each a Lan–DeMets error-spending boundary at the rounds' information fractions
+    family: α/m over m equal rows, Bonferroni; conditionalized, τ·w over the weights
+    taking part), each a Lan–DeMets error-spending boundary at the rounds' information fractions
     (`stats.sequential.spending_boundaries`), widened to Student's t at the row's degrees
     of freedom. Every round's interval holds at once, so looking after each round and
     stopping at the first decision keeps both error rates."""

@@ -10,7 +10,9 @@ comparison: nothing changed between them), and each suite's cases are counted di
   A/A pairs came out `regressed`, `inconclusive`, …, and for a gating row the median of
   the pairs' `detectable_change` (what one run against another can detect);
 - per stochastic suite, `detectable`: the pass-rate drop a candidate run like these
-  catches against all of them pooled (`detectable_pass_rate`).
+  catches against all of them pooled (`detectable_pass_rate`); `until_decided`: the calls
+  `--until-decided` is expected to spend on an unchanged candidate against them
+  (`expected_unchanged`).
 
 The document (`evalh.baseline-noise/1`) is what `evalh baseline noise --json` prints and
 what is stored beside the marker as `BASELINE.noise.json`; `evalh compare` shows one line
@@ -115,6 +117,7 @@ def measure_noise(
         rates = [p["flip_rate"] for p in pair_docs if p["flip_rate"] is not None]
         suites[name] = {
             "detectable": _suite_detectable(runs, having, name, comparisons, policy),
+            "until_decided": _suite_rounds(runs, having, name, comparisons, policy),
             "regime": runs[having[0]].suites[name].regime,
             "runs": [ids[i] for i in having],
             "pairs": len(suite_pairs),
@@ -178,6 +181,22 @@ def _suite_detectable(
     )
 
 
+
+
+def _suite_rounds(
+    runs: Sequence[Run], having: list[int], name: str, comparisons: dict[tuple[int, int], Any],
+    policy: ComparePolicy | None,
+) -> dict[str, float] | None:
+    """What `--until-decided` is expected to spend on an unchanged candidate of a stochastic
+    suite against these runs pooled (`expected_unchanged`)."""
+    if len(having) < 2 or runs[having[0]].suites[name].regime != "stochastic":
+        return None
+    first = next(c for (i, j), c in comparisons.items() if i in having and j in having)
+    rate = next((m for m in first.suites[name].metrics if m.gating and m.name == "pass_rate"), None)
+    if rate is None or rate.allowance is None:
+        return None
+    confidence = policy.confidence if policy is not None else 0.95
+    return expected_unchanged([runs[i] for i in having], name, rate.allowance, confidence=confidence)
 
 
 def case_variances(runs: Sequence[Run], suite: str) -> tuple[list[float], float]:
@@ -245,6 +264,41 @@ def detectable_line(d: dict[str, Any]) -> str:
     return f"with {shape} and this noise, pass-rate drops ≥ {drop} are caught {power} of the time"
 
 
+def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
+                       budget: int | None = None, confidence: float = 0.95,
+                       cases: list[str] | None = None, arms: list[str] | None = None,
+                       ) -> dict[str, float] | None:
+    """What `--until-decided` (`core.run.rounds`) is expected to spend on an unchanged
+    candidate of `suite` against `runs` (the baseline, pooled): the allocation the run would
+    make from their attempts (of `cases` × `arms`, a planned run's; default the ones the runs
+    attempted), then `stats.sequential.unchanged_calls` — the median and mean target calls
+    (every arm), the budget and a plain run's calls. None without a case the runs attempted."""
+    from evalh.core.stats.sequential import plan_suite, unchanged_calls
+
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for run in runs:
+        sr = run.suites.get(suite)
+        for r in sr.cases if sr is not None else []:
+            if r.status in ("passed", "failed"):
+                p0, k0 = counts.get((r.case_id, r.arm), (0, 0))
+                counts[(r.case_id, r.arm)] = (p0 + (r.status == "passed"), k0 + 1)
+    if not counts:
+        return None
+    ids = cases if cases is not None else list(dict.fromkeys(cid for cid, _ in counts))
+    arms = arms if arms is not None else list(dict.fromkeys(arm for _, arm in counts))
+    alloc, _, (joint, joint_base) = plan_suite(ids, arms, counts, budget)
+    out = unchanged_calls(joint, alloc, joint_base, allowance, (1.0 - confidence) / 2.0)
+    return {k: v * len(arms) if k != "flat" else v for k, v in out.items()}
+
+
+def expected_line(e: dict[str, float]) -> str:
+    """"--until-decided: an unchanged candidate is expected to stop after 238 calls (median;
+    2.4x a plain run of 100; never above 300)"."""
+    return (f"--until-decided: an unchanged candidate is expected to stop after "
+            f"{e['median_calls']:.0f} calls (median; {e['median_calls'] / e['plain']:.1f}x a plain "
+            f"run of {e['plain']:.0f}; never above {e['budget']:.0f})")
+
+
 # --------------------------------------------------------------------------- text
 
 
@@ -301,6 +355,8 @@ def noise_line(doc: dict[str, Any], suite: str) -> str | None:
         text += f"; wider than the allowance: {', '.join(wide)}"
     if s.get("detectable"):
         text += "; " + detectable_line(s["detectable"])
+    if s.get("until_decided"):
+        text += "; " + expected_line(s["until_decided"])
     alarms = [r for r in s["rows"] if r["verdicts"].get("regressed")]
     if alarms:
         named = ", ".join(f"{r['name']} {r['verdicts']['regressed']} of {s['pairs']}" for r in alarms)

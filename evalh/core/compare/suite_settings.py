@@ -59,3 +59,20 @@ def suite_gate(name: str, base: Run, cand: Run) -> tuple[frozenset[str], float]:
             weight = float(w)
             break
     return frozenset(rows), weight
+
+
+def unmeasured_gate(name: str, base: Run, cand: Run, measured: set[str]) -> str | None:
+    """A warning when the suite's `gate` names rows that no comparison row measured (a
+    target that reports no cost, a pass/fail suite without a score): declared gating, never
+    gated — said, not silent. Rows of `DEFAULT_GATE` a suite simply has not are not named."""
+    named: set[str] = set()
+    for run in (base, cand):
+        snap = (run.config.get("suites") or {}).get(name)
+        gate = snap.get("gate") if isinstance(snap, dict) else None
+        if isinstance(gate, list):
+            named |= {str(x) for x in gate}
+    missing = sorted(named - measured)
+    if not missing:
+        return None
+    return (f"suite {name}: gate names {', '.join(missing)}, which neither run measured "
+            "(no comparison row): not gated")

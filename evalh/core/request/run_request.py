@@ -263,6 +263,8 @@ def run_request(
     plan = req.prepared.plan
     if not plan.suites:
         raise EvalhError("no suite can run (see the skipped suites above)")
+    if in_rounds(req):
+        _check_budgets(req)
     if req.request.dry_run:
         from evalh.core.run.estimate import estimate_plan
 
@@ -272,17 +274,22 @@ def run_request(
         if load_reference is None:
             raise TypeError("run_request: --compare-baseline needs load_reference")
         reference = load_reference()
+    from evalh.core.compare.models import ComparePolicy
     from evalh.core.run.entry import run_plan
     from evalh.core.run.verdict import run_verdict
 
+    policy = ComparePolicy(min_coverage=req.request.min_coverage,
+                           allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
     if reference is not None and in_rounds(req):
         from evalh.core.run.rounds import run_until_decided
 
         rounds_run, cmp, notes = run_until_decided(
             req.prepared.plan, req.store, observer, reference, lock=req.prepared.lock,
             until_decided=req.request.until_decided, max_attempts=req.request.max_attempts,
-            resumed=req.request.resume is not None)
+            resumed=req.request.resume is not None, policy=policy)
         verdict = run_verdict(rounds_run)
+        if notes is not None:
+            _add_baseline_age(notes, reference, rounds_run, req)
         return RunOutcome(code=gate_code(verdict.code, cmp, req.request), reasons=verdict.reasons,
                           run=rounds_run, path=req.store.path_for(rounds_run.run_id),
                           comparison=cmp, notes=notes)
@@ -291,24 +298,44 @@ def run_request(
     outcome = RunOutcome(code=verdict.code, reasons=verdict.reasons, run=run,
                          path=req.store.path_for(run.run_id))
     if reference is not None:
-        from evalh.core.compare.models import ComparePolicy
-
-        policy = ComparePolicy(min_coverage=req.request.min_coverage,
-                               allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
         if results:  # the baseline's runs pooled per case
             outcome.comparison, outcome.notes = reference.compare(run, policy)
         else:  # what a comparison pairs, read from the documents
             outcome.comparison, outcome.notes = reference.compare_stored(req.store, run.run_id, policy)
-        import os
-
-        from evalh.core.compare.baseline_age import baseline_age
-
-        # how old the baseline is, as `evalh compare` says it (EVALH_BASE_REF: its --base-ref)
-        age = baseline_age(reference.runs, run, req.config.root, base_ref=os.environ.get("EVALH_BASE_REF"))
-        outcome.notes.header[:0] = age.lines()
-        outcome.notes.extra["baseline_age"] = age.to_dict()
+        _add_baseline_age(outcome.notes, reference, run, req)
         outcome.code = gate_code(outcome.code, outcome.comparison, req.request)
     return outcome
+
+
+def _add_baseline_age(notes: Any, reference: Any, run: Any, req: PreparedRequest) -> None:
+    """How old the baseline is, as `evalh compare` says it (EVALH_BASE_REF: its --base-ref),
+    at the top of the comparison's notes: with or without rounds."""
+    import os
+
+    from evalh.core.compare.baseline_age import baseline_age
+
+    age = baseline_age(reference.runs, run, req.config.root, base_ref=os.environ.get("EVALH_BASE_REF"))
+    notes.header[:0] = age.lines()
+    notes.extra["baseline_age"] = age.to_dict()
+
+
+def _check_budgets(req: PreparedRequest) -> None:
+    """A budget of attempts below a suite's cases cannot be kept (every case gets one
+    attempt): refused before anything runs, naming the suite."""
+    for suite in req.prepared.plan.suites:
+        cfg = suite.config
+        if suite.regime != "stochastic":
+            continue
+        if req.request.max_attempts is not None:
+            budget, source = req.request.max_attempts, "--max-attempts"
+        elif cfg is not None and cfg.max_attempts is not None:
+            budget, source = cfg.max_attempts, f"[suites.{suite.name}] max_attempts"
+        else:
+            continue
+        if budget < len(suite.cases):
+            raise EvalhError(
+                f"{source} {budget} is below suite {suite.name}'s {len(suite.cases)} cases: "
+                "in rounds every case gets one attempt at least")
 
 
 def gate_code(code: int, comparison: Comparison, request: RunRequest) -> int:

@@ -120,6 +120,9 @@ class SuiteEstimate:
     """A stochastic suite: the pass-rate drop its planned cases and repeats catch with 80 %
     power (`noise.detectable_pass_rate`), with the noise of the baseline runs when BASELINE
     names runs with repeated cases, else at the worst case; None otherwise."""
+    until_decided: dict[str, float] | None = None
+    """A suite the run takes in rounds (`--until-decided`) against BASELINE: the calls an
+    unchanged candidate is expected to spend (`compare.noise.expected_unchanged`)."""
 
     @property
     def total(self) -> Tally:
@@ -270,12 +273,14 @@ def estimate_plan(plan: RunPlan, skipped: list[tuple[str, list[str]]] | None = N
     )
 
 
-def add_detectable(est: PlanEstimate, plan: RunPlan, baseline: Sequence[Run] = ()) -> None:
+def add_detectable(est: PlanEstimate, plan: RunPlan, baseline: Sequence[Run] = (), *,
+                   rounds: bool = False, max_attempts: int | None = None) -> None:
     """Set each stochastic suite's `detectable`: the pass-rate drop that its planned cases
     and repeats, compared against `baseline` (the BASELINE runs, pooled) or a run like this
     one, catch with 80 % power at the level the family gives it. The noise is the baseline's
     per-case pass probabilities where it has two attempts of a case or more, else the worst
-    case (p = 0.5 on every case, an upper bound of the drop)."""
+    case (p = 0.5 on every case, an upper bound of the drop). `rounds` (the run goes in
+    rounds against `baseline`): each suite's `until_decided` too, within `max_attempts`."""
     from evalh.config import Thresholds
     from evalh.core.compare.noise import case_variances, detectable_pass_rate
     from evalh.core.stats.power import WORST_CASE_VARIANCE
@@ -293,3 +298,12 @@ def add_detectable(est: PlanEstimate, plan: RunPlan, baseline: Sequence[Run] = (
             variances, cases=len(suite.cases), base_attempts=base_attempts,
             cand_attempts=suite.repeats, allowance=th.pass_rate_drop, suites=stochastic, bound=bound,
         )
+        cfg = suite.config
+        if baseline and (rounds or (cfg is not None and cfg.until_decided)):
+            from evalh.core.compare.noise import expected_unchanged
+            from evalh.datasets import case_ids
+
+            e.until_decided = expected_unchanged(
+                baseline, suite.name, th.pass_rate_drop,
+                budget=max_attempts or (cfg.max_attempts if cfg is not None else None),
+                cases=case_ids(suite.cases), arms=[a.name for a in suite.arms])

@@ -26,11 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalh.core.stats.sequential import (
-    allocate,
-    information_fractions,
-    planning_variance,
-)
+from evalh.core.stats.sequential import MOST_PER_CASE, plan_suite
 
 if TYPE_CHECKING:
     from evalh.core.compare.models import ComparePolicy, Comparison
@@ -40,14 +36,6 @@ if TYPE_CHECKING:
     from evalh.models import Run
     from evalh.run_lock import RunLock
     from evalh.store import RunStore
-
-DEFAULT_BUDGET = 3.0
-"""Candidate attempts per case, on average, that a suite may spend by default (300 target
-calls for 100 cases): on the reference workload an unchanged candidate is settled `flat` in
-84 % of comparisons at a median of 2× the calls of a plain run (bench/sequential_results.md)."""
-
-MOST_PER_CASE = 16
-"""The most attempts any one case gets."""
 
 DECIDED = ("flat", "improved", "regressed")
 
@@ -100,33 +88,20 @@ def schedule(plan: RunPlan, base: Run, *, max_attempts: int | None, every: bool)
         if not every and not (cfg is not None and cfg.until_decided):
             continue
         ids = case_ids(suite.cases)
-        counts = _base_counts(base, suite.name)
-        arms = [a.name for a in suite.arms]
-        per_arm: dict[str, tuple[list[float], list[float]]] = {}
-        for arm in arms:
-            plan_var, base_var = [], []
-            for cid in ids:
-                passed, k = counts.get((cid, arm), (0, 0))
-                v = planning_variance(passed, k) if k else 0.25
-                plan_var.append(v)
-                base_var.append(v / k if k else 0.0)
-            per_arm[arm] = (plan_var, base_var)
-        joint = [sum(per_arm[a][0][i] for a in arms) / len(arms) for i in range(len(ids))]
-        budget = max_attempts or (cfg.max_attempts if cfg is not None else None) \
-            or round(DEFAULT_BUDGET * len(ids))
-        alloc = allocate(joint, max(budget, len(ids)), most=MOST_PER_CASE)
-        fractions = {a: information_fractions(pv, alloc, bv) for a, (pv, bv) in per_arm.items()}
+        budget = max_attempts or (cfg.max_attempts if cfg is not None else None)
+        alloc, fractions, _ = plan_suite(ids, [a.name for a in suite.arms],
+                                         _base_counts(base, suite.name), budget)
         out.schedules[suite.name] = SuiteSchedule(suite.name, alloc, fractions)
     return out
 
 
-def _policy(rounds: Rounds, k: int) -> ComparePolicy:
+def _policy(rounds: Rounds, k: int, policy: ComparePolicy | None) -> ComparePolicy:
+    """`policy` (the run's --min-coverage, --allow-removed-suite) with round k's looks."""
     from evalh.core.compare.models import ComparePolicy, RoundLook
 
-    return ComparePolicy(rounds={
-        name: RoundLook(round=min(s.decided_at or k, s.rounds), fractions=s.fractions)
-        for name, s in rounds.schedules.items()
-    })
+    looks = {name: RoundLook(round=min(s.decided_at or k, s.rounds), fractions=s.fractions)
+             for name, s in rounds.schedules.items()}
+    return (policy or ComparePolicy()).model_copy(update={"rounds": looks})
 
 
 def _calls(run: Run) -> int:
@@ -155,11 +130,13 @@ def _record(k: int, calls: int, before: int, fixed: int, plain: int, rounds: Rou
 def run_until_decided(
     plan: RunPlan, store: RunStore, observer: Observer | None, reference: Any, *,
     lock: RunLock | None, until_decided: bool, max_attempts: int | None, resumed: bool,
+    policy: ComparePolicy | None = None,
 ) -> tuple[Run, Comparison, CompareNotes | None]:
     """Run `plan` in rounds against `reference` (a `LoadedBaseline` with its results) and
     return the run with the last round's comparison and its notes. `until_decided`
     (`--until-decided`): every stochastic suite goes in rounds, else only those whose config
-    sets it; `resumed`: the plan finishes an interrupted run (its rounds are read back)."""
+    sets it; `resumed`: the plan finishes an interrupted run (its rounds are read back);
+    `policy`: the comparison's settings besides the rounds (every round looks with them)."""
     from evalh.core.run.entry import run_plan
 
     recorded = plan.options.get("until_decided")  # a resumed run keeps its own schedule
@@ -206,7 +183,7 @@ def run_until_decided(
         run = run_plan(plan, store, observer, lock=lock, results=True)
         lock = None  # run_plan let go of it; the next round takes it anew
         plan.started_at = run.started_at
-        cmp, notes = reference.compare(store.load_facts(run.run_id), _policy(rounds, k))
+        cmp, notes = reference.compare(store.load_facts(run.run_id), _policy(rounds, k, policy))
         for name, s in rounds.schedules.items():
             sc = cmp.suites.get(name)
             gating = [m for m in (sc.metrics if sc is not None else []) if m.gating]

@@ -27,6 +27,14 @@ from statistics import NormalDist
 
 from evalh.core.stats.intervals import Estimate
 
+DEFAULT_BUDGET = 3.0
+"""Candidate attempts per case, on average, that a suite may spend by default (300 target
+calls for 100 cases): on the reference workload an unchanged candidate is settled `flat` in
+83 % of comparisons at a median of 2.4× the calls of a plain run (bench/sequential_results.md)."""
+
+MOST_PER_CASE = 16
+"""The most attempts any one case gets."""
+
 MIN_VARYING = 8
 """Fewest cases with a nonzero variance term the fixed-suite interval needs: below it the
 variance estimate rests on too few cases (zero when every case agreed), and the caller
@@ -273,3 +281,64 @@ def sequential_verdict(
 def z_quantile(p: float) -> float:
     """Standard-normal quantile."""
     return _N.inv_cdf(p)
+
+
+def unchanged_calls(variances: Sequence[float], allocation: Sequence[int],
+                    base_variances: Sequence[float], allowance: float, alpha: float,
+                    rho: float = 3.0, draws: int = 4000, seed: int = 26) -> dict[str, float]:
+    """What rounds at `allocation` are expected to spend on an unchanged candidate (true
+    change 0, per-attempt variances `variances`, baseline-mean variances `base_variances`):
+    the change after round k is the candidate's mean over its first min(k, mᵢ) attempts
+    less the baseline's, so its path is Gaussian with Cov(k, j) = B + C_max(k,j) (B the
+    baseline's variance of the mean, C_k the candidate's after round k). A seeded draw of
+    `draws` such paths stops each at its first `flat` (or `improved`) look with the
+    `flat` multipliers of `spending_boundaries` at the rounds' information fractions.
+    Returns the median and mean calls, the share settled `flat`, the budget (Σ mᵢ) and a
+    plain run's calls (one a case). Normal, not Student: a plan, not a decision."""
+    import numpy as np
+
+    n = len(variances)
+    rounds = max(allocation) if allocation else 0
+    if n == 0 or rounds == 0:
+        return {"median_calls": 0.0, "mean_calls": 0.0, "flat": 0.0, "budget": 0.0, "plain": float(n)}
+    fractions = information_fractions(variances, allocation, base_variances)
+    c_flat = spending_boundaries(fractions, alpha, rho)
+    b = math.fsum(base_variances) / (n * n)
+    c = [math.fsum(v / min(k, m) for v, m in zip(variances, allocation, strict=True)) / (n * n)
+         for k in range(1, rounds + 1)]
+    calls = [sum(min(k, m) for m in allocation) for k in range(1, rounds + 1)]
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((draws, rounds))
+    cand = np.empty((draws, rounds))  # built backwards: the last round's mean, then earlier ones
+    cand[:, -1] = z[:, -1] * math.sqrt(c[-1])
+    for k in range(rounds - 2, -1, -1):
+        cand[:, k] = cand[:, k + 1] + z[:, k] * math.sqrt(max(c[k] - c[k + 1], 0.0))
+    est = cand - rng.standard_normal((draws, 1)) * math.sqrt(b)
+    se = np.sqrt(b + np.asarray(c))
+    settled = est - np.asarray(c_flat) * se >= -allowance
+    first = np.where(settled.any(axis=1), settled.argmax(axis=1), rounds - 1)
+    spent = np.asarray(calls)[first]
+    return {"median_calls": float(np.median(spent)), "mean_calls": float(spent.mean()),
+            "flat": float(settled.any(axis=1).mean()), "budget": float(sum(allocation)),
+            "plain": float(n)}
+
+
+def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tuple[int, int]],
+               budget: int | None) -> tuple[list[int], dict[str, list[float]], tuple[list[float], list[float]]]:
+    """A suite's allocation (`budget` attempts, default `DEFAULT_BUDGET` × its cases), each
+    arm's information fractions, and the per-case planning and baseline-mean variances (the
+    arms' mean) — from the baseline's (case, arm) → (passed, attempts) `counts` only."""
+    per_arm: dict[str, tuple[list[float], list[float]]] = {}
+    for arm in arms:
+        plan_var, base_var = [], []
+        for cid in ids:
+            passed, k = counts.get((cid, arm), (0, 0))
+            v = planning_variance(passed, k) if k else 0.25
+            plan_var.append(v)
+            base_var.append(v / k if k else 0.0)
+        per_arm[arm] = (plan_var, base_var)
+    joint = [sum(per_arm[a][0][i] for a in arms) / len(arms) for i in range(len(ids))]
+    joint_base = [sum(per_arm[a][1][i] for a in arms) / len(arms) for i in range(len(ids))]
+    alloc = allocate(joint, max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids)), most=MOST_PER_CASE)
+    fractions = {a: information_fractions(pv, alloc, bv) for a, (pv, bv) in per_arm.items()}
+    return alloc, fractions, (joint, joint_base)

@@ -70,6 +70,10 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
             from evalh.core.compare.noise import detectable_line
 
             console.print(Text(f"  {s.name}: {detectable_line(s.detectable)}"))
+        if s.until_decided is not None:
+            from evalh.core.compare.noise import expected_line
+
+            console.print(Text(f"  {s.name}: {expected_line(s.until_decided)}"))
     console.print(Text(
         "items: cases x arms x repeats; tokens in: estimated (characters / 4 unless the "
         "target estimates); out: max_tokens, an upper bound; cost: from the price table; "
