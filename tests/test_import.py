@@ -267,3 +267,24 @@ def test_a_suite_of_graded_scorers_only_is_stochastic_and_noted(tmp_path: Path) 
     assert suite["regime"] == "stochastic" and suite["aggregate"]["passed"] == 0
     assert suite["aggregate"]["mean_score"] is not None
     assert any("every scorer is graded" in n for n in doc["config"]["import"]["notes"])
+
+
+def test_an_imported_run_that_measured_nothing_exits_1_and_says_so(tmp_path: Path) -> None:
+    """A promptfoo file whose every result errored (the provider down) is imported and kept,
+    but, like any run that measured nothing, it is not exit 0; and `--json` carries the
+    run's own verdict (the exit code and reasons `evalh run --json` would give), not 0."""
+    doc = json.loads((DATA / "promptfoo-v2.json").read_text())
+    for row in doc["results"]["results"]:
+        row.update(success=False, error="provider down", response={"error": "provider down"}, failureReason=2)
+        row.pop("gradingResult", None)
+    down = tmp_path / "down.json"
+    down.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(down), "--json")
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.stdout)
+    assert out["exit_code"] == 1 and any("capitals" in r for r in out["reasons"]), out
+    assert (tmp_path / out["path"]).is_file()  # kept: the record of what the tool did
+    plain = invoke(tmp_path, "import", str(down))
+    assert plain.exit_code == 1 and "measured nothing" in plain.stderr, plain.output
+    fine = invoke(tmp_path, "import", str(DATA / "promptfoo-v1.json"), "--json")
+    assert fine.exit_code == 0 and json.loads(fine.stdout)["exit_code"] == 1  # v1 has a failed and an errored case
