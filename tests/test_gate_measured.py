@@ -267,3 +267,16 @@ def test_an_advisory_suite_skipped_for_its_key_fails_the_gate(tmp_path: Path,
     assert result.exit_code == 1, result.output
     assert doc["suites"]["live"]["advisory"] is not None
     assert doc["gate_reasons"][0].startswith("suite live cannot pass: suite live is in the base")
+
+
+@pytest.mark.parametrize("flag", [("--min-coverage", "1"), ("--allow-removed-suite", "det")])
+def test_a_gate_flag_without_compare_baseline_is_a_usage_error(tmp_path: Path, flag: tuple[str, str]) -> None:
+    """`evalh run --min-coverage 1` (or --allow-removed-suite) without --compare-baseline
+    compared nothing and exited 0: the user believes a coverage gate is in force. Like
+    --until-decided and --fail-on-inconclusive, it is one line, exit 2, nothing run."""
+    cfg = write(tmp_path, DET, n=4)
+    result = cli(cfg, "run", "-q", *flag)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and flag[0] in lines[0] and "--compare-baseline" in lines[0], lines
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").glob("*.json"))
