@@ -352,3 +352,24 @@ def test_the_comment_never_carries_a_credential_of_the_job(api: CommentsApi, tmp
         assert key not in result.output and TOKEN not in result.output
     posted = [r["body"]["body"] for r in api.requests if r["method"] in ("POST", "PATCH")]
     assert posted and all(key not in body and "[REDACTED]" in body for body in posted)
+
+
+@pytest.mark.parametrize("doc", [
+    {"suites": 5},
+    {"suites": {"a": 1}, "gate_reasons": 5},
+    {"suites": {"a": {"cases": {"regressed": [1]}}}},
+    {"suites": {"a": {"cases": 3, "metrics": [1]}}, "baseline_age": {"commits_behind": 3}},
+])
+def test_a_compare_json_of_the_wrong_shape_is_one_line_and_exit_2(tmp_path: Path, doc: dict[str, Any]) -> None:
+    """`ci comment` read a file that has `suites` but not compare's shape with a traceback
+    (exit 1); bad input is one line naming the file, exit 2, nothing posted."""
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    (tmp_path / "cmp.json").write_text(json.dumps(doc))
+    result = CliRunner().invoke(app, ["ci", "comment", "--compare-json", str(tmp_path / "cmp.json"), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cmp.json" in lines[0] and "evalh compare --format json" in lines[0], lines
+    assert result.stdout == ""
