@@ -288,3 +288,43 @@ def test_an_imported_run_that_measured_nothing_exits_1_and_says_so(tmp_path: Pat
     assert plain.exit_code == 1 and "measured nothing" in plain.stderr, plain.output
     fine = invoke(tmp_path, "import", str(DATA / "promptfoo-v1.json"), "--json")
     assert fine.exit_code == 0 and json.loads(fine.stdout)["exit_code"] == 1  # v1 has a failed and an errored case
+
+
+@pytest.mark.parametrize(("where", "value"), [
+    (("results", "results"), [1]),
+    (("results", "results", 0), "x"),
+    (("results", "results", 0, "gradingResult", "componentResults"), 5),
+    (("results", "results", 0, "testCase", "assert"), True),
+    (("results", "results", 1, "testIdx"), None),
+])
+def test_a_promptfoo_file_with_fields_of_the_wrong_type_is_one_line(tmp_path: Path, where: tuple[Any, ...],
+                                                                    value: Any) -> None:
+    """A result file of promptfoo's outline whose fields are not of promptfoo's types (a
+    hand edit, a truncated export) was a traceback and exit 1: it is bad input, one line
+    naming the file, exit 2, and nothing is written — not even the good file imported with it."""
+    doc = json.loads((DATA / "promptfoo-v2.json").read_text())
+    node = doc
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    bad = tmp_path / "edited.json"
+    bad.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(DATA / "promptfoo-v1.json"), str(bad))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0], lines
+    assert not (tmp_path / "eval_runs").exists() or not list((tmp_path / "eval_runs").iterdir())
+
+
+def test_an_impossible_token_count_is_not_a_count(tmp_path: Path) -> None:
+    """tokenUsage 1e308 crashed the writer with a traceback after the first file's run was
+    written and the second's journal begun; it is recorded as no count, and both import."""
+    doc = json.loads((DATA / "promptfoo-v2.json").read_text())
+    doc["results"]["results"][0]["response"]["tokenUsage"]["completion"] = 1e308
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(DATA / "promptfoo-v1.json"), str(big))
+    assert result.exit_code == 0, result.output
+    run = json.loads((tmp_path / "eval_runs" / f"{result.stdout.split()[1]}.json").read_bytes())
+    assert by_case(run)["capital.france"]["tokens_out"] is None
+
