@@ -328,3 +328,16 @@ def test_an_impossible_token_count_is_not_a_count(tmp_path: Path) -> None:
     run = json.loads((tmp_path / "eval_runs" / f"{result.stdout.split()[1]}.json").read_bytes())
     assert by_case(run)["capital.france"]["tokens_out"] is None
 
+
+@pytest.mark.parametrize("value", [-1, True, [1], {"a": 1}])
+def test_an_inspect_log_whose_start_is_not_a_time_still_imports(tmp_path: Path, value: Any) -> None:
+    """`stats.started_at` not a string crashed the import with a traceback after the file was
+    read (nothing told the user which file): a start that is not a time is no start, as
+    a sample's is, and the eval's `created` stands for it."""
+    doc = json.loads((DATA / "inspect-v2.json").read_text())
+    doc["stats"]["started_at"] = value
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(log))
+    assert result.exit_code == 0, result.output
+    assert statuses(json.loads((tmp_path / "eval_runs" / f"{result.stdout.strip()}.json").read_bytes())) == V2
