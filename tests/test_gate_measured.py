@@ -280,3 +280,20 @@ def test_a_gate_flag_without_compare_baseline_is_a_usage_error(tmp_path: Path, f
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and flag[0] in lines[0] and "--compare-baseline" in lines[0], lines
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").glob("*.json"))
+
+
+def test_a_change_cannot_lower_the_minimum_the_baseline_left_at_its_default(tmp_path: Path) -> None:
+    """The baseline leaves `min_coverage` unset (0.9); a pull request adds `splits = ["x"]`
+    and `min_coverage = 0.0` to the suite: 1 of 40 cases measured, and the gate passed at
+    "minimum 0 %". The larger of the two runs' values applies, and the baseline's value is
+    its default when unset: the change can raise its gate, never lower it (lowering it is
+    the baseline's config, or --min-coverage on the command line)."""
+    cfg = write(tmp_path, DET)
+    baseline(cfg)
+    cfg.write_text(DET.replace('regime = "deterministic"', 'regime = "deterministic"\nsplits = ["x"]\nmin_coverage = 0.0'))
+    assert cli(cfg, "run", "-q").exit_code == 0
+    result, doc = compare_json(cfg)
+    assert result.exit_code == 1, result.output
+    assert doc["suites"]["det"]["coverage"]["minimum"] == 0.9
+    result, _ = compare_json(cfg, "--min-coverage", "0")  # the operator's flag still wins
+    assert result.exit_code == 0, result.output
