@@ -297,3 +297,22 @@ def test_a_change_cannot_lower_the_minimum_the_baseline_left_at_its_default(tmp_
     assert doc["suites"]["det"]["coverage"]["minimum"] == 0.9
     result, _ = compare_json(cfg, "--min-coverage", "0")  # the operator's flag still wins
     assert result.exit_code == 0, result.output
+
+
+def test_a_change_cannot_make_its_own_regressed_suite_advisory(tmp_path: Path) -> None:
+    """A pull request that breaks a stochastic suite and adds `advisory = true` to it passed
+    the gate (`regressed`, `gate: pass`, exit 0): a suite advisory in any run's config was
+    advisory. The baseline's config decides, as it does for thresholds; the candidate's own
+    declaration is named, and the suite gates until the baseline says so."""
+    cfg = write(tmp_path, STOCH, n=30)
+    baseline(cfg)
+    cfg.write_text(STOCH.replace('regime = "stochastic"', 'regime = "stochastic"\nadvisory = true')
+                   .replace("tgt:answer", "tgt_wrong:wrong"))
+    (tmp_path / "tgt_wrong.py").write_text("def wrong(inp):\n    return {\"text\": \"nope\"}\n")
+    ran = cli(cfg, "run", "-q")
+    assert ran.exit_code == 0, ran.output  # advisory: the run itself never fails on it
+    result, doc = compare_json(cfg)
+    assert result.exit_code == 1, result.output
+    sto = doc["suites"]["sto"]
+    assert sto["verdict"] == "regressed" and sto["advisory"] is None
+    assert any("advisory in the candidate's config only" in r for r in sto["reasons"])
