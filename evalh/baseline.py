@@ -170,7 +170,8 @@ def check_poolable(runs: Sequence[Run]) -> None:
 def check_baseline_runs(store: RunStore, refs: Sequence[str]) -> tuple[list[str], list[str]]:
     """The ids of the runs `refs` name, refused (`EvalhError`, exit 2) unless they make one
     baseline (each named once, runs of one configuration), and what to warn about: a run
-    outside the runs directory, an unfinished run, a suite missing from some of the runs."""
+    outside the runs directory, an unfinished run, a shard of a run, a suite missing from some
+    of the runs."""
     from evalh.core.compare.pool import suite_coverage
 
     loaded = [store.load(ref) for ref in refs]
@@ -186,6 +187,9 @@ def check_baseline_runs(store: RunStore, refs: Sequence[str]) -> tuple[list[str]
                             f"{run.run_id} there")
         if run.status != "complete":
             warnings.append(f"run {run.run_id} is {run.status}: comparisons against it say so")
+        if run.shard:
+            warnings.append(f"run {run.run_id} is shard {run.shard} of a run: a candidate is held only to its "
+                            "cases; set the merged run (`evalh merge` of every shard) as the baseline")
     if len(loaded) > 1:
         for name, having in suite_coverage(loaded).items():
             if len(having) < len(loaded):

@@ -152,7 +152,8 @@ class SuiteConfig(_Strict):
     """`evalh compare --fail-on-regression` (and `run --compare-baseline`) fails the suite
     when the candidate measured less than this share of the base's (case, arm, attempt)
     results that have a trustworthy result (passed or failed), on the same case content;
-    0.9 when unset, `--min-coverage` overrides. The larger of the two runs' values applies
+    0.9 when unset, `--min-coverage` overrides. The larger of the two runs' values applies,
+    the base's being 0.9 when it sets none: a change cannot lower its own gate
     (docs/ci.md#what-a-green-gate-guarantees)."""
     tier: int = 0
     """Suites run cheapest first: lower tiers first; within a tier, by the estimated cost of

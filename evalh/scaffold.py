@@ -312,14 +312,19 @@ jobs:
           set +e
           evalh run --label "ci ${{GITHUB_SHA::10}}" --quiet --junit-xml reports/evalh-run.xml
           code=$?
+          mkdir -p reports && echo "$code" > reports/evalh-run.code
           if [ "$code" -gt 1 ]; then exit "$code"; fi
           exit 0
 
       - name: Compare with the baseline
         # BASELINE vs the newest run (the one just made). Markdown goes to the job summary,
-        # JUnit XML to the test reporter, and a regression fails the job.
+        # JUnit XML to the test reporter, and a regression fails the job. Without a BASELINE
+        # the job ends with the run's own code (a skipped suite or a failed case is not green).
         run: |
-          if [ ! -f BASELINE ]; then echo "no BASELINE committed yet: nothing to compare"; exit 0; fi
+          if [ ! -f BASELINE ]; then
+            echo "no BASELINE committed yet: nothing to compare; the job ends with the run's code"
+            exit "$(cat reports/evalh-run.code 2>/dev/null || echo 2)"
+          fi
           evalh compare --fail-on-regression --format markdown \\
             --junit-xml reports/evalh-compare.xml >> "$GITHUB_STEP_SUMMARY"
 

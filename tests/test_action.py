@@ -323,3 +323,53 @@ def test_run_compare_baseline_says_how_old_the_baseline_is(project: Path, monkey
     assert age["commits_behind"] == 3 and age["against"] == "the candidate's merge base with origin/main"
     result = CliRunner().invoke(app, ["compare", "--baseline-max-age", "0"])
     assert "warning: the baseline is 0 days old, older than 0 days" in " ".join(result.stdout.split())
+
+
+def test_the_comment_never_carries_a_credential_of_the_job(api: CommentsApi, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pull-request comment is public: a credential of the job's environment that reached
+    the comparison's files (an older evalh, another tool's markdown, a case id) is scrubbed
+    from what `ci comment` posts and from what it prints, as from every file evalh writes."""
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    key = "sk-proj-jobsecret0123456789"
+    cmp = {"verdict": "regressed", "fails_gate": True, "gate_reasons": [f"suite s: {key}"], "suites": {"s": {
+        "regime": "deterministic", "verdict": "regressed",
+        "cases": {"regressed": [{"case_id": f"echo-{key}", "arm": "default", "base": "passed", "candidate": "failed"}]}}}}
+    (tmp_path / "cmp.json").write_text(json.dumps(cmp))
+    (tmp_path / "cmp.md").write_text(f"the product said {key}\n")
+    (tmp_path / "event.json").write_text(json.dumps({"number": 7}))
+    for k, v in {"GITHUB_REPOSITORY": "acme/widgets", "GITHUB_EVENT_NAME": "pull_request",
+                 "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_API_URL": api.url,
+                 "GITHUB_TOKEN": TOKEN, "OPENAI_API_KEY": key}.items():
+        monkeypatch.setenv(k, v)
+    args = ["ci", "comment", "--compare-json", str(tmp_path / "cmp.json"), "--markdown", str(tmp_path / "cmp.md")]
+    for extra in (["--dry-run"], ["--dry-run", "--json"], ["--json"]):
+        result = CliRunner().invoke(app, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        assert key not in result.output and TOKEN not in result.output
+    posted = [r["body"]["body"] for r in api.requests if r["method"] in ("POST", "PATCH")]
+    assert posted and all(key not in body and "[REDACTED]" in body for body in posted)
+
+
+@pytest.mark.parametrize("doc", [
+    {"suites": 5},
+    {"suites": {"a": 1}, "gate_reasons": 5},
+    {"suites": {"a": {"cases": {"regressed": [1]}}}},
+    {"suites": {"a": {"cases": 3, "metrics": [1]}}, "baseline_age": {"commits_behind": 3}},
+])
+def test_a_compare_json_of_the_wrong_shape_is_one_line_and_exit_2(tmp_path: Path, doc: dict[str, Any]) -> None:
+    """`ci comment` read a file that has `suites` but not compare's shape with a traceback
+    (exit 1); bad input is one line naming the file, exit 2, nothing posted."""
+    from typer.testing import CliRunner
+
+    from evalh.cli.main import app
+
+    (tmp_path / "cmp.json").write_text(json.dumps(doc))
+    result = CliRunner().invoke(app, ["ci", "comment", "--compare-json", str(tmp_path / "cmp.json"), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cmp.json" in lines[0] and "evalh compare --format json" in lines[0], lines
+    assert result.stdout == ""

@@ -170,6 +170,36 @@ def test_a_target_calling_sys_exit_is_errored_not_a_green_gate(project: Path) ->
     assert len(cases) == 3 and {c["status"] for c in cases} == {"errored"}
 
 
+@pytest.mark.parametrize("body", ["import sys\n    sys.exit(0)", "raise Stop('product bug')"])
+@pytest.mark.parametrize("where", ["target", "scorer"])
+def test_sys_exit_or_a_base_exception_in_a_target_or_scorer_is_errored_not_green(
+    project: Path, monkeypatch: pytest.MonkeyPatch, where: str, body: str
+) -> None:
+    """A custom scorer calling sys.exit(0) ended `evalh run` with exit 0, nothing printed,
+    nothing measured; a target or scorer raising a BaseException of its own (pytest.fail,
+    a library's cancellation) ended it with a traceback. Each is the case's error: the
+    run is written complete with every case errored, and it exits 1, one line, no traceback."""
+    (project / "evalh_exit_code.py").write_text(
+        "class Stop(BaseException):\n    pass\n\n\n"
+        f"def target(inp):\n    {body}\n\n\n"
+        f"def scorer(output, expected):\n    {body}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(project))
+    cfg = project / "evalh.toml"
+    if where == "target":
+        set_target(project, "answer")
+        cfg.write_text(cfg.read_text().replace("evalh_fixture_target:answer", "evalh_exit_code:target"))
+    else:
+        cfg.write_text(cfg.read_text().replace('{ type = "exact", field = "verdict" }',
+                                               '{ type = "custom", function = "evalh_exit_code:scorer" }'))
+    result, docs = run_project(project)
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    doc = load(docs[0])
+    assert doc["status"] == "complete"
+    assert {c["status"] for c in doc["suites"]["smoke"]["cases"]} == {"errored"}
+
+
 def test_a_crashing_deterministic_scorer_is_errored_not_a_judge_error(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

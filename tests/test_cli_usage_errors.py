@@ -58,3 +58,19 @@ def test_the_installed_program_names_itself_evalh_and_keeps_help_without_argumen
     for argv in ([], ["label"]):
         result = CliRunner().invoke(app, argv)
         assert "Usage:" in result.output, argv
+
+
+@pytest.mark.parametrize(("script", "says"), [
+    ('{"rules": [{"reply": "x"}]}', "rules.0.reply: Extra inputs are not permitted"),
+    ('{"rules": 5}', "rules:"),
+])
+def test_a_bad_mock_script_is_one_line_naming_the_field(tmp_path: Path, script: str, says: str) -> None:
+    """`evalh mock-provider --script` (and a `mock:` base_url) with a script of the wrong
+    shape printed pydantic's four-line report; bad input is one line naming the file and
+    the field, exit 2."""
+    bad = tmp_path / "bad.script.json"
+    bad.write_text(script)
+    result = CliRunner().invoke(app, ["mock-provider", "--port", "0", "--script", str(bad)])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and says in lines[0], lines

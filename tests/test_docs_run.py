@@ -181,6 +181,30 @@ def test_ci_recipe_step_by_step(repo_project: Path) -> None:
     assert "<failure" in failures and "exact:" in failures
 
 
+def test_ci_recipe_without_a_baseline_fails_with_the_runs_code(tmp_path: Path) -> None:
+    """Before a BASELINE is committed, the recipe's job ended green whatever the run did:
+    the run step lets exit 1 through for the comparison to judge, and the compare step, with
+    nothing to compare, exited 0 — a suite skipped for its missing key, or every case
+    errored, was a green job (the failure issue 27 is about). With no baseline the job ends
+    with the run's own code, as the evalh action does."""
+    root = tmp_path
+    (root / "cases.jsonl").write_text("".join(f'{{"id": "c{i}", "input": "q{i}", "expected": "ok"}}\n' for i in range(3)))
+    (root / "evalh.toml").write_text(
+        '[suites.live]\ndataset = "cases.jsonl"\nregime = "stochastic"\nscorers = [{ type = "exact" }]\n'
+        'target = { kind = "openai", model = "m-1", api_key_env = "LIVE_KEY_NOT_SET", prompt = "{{ input }}" }\n'
+        '\n[suites.local]\ndataset = "cases.jsonl"\nregime = "deterministic"\nscorers = [{ type = "exact" }]\n'
+        'target = "answers:ok"\n')
+    (root / "answers.py").write_text("def ok(inp):\n    return 'ok'\n")
+    env = env_for(root, GITHUB_SHA="0123456789abcdef", GITHUB_RUN_ID="1", GITHUB_STEP_SUMMARY=str(root / "summary.md"))
+    env.pop("LIVE_KEY_NOT_SET", None)
+    codes = {}
+    for step in recipe_steps():
+        if "run" in step and step["name"] != "Install":
+            codes[str(step["name"])] = bash(str(step["run"]), root, env).returncode
+    assert codes["Run the suites"] == 0  # exit 1 is let through to the next step
+    assert codes["Compare with the baseline"] == 1, codes  # the run skipped `live` for its key
+
+
 def test_ci_budget_stopped_run_still_reaches_the_compare_step(tmp_path: Path) -> None:
     """"Stochastic suites in CI", run as written: a `live` suite (here a model on the mock
     provider, priced so that $2 buys one reply) stopped by its budget exits 1 and is

@@ -267,3 +267,52 @@ def test_an_advisory_suite_skipped_for_its_key_fails_the_gate(tmp_path: Path,
     assert result.exit_code == 1, result.output
     assert doc["suites"]["live"]["advisory"] is not None
     assert doc["gate_reasons"][0].startswith("suite live cannot pass: suite live is in the base")
+
+
+@pytest.mark.parametrize("flag", [("--min-coverage", "1"), ("--allow-removed-suite", "det")])
+def test_a_gate_flag_without_compare_baseline_is_a_usage_error(tmp_path: Path, flag: tuple[str, str]) -> None:
+    """`evalh run --min-coverage 1` (or --allow-removed-suite) without --compare-baseline
+    compared nothing and exited 0: the user believes a coverage gate is in force. Like
+    --until-decided and --fail-on-inconclusive, it is one line, exit 2, nothing run."""
+    cfg = write(tmp_path, DET, n=4)
+    result = cli(cfg, "run", "-q", *flag)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and flag[0] in lines[0] and "--compare-baseline" in lines[0], lines
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").glob("*.json"))
+
+
+def test_a_change_cannot_lower_the_minimum_the_baseline_left_at_its_default(tmp_path: Path) -> None:
+    """The baseline leaves `min_coverage` unset (0.9); a pull request adds `splits = ["x"]`
+    and `min_coverage = 0.0` to the suite: 1 of 40 cases measured, and the gate passed at
+    "minimum 0 %". The larger of the two runs' values applies, and the baseline's value is
+    its default when unset: the change can raise its gate, never lower it (lowering it is
+    the baseline's config, or --min-coverage on the command line)."""
+    cfg = write(tmp_path, DET)
+    baseline(cfg)
+    cfg.write_text(DET.replace('regime = "deterministic"', 'regime = "deterministic"\nsplits = ["x"]\nmin_coverage = 0.0'))
+    assert cli(cfg, "run", "-q").exit_code == 0
+    result, doc = compare_json(cfg)
+    assert result.exit_code == 1, result.output
+    assert doc["suites"]["det"]["coverage"]["minimum"] == 0.9
+    result, _ = compare_json(cfg, "--min-coverage", "0")  # the operator's flag still wins
+    assert result.exit_code == 0, result.output
+
+
+def test_a_change_cannot_make_its_own_regressed_suite_advisory(tmp_path: Path) -> None:
+    """A pull request that breaks a stochastic suite and adds `advisory = true` to it passed
+    the gate (`regressed`, `gate: pass`, exit 0): a suite advisory in any run's config was
+    advisory. The baseline's config decides, as it does for thresholds; the candidate's own
+    declaration is named, and the suite gates until the baseline says so."""
+    cfg = write(tmp_path, STOCH, n=30)
+    baseline(cfg)
+    cfg.write_text(STOCH.replace('regime = "stochastic"', 'regime = "stochastic"\nadvisory = true')
+                   .replace("tgt:answer", "tgt_wrong:wrong"))
+    (tmp_path / "tgt_wrong.py").write_text("def wrong(inp):\n    return {\"text\": \"nope\"}\n")
+    ran = cli(cfg, "run", "-q")
+    assert ran.exit_code == 0, ran.output  # advisory: the run itself never fails on it
+    result, doc = compare_json(cfg)
+    assert result.exit_code == 1, result.output
+    sto = doc["suites"]["sto"]
+    assert sto["verdict"] == "regressed" and sto["advisory"] is None
+    assert any("advisory in the candidate's config only" in r for r in sto["reasons"])

@@ -267,3 +267,77 @@ def test_a_suite_of_graded_scorers_only_is_stochastic_and_noted(tmp_path: Path) 
     assert suite["regime"] == "stochastic" and suite["aggregate"]["passed"] == 0
     assert suite["aggregate"]["mean_score"] is not None
     assert any("every scorer is graded" in n for n in doc["config"]["import"]["notes"])
+
+
+def test_an_imported_run_that_measured_nothing_exits_1_and_says_so(tmp_path: Path) -> None:
+    """A promptfoo file whose every result errored (the provider down) is imported and kept,
+    but, like any run that measured nothing, it is not exit 0; and `--json` carries the
+    run's own verdict (the exit code and reasons `evalh run --json` would give), not 0."""
+    doc = json.loads((DATA / "promptfoo-v2.json").read_text())
+    for row in doc["results"]["results"]:
+        row.update(success=False, error="provider down", response={"error": "provider down"}, failureReason=2)
+        row.pop("gradingResult", None)
+    down = tmp_path / "down.json"
+    down.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(down), "--json")
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.stdout)
+    assert out["exit_code"] == 1 and any("capitals" in r for r in out["reasons"]), out
+    assert (tmp_path / out["path"]).is_file()  # kept: the record of what the tool did
+    plain = invoke(tmp_path, "import", str(down))
+    assert plain.exit_code == 1 and "measured nothing" in plain.stderr, plain.output
+    fine = invoke(tmp_path, "import", str(DATA / "promptfoo-v1.json"), "--json")
+    assert fine.exit_code == 0 and json.loads(fine.stdout)["exit_code"] == 1  # v1 has a failed and an errored case
+
+
+@pytest.mark.parametrize(("where", "value"), [
+    (("results", "results"), [1]),
+    (("results", "results", 0), "x"),
+    (("results", "results", 0, "gradingResult", "componentResults"), 5),
+    (("results", "results", 0, "testCase", "assert"), True),
+    (("results", "results", 1, "testIdx"), None),
+])
+def test_a_promptfoo_file_with_fields_of_the_wrong_type_is_one_line(tmp_path: Path, where: tuple[Any, ...],
+                                                                    value: Any) -> None:
+    """A result file of promptfoo's outline whose fields are not of promptfoo's types (a
+    hand edit, a truncated export) was a traceback and exit 1: it is bad input, one line
+    naming the file, exit 2, and nothing is written — not even the good file imported with it."""
+    doc = json.loads((DATA / "promptfoo-v2.json").read_text())
+    node = doc
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    bad = tmp_path / "edited.json"
+    bad.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(DATA / "promptfoo-v1.json"), str(bad))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0], lines
+    assert not (tmp_path / "eval_runs").exists() or not list((tmp_path / "eval_runs").iterdir())
+
+
+def test_an_impossible_token_count_is_not_a_count(tmp_path: Path) -> None:
+    """tokenUsage 1e308 crashed the writer with a traceback after the first file's run was
+    written and the second's journal begun; it is recorded as no count, and both import."""
+    doc = json.loads((DATA / "promptfoo-v2.json").read_text())
+    doc["results"]["results"][0]["response"]["tokenUsage"]["completion"] = 1e308
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(DATA / "promptfoo-v1.json"), str(big))
+    assert result.exit_code == 0, result.output
+    run = json.loads((tmp_path / "eval_runs" / f"{result.stdout.split()[1]}.json").read_bytes())
+    assert by_case(run)["capital.france"]["tokens_out"] is None
+
+
+@pytest.mark.parametrize("value", [-1, True, [1], {"a": 1}])
+def test_an_inspect_log_whose_start_is_not_a_time_still_imports(tmp_path: Path, value: Any) -> None:
+    """`stats.started_at` not a string crashed the import with a traceback after the file was
+    read (nothing told the user which file): a start that is not a time is no start, as
+    a sample's is, and the eval's `created` stands for it."""
+    doc = json.loads((DATA / "inspect-v2.json").read_text())
+    doc["stats"]["started_at"] = value
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps(doc))
+    result = invoke(tmp_path, "import", str(log))
+    assert result.exit_code == 0, result.output
+    assert statuses(json.loads((tmp_path / "eval_runs" / f"{result.stdout.strip()}.json").read_bytes())) == V2

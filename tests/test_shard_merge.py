@@ -276,3 +276,14 @@ def test_a_partial_shard_makes_a_partial_merge_and_its_resume_keeps_the_shard(tm
         load(tmp_path / "full" / f"{run_id(full.stdout)}.json"))
     assert by_triple(load(tmp_path / json.loads(again.stdout)["path"])).keys() == by_triple(
         load(tmp_path / "full" / f"{run_id(full.stdout)}.json")).keys()
+
+
+def test_a_shard_set_as_the_baseline_is_warned_about(sharded: dict[str, Any]) -> None:
+    """A shard made the baseline holds a candidate only to its quarter of the cases (a
+    candidate that ran that quarter passes the gate at 100 % coverage): `baseline set` says
+    so and names the merge, as it does for an unfinished run."""
+    root = sharded["root"]
+    done = evalh(root, "baseline", "set", sharded["shards"][0], "--runs-dir", "shard1")
+    assert done.returncode == 0, done.stderr
+    assert "shard 1/4" in done.stderr and "evalh merge" in done.stderr, done.stderr
+    (root / "BASELINE").unlink()

@@ -41,7 +41,7 @@ def set_(
     scorers, dataset digest, regime, arms); seed, label, thresholds and start time may
     differ. `evalh compare` then pools them per case (their attempts together) and says how
     many it used; `evalh baseline noise` measures their noise floor. A run that is not
-    complete can be in the baseline, with a warning. Exit 0; 2 on a missing or unreadable
+    complete, or a shard of a run, can be in the baseline, with a warning. Exit 0; 2 on a missing or unreadable
     run, a run named twice, or runs of different configurations (BASELINE is left as it was).
 
     Examples:

@@ -67,7 +67,15 @@ def comment(
         artifacts_url = f"{server}/{os.environ['GITHUB_REPOSITORY']}/actions/runs/{os.environ['GITHUB_RUN_ID']}#artifacts"
     from evalh.jsonio import document_text
 
-    body = comment_body(comparison, markdown.read_text(encoding="utf-8") if markdown else None, artifacts_url)
+    try:
+        folded = markdown.read_text(encoding="utf-8") if markdown else None
+    except (OSError, ValueError) as exc:
+        raise EvalhError(f"{markdown}: cannot be read as text ({exc})") from None
+    try:
+        body = comment_body(comparison, folded, artifacts_url)
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:  # `suites` there, the rest not compare's
+        raise EvalhError(f"{compare_json}: not the JSON of `evalh compare --format json` "
+                         f"({type(exc).__name__}: {exc})") from None
     result: dict[str, object] = {"posted": None, "comment_id": None, "pull_request": None, "body": body}
     pr = None if dry_run else pull_request()
     if dry_run:

@@ -31,7 +31,9 @@ def import_(
     `report`, `ui`, `rejudge` and `label` work on the imported runs as on any.
 
     Prints each new run's id (with --json, what `evalh run --json` prints: one object a
-    file). Exit 0; 2 when a file cannot be read (one line naming it; nothing is written).
+    file, with the run's own exit code and reasons). Exit 0; 1 when an imported run
+    measured nothing (every result of a suite errored: it is kept, and named); 2 when a
+    file cannot be read (one line naming it; nothing is written).
 
     Examples:
 
@@ -51,14 +53,22 @@ def import_(
         raise ConfigError(f"--regime: {regime!r} is neither deterministic nor stochastic")
     chosen: Literal["deterministic", "stochastic"] | None = regime  # type: ignore[assignment]
     root, store = open_project(config, runs_dir)
+    from evalh.core.results.outcome import error_gates
+    from evalh.core.run.verdict import run_verdict
+
     imported = [read_file(p) for p in paths]  # every file read and planned before anything is written
+    nothing: list[str] = []
     for item, run in zip(imported, import_runs(imported, store, root, regime=chosen, label=label), strict=True):
         path = store.path_for(run.run_id)
+        nothing += [f"{item.source.name} (run {run.run_id}): {g.line()}: the import measured nothing"
+                    for g in error_gates(run) if g.measured_nothing]
         if json_out:
             from evalh.core.request.run_request import RunOutcome
             from evalh.jsonio import document_text
 
-            out().file.write(document_text(RunOutcome(run=run, path=path).to_dict()))
+            verdict = run_verdict(run)  # the run's own code and reasons, as `evalh run --json` gives them
+            out().file.write(document_text(RunOutcome(code=verdict.code, reasons=verdict.reasons,
+                                                      run=run, path=path).to_dict()))
             continue
         out().file.write(run.run_id + "\n")
         if not quiet:
@@ -68,3 +78,9 @@ def import_(
                         markup=False, highlight=False)
             for note in run.config.get("import", {}).get("notes", []):
                 err().print(f"  note: {note}", markup=False, highlight=False)
+    if nothing:
+        from evalh.console import error_line
+
+        for line in nothing:
+            error_line(line)
+        raise typer.Exit(code=1)

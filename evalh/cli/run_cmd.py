@@ -108,6 +108,14 @@ def run(
 
         raise EvalhError("--until-decided, --max-attempts and --fail-on-inconclusive need "
                          "--compare-baseline: they decide against the baseline")
+    gate_flags = [f for f, given in (("--min-coverage", min_coverage is not None),
+                                     ("--allow-removed-suite", bool(allow_removed_suite))) if given]
+    if gate_flags and not compare_baseline:
+        from evalh.errors import EvalhError
+
+        verb = "need" if len(gate_flags) > 1 else "needs"
+        raise EvalhError(f"{' and '.join(gate_flags)} {verb} --compare-baseline: a gate against the baseline, "
+                         "and without it nothing is compared")
     talk = not quiet and not json_out
 
     def say(note: str) -> None:

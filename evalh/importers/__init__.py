@@ -43,13 +43,19 @@ def read_file(path: Path) -> ImportedRun:
     if not path.is_file():
         raise ForeignFileError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
     doc = None if path.suffix == ".eval" else load_json(path)
-    if sniff(path, doc) == "inspect_ai":
-        from evalh.importers.inspect_log import read_inspect_log
+    tool = sniff(path, doc)
+    try:
+        if tool == "inspect_ai":
+            from evalh.importers.inspect_log import read_inspect_log
 
-        return read_inspect_log(path, doc)
-    from evalh.importers.promptfoo import read_promptfoo
+            return read_inspect_log(path, doc)
+        from evalh.importers.promptfoo import read_promptfoo
 
-    return read_promptfoo(path, doc)
+        return read_promptfoo(path, doc)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        # a file of the tool's outline whose fields are not of the tool's types
+        raise ForeignFileError(f"{path}: not a {tool} result evalh can read "
+                               f"({type(exc).__name__}: {exc})") from None
 
 
 __all__ = ["FORMATS", "ForeignFileError", "ImportedRun", "read_file", "sniff"]

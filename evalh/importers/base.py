@@ -84,9 +84,14 @@ def number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+MAX_COUNT = 10**12
+"""The largest token count one result is taken to have: beyond it (1e308 in a hand-edited
+file) it is not a count, and a run's sums of such would not fit a 64-bit JSON integer."""
+
+
 def count(value: Any) -> int | None:
     n = number(value)
-    return int(n) if n is not None and n >= 0 else None
+    return int(n) if n is not None and 0 <= n <= MAX_COUNT else None
 
 
 def graded_score(scorer: str, value: float, rationale: str | None, details: dict[str, Any]) -> Score:

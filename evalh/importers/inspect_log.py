@@ -186,8 +186,11 @@ def read_inspect_log(path: Path, doc: Any = None) -> ImportedRun:
         raise ForeignFileError(f"{path}: no `eval` header: not an inspect_ai log")
     ev: dict[str, Any] = log["eval"]
     version = (ev.get("packages") or {}).get("inspect_ai")
+    stats = log.get("stats")
+    started = [v for v in ((stats.get("started_at") if isinstance(stats, dict) else None), ev.get("created"))
+               if isinstance(v, str) and v]
     run = ImportedRun(source=path, format="inspect_ai", tool_version=version if isinstance(version, str) else None,
-                      suites={}, started_at=(log.get("stats") or {}).get("started_at") or ev.get("created"))
+                      suites={}, started_at=started[0] if started else None)
     status = log.get("status")
     if status != "success":
         run.note(f"the inspect_ai run's status is {status!r}: only the samples it logged are imported")

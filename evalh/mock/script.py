@@ -249,8 +249,15 @@ class Script(_Strict):
             return value
         if isinstance(value, str | Path):
             return cls.load(value)
+        from pydantic import ValidationError
+
         try:
             return cls.model_validate(value)
+        except ValidationError as exc:  # one line: the first problem's field and why
+            from evalh.errors import first_validation_error
+
+            where, why = first_validation_error(exc)
+            raise ConfigError(f"invalid mock {source}: {where}: {why}" if where else f"invalid mock {source}: {why}") from None
         except ValueError as exc:
             raise ConfigError(f"invalid mock {source}: {exc}") from exc
 

@@ -36,6 +36,14 @@ class CommentFailed(EvalhError):
 
 def comment_body(comparison: Mapping[str, Any], markdown: str | None = None,
                  artifacts_url: str | None = None) -> str:
+    """The comment's markdown. A comment is public: every credential evalh knows of (the job's
+    credential-named environment, what the config registered) is scrubbed from what goes
+    in, whoever wrote the files."""
+    from evalh.redact import scrub_text, scrub_value
+
+    comparison = scrub_value(dict(comparison))
+    markdown = scrub_text(markdown) if markdown else markdown
+    artifacts_url = scrub_text(artifacts_url) if artifacts_url else artifacts_url
     verdict = str(comparison.get("verdict") or "unknown")
     gate = "FAIL" if comparison.get("fails_gate") else "pass"
     lines = [MARKER, f"## evalh: **{md_escape(verdict.upper())}** (gate: {gate})", ""]

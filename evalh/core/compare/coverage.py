@@ -26,21 +26,24 @@ from evalh.models import Run
 
 
 def min_coverage_for(name: str, base: Run, cand: Run, policy: ComparePolicy) -> float:
-    """The flag's value, else the stricter (larger) `min_coverage` either run's snapshot
-    sets (a change cannot loosen its own gate), else the default."""
+    """The flag's value, else the stricter (larger) of the base's minimum — its snapshot's
+    `min_coverage`, else the default — and the candidate's `min_coverage` where it sets one:
+    a change cannot loosen its own gate, not even below a default the base left unset."""
     if policy.min_coverage is not None:
         return policy.min_coverage
-    values = []
-    for run in (base, cand):
+    from evalh.config import DEFAULT_MIN_COVERAGE
+
+    def snapshot_value(run: Run) -> float | None:
         snap = ((run.config.get("suites") or {}).get(name) or {})
         value = snap.get("min_coverage") if isinstance(snap, dict) else None
         if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
-            values.append(float(value))
-    if values:
-        return max(values)
-    from evalh.config import DEFAULT_MIN_COVERAGE
+            return float(value)
+        return None
 
-    return DEFAULT_MIN_COVERAGE
+    base_value = snapshot_value(base)
+    cand_value = snapshot_value(cand)
+    floor = DEFAULT_MIN_COVERAGE if base_value is None else base_value
+    return floor if cand_value is None else max(floor, cand_value)
 
 
 def _trusted(facts: SuiteFacts, pool: int) -> list[int]:

@@ -145,7 +145,8 @@ def _compare_runs(
     add_corrected_rows(suites, corrected, policy)
     from evalh.core.results.outcome import ADVISORY, advisory_suites
 
-    for name in advisory_suites(base, candidate) & set(suites):  # reported, never gates
+    # the base's config decides (as its thresholds do): a change cannot make its own gate advisory
+    for name in advisory_suites(base) & set(suites):  # reported, never gates
         suites[name].advisory = dict(ADVISORY)
         suites[name].reasons.append("advisory suite (judgeUse: advisory-only, releaseDecision: "
                                     "not-assessed): reported, never gates")
@@ -154,6 +155,9 @@ def _compare_runs(
             line = unmeasured_gate(s.suite, base, candidate, {m.name for m in s.metrics})
             if line:
                 warnings.append(line)
+    for name in (advisory_suites(candidate) - advisory_suites(base)) & set(suites):
+        suites[name].reasons.append("advisory in the candidate's config only: it gates until the "
+                                    "baseline's config says so (a change cannot make its own gate advisory)")
     family: list[MetricRow] = []
     weights: list[float] = []
     suite_weights: dict[str, float] = {}

@@ -169,7 +169,11 @@ class Runner:
         for scorer in suite.scorers:
             try:
                 scores.append(await scorer.score(item.case, out.output, sctx))
-            except Exception as exc:
+            except BaseException as exc:  # sys.exit() in a custom scorer too (sources.CONTROL_FLOW)
+                from evalh.core.run.sources import CONTROL_FLOW
+
+                if isinstance(exc, CONTROL_FLOW):
+                    raise
                 err = error_info(exc)
                 scores.append(
                     Score(scorer=scorer.config.display_name, error=f"{err.type}: {err.message}")

@@ -28,6 +28,13 @@ from evalh.store import now_iso
 from evalh.targets.base import CallContext, Produced, Target, TargetOutput
 
 ResultKey = tuple[str, str, int]
+
+CONTROL_FLOW: tuple[type[BaseException], ...] = (KeyboardInterrupt, asyncio.CancelledError, GeneratorExit)
+"""What code evalh runs may raise that is not that code's failure: an interrupt, a
+cancellation, a coroutine being closed. Anything else it raises — an `Exception`,
+`sys.exit()` (SystemExit), a `BaseException` of its own (pytest's `fail`, a library's
+cancellation type) — is the case's error, never the run's end: a target or scorer calling
+`sys.exit(0)` must not end the run as a green gate."""
 """The key of one result of a suite: (case id, arm, attempt)."""
 
 
@@ -61,8 +68,9 @@ class LiveSource:
             except TimeoutError:
                 err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {self.timeout_s:g}s")
                 return Produced(None, err, (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
-            except (Exception, SystemExit) as exc:  # the product failed: an errored case, not a crash
-                # SystemExit too: a target calling sys.exit(0) must not end the run as a green gate
+            except BaseException as exc:  # the product failed: an errored case, not a crash
+                if isinstance(exc, CONTROL_FLOW):
+                    raise
                 return Produced(None, error_info(exc), (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
         return Produced(out, None, (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
 
