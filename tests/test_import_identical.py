@@ -33,10 +33,18 @@ the differences the tool recorded, and that the native pair has none, then compa
 rest byte for byte (docs/adopting.md). inspect_ai's two logs record the same config: nothing
 is taken out for them.
 
-Nothing else is masked. The fixtures are deterministic suites of one attempt each (one
-epoch, no repeats), whose comparison has no latency row: the latency of a native run is
-measured by evalh's own clock, never the tool's, so a stochastic comparison's p50 latency
-row could not be replayed (docs/adopting.md).
+Each pair is compared as imported (deterministic: one epoch, no repeats) and again as a
+stochastic suite (`import --regime stochastic`, `regime = "stochastic"`), whose comparison
+has metric rows. One of them is measured, not replayed: the latency row. A native run's
+latency is taken by evalh's clock around the call (a target cannot report it), an imported
+one's is the tool's, so the `latency_ms` row's figures (base, candidate, change, the
+allowance the 50 ms floor makes of the base, its note and direction) cannot be the same.
+The row is taken out of both texts (the JSON object, the markdown table's row) after
+checking it is there on both sides, reported only (not gating) and over the same cases;
+the rest, the gating rows and the verdict included, is compared byte for byte.
+
+Nothing else is masked. The data replayed is that of attempt 0 of each case: a python
+target is not told the attempt, and the committed pairs have one attempt a case.
 """
 
 from __future__ import annotations
@@ -100,13 +108,13 @@ def invoke(root: Path, *args: str, env: dict[str, str] | None = None) -> Result:
                 os.environ[k] = v
 
 
-def import_file(root: Path, name: str) -> str:
-    result = invoke(root, "import", str(DATA / name))
+def import_file(root: Path, name: str, *extra: str) -> str:
+    result = invoke(root, "import", str(DATA / name), *extra)
     assert result.exit_code == 0, result.output
     return result.stdout.strip()
 
 
-def native_project(root: Path, files: tuple[str, str]) -> tuple[list[Path], list[str]]:
+def native_project(root: Path, files: tuple[str, str], regime: str) -> tuple[list[Path], list[str]]:
     """The evalh project that runs the same data: its dataset, replay target and scorers;
     one replay file per tool file. Returns the replay files and the labels."""
     runs = [read_file(DATA / name) for name in files]
@@ -121,7 +129,8 @@ def native_project(root: Path, files: tuple[str, str]) -> tuple[list[Path], list
         (root / "replay.py").write_text((root / "replay.py").read_text() + f"\n\n{name} = scorer({name!r})\n")
     scorers = ",\n".join(f'{{ type = "custom", name = "{n}", function = "replay:{n}" }}' for n in suite.scorers)
     (root / "evalh.toml").write_text(
-        f'[suites.capitals]\ndataset = "cases.jsonl"\ntarget = "replay:target"\nscorers = [\n{scorers}\n]\n')
+        f'[suites.capitals]\ndataset = "cases.jsonl"\ntarget = "replay:target"\n'
+        f'regime = "{regime}"\nscorers = [\n{scorers}\n]\n')
     replays = []
     for n, run in enumerate(runs):
         results = run.suites["capitals"].results
@@ -153,6 +162,23 @@ JSON_DIFFERENCES = re.compile(r'\n  "config_differences": \[\n.*?\n  \],', re.DO
 MD_DIFFERENCES = re.compile(r"\n> \*\*The runs' configuration differs:\*\*\n(> - .*\n)+")
 
 
+LATENCY_JSON = re.compile(r'\{\n +"arm": "[^"]*",\n +"name": "latency_ms",\n.*?\n +\}', re.DOTALL)
+LATENCY_MD = re.compile(r"^\| latency \|.*$", re.MULTILINE)
+
+
+def without_latency(text: str, fmt: str) -> str:
+    """`text` without its latency row, once checked (the module docstring)."""
+    if fmt == "json":
+        (row,) = [m for m in json.loads(text)["suites"]["capitals"]["metrics"] if m["name"] == "latency_ms"]
+        assert row["gating"] is False and row["n"] == 6
+        text, n = LATENCY_JSON.subn("{}", text)
+        assert {} in json.loads(text)["suites"]["capitals"]["metrics"]  # the row, and only it
+    else:
+        text, n = LATENCY_MD.subn("| latency | measured |", text)
+    assert n == 1
+    return text
+
+
 def without_tool_differences(text: str, fmt: str, tool: str) -> str:
     """`text` without the configuration differences the tool recorded, once checked to be
     exactly those (the module docstring)."""
@@ -171,10 +197,13 @@ def without_tool_differences(text: str, fmt: str, tool: str) -> str:
     return text[:block.start()] + text[block.end():]
 
 
+@pytest.mark.parametrize("regime", ["deterministic", "stochastic"])
 @pytest.mark.parametrize("tool", list(FILES))
-def test_comparing_imported_runs_is_comparing_the_same_data_run_by_evalh(tmp_path: Path, tool: str) -> None:
-    imported = [import_file(tmp_path, name) for name in FILES[tool]]
-    replays, labels = native_project(tmp_path, FILES[tool])
+def test_comparing_imported_runs_is_comparing_the_same_data_run_by_evalh(tmp_path: Path, tool: str,
+                                                                        regime: str) -> None:
+    stochastic = regime == "stochastic"
+    imported = [import_file(tmp_path, name, *(["--regime", regime] if stochastic else [])) for name in FILES[tool]]
+    replays, labels = native_project(tmp_path, FILES[tool], regime)
     native = []
     for replay, label in zip(replays, labels, strict=True):
         result = invoke(tmp_path, "run", "--json", "--label", label, env={"REPLAY_FILE": str(replay)})
@@ -184,8 +213,10 @@ def test_comparing_imported_runs_is_comparing_the_same_data_run_by_evalh(tmp_pat
         got = [invoke(tmp_path, "compare", *pair, "--format", fmt) for pair in (imported, native)]
         assert [r.exit_code for r in got] == [0, 0], [r.output for r in got]
         texts = [masked(r.stdout, ids) for r, ids in zip(got, (imported, native), strict=True)]
-        assert "regressed" in texts[0] and "capital.australia" in texts[0]
+        assert ("inconclusive" if stochastic else "regressed") in texts[0].lower() and "capital.australia" in texts[0]
         texts[0] = without_tool_differences(texts[0], fmt, tool)
+        if stochastic:
+            texts = [without_latency(t, fmt) for t in texts]
         if fmt == "json":
             assert json.loads(texts[1])["config_differences"] == []  # the native pair: one config
         assert texts[0] == texts[1], fmt
