@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from evalh.cli.errors import translate_errors
 from evalh.cli.options import ConfigOpt, JsonOpt, QuietOpt, RunsDirOpt
+
+if TYPE_CHECKING:
+    from evalh.config import Thresholds
+
+
+def _project_thresholds(config: Path | None) -> dict[str, Thresholds]:
+    """The allowances of the project's suites (none outside a project): an imported suite
+    records those of the suite of its name, as a run of that suite would."""
+    from evalh.config import load_config
+    from evalh.errors import ConfigError
+    from evalh.scaffold import find_config
+
+    try:
+        path = config or find_config()
+    except ConfigError:
+        return {}
+    return {name: suite.thresholds for name, suite in load_config(path, check_datasets=False).suites.items()}
 
 
 @translate_errors
@@ -58,7 +75,8 @@ def import_(
 
     imported = [read_file(p) for p in paths]  # every file read and planned before anything is written
     nothing: list[str] = []
-    for item, run in zip(imported, import_runs(imported, store, root, regime=chosen, label=label), strict=True):
+    runs = import_runs(imported, store, root, regime=chosen, label=label, thresholds=_project_thresholds(config))
+    for item, run in zip(imported, runs, strict=True):
         path = store.path_for(run.run_id)
         nothing += [f"{item.source.name} (run {run.run_id}): {g.line()}: the import measured nothing"
                     for g in error_gates(run) if g.measured_nothing]

@@ -11,7 +11,10 @@ alone; a suite whose every scorer is graded is stochastic (its mean score compar
 noted so. The target is never called.
 
 The run's config snapshot holds, per suite, the regime, what answered (the tool's model
-and settings), the scorers and the tool's own task config; and an `import` record: the
+and settings), the scorers, the tool's own task config and the allowances a comparison
+applies (`thresholds`: those of the project's suite of the same name, else the defaults,
+as a native run records them; so a comparison of two imported runs reads as that of the
+same data run by evalh, tests/test_import_identical.py); and an `import` record: the
 tool, its version, the file, and the notes naming what could not be mapped. The git
 state is the one the tool recorded (none when it recorded none: never the git state of
 the directory the import ran in). A result the file lacks for a (case, arm, attempt)
@@ -20,10 +23,12 @@ the others have is `errored` ("not in the imported file") and noted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from evalh.config import Thresholds
 from evalh.core.rejudge.parts import StoredScorer
 from evalh.core.run.plan import ArmPlan, RunPlan, SuitePlan
 from evalh.core.run.sources import ResultKey, StoredSource
@@ -63,7 +68,8 @@ def _case(r: CaseResult, run: ImportedRun) -> Case:
     return Case(id=r.case_id, input=r.input, expected=r.expected, metadata=metadata)
 
 
-def _suite_plan(suite: ImportedSuite, run: ImportedRun, regime: Regime | None) -> tuple[SuitePlan, dict[str, Any]]:
+def _suite_plan(suite: ImportedSuite, run: ImportedRun, regime: Regime | None,
+                thresholds: Mapping[str, Thresholds]) -> tuple[SuitePlan, dict[str, Any]]:
     if not suite.results:
         raise ForeignFileError(f"{run.source}: suite {suite.name!r} has no results: nothing to import")
     cases = list({r.case_id: _case(r, run) for r in suite.results}.values())
@@ -100,6 +106,7 @@ def _suite_plan(suite: ImportedSuite, run: ImportedRun, regime: Regime | None) -
         "regime": chosen, "target": dict(suite.target), "repeats": repeats,
         "scorers": [{"name": n, "type": "stored", "kind": k} for n, k in suite.scorers.items()],
         "imported_config": suite.config,
+        "thresholds": thresholds.get(suite.name, Thresholds()).model_dump(),
     }
     if len(arms) > 1:
         snap["arms"] = [{"name": a} for a in arms]
@@ -107,11 +114,12 @@ def _suite_plan(suite: ImportedSuite, run: ImportedRun, regime: Regime | None) -
 
 
 def plan_import(imported: ImportedRun, root: Path, *, regime: Regime | None = None,
-                label: str | None = None) -> RunPlan:
-    """The plan that turns `imported` into a run (nothing is written)."""
+                label: str | None = None, thresholds: Mapping[str, Thresholds] | None = None) -> RunPlan:
+    """The plan that turns `imported` into a run (nothing is written). `thresholds`: the
+    project's allowances by suite name (a suite not named there gets the defaults)."""
     suites, snaps = [], {}
     for suite in imported.suites.values():
-        plan, snap = _suite_plan(suite, imported, regime)
+        plan, snap = _suite_plan(suite, imported, regime, thresholds or {})
         suites.append(plan)
         snaps[suite.name] = snap
     # after planning: the notes it made (missing results, metadata) belong in the record too
@@ -127,11 +135,11 @@ def plan_import(imported: ImportedRun, root: Path, *, regime: Regime | None = No
 
 
 def import_runs(imported: list[ImportedRun], store: RunStore, root: Path, *, regime: Regime | None = None,
-                label: str | None = None) -> list[Run]:
+                label: str | None = None, thresholds: Mapping[str, Thresholds] | None = None) -> list[Run]:
     """Write a run document for each of `imported` and return them (without their
     results). Every one is planned before the first is written: a file that cannot be
     imported stops them all, with nothing written."""
     from evalh.core.run.entry import run_plan
 
-    plans = [plan_import(item, root, regime=regime, label=label) for item in imported]
+    plans = [plan_import(item, root, regime=regime, label=label, thresholds=thresholds) for item in imported]
     return [run_plan(plan, store, None, results=False) for plan in plans]
