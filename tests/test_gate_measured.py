@@ -316,3 +316,73 @@ def test_a_change_cannot_make_its_own_regressed_suite_advisory(tmp_path: Path) -
     sto = doc["suites"]["sto"]
     assert sto["verdict"] == "regressed" and sto["advisory"] is None
     assert any("advisory in the candidate's config only" in r for r in sto["reasons"])
+
+
+TWO_SCORERS = '''\
+[suites.S]
+dataset = "d.jsonl"
+target = "tgt2:answer"
+regime = "REGIME"
+scorers = [{ type = "exact", field = "text", expected_field = "text" },
+           { type = "exact", name = "strict", field = "strict", expected_field = "text"ADVISORY }]
+'''
+TGT2 = '''\
+def answer(inp):
+    return {"text": inp["q"].upper(), "strict": inp["q"].upper()}
+
+def sloppy(inp):
+    return {"text": inp["q"].upper(), "strict": "nope"}
+'''
+OWN_SCORER = ("scorer strict is advisory in the candidate's config only: a change cannot make its own "
+              "scorer advisory; set it in the baseline's config (re-baseline) to stop it gating")
+
+
+def two_scorers(regime: str, *, advisory: bool = False, target: str = "answer") -> str:
+    return (TWO_SCORERS.replace("REGIME", regime).replace("tgt2:answer", f"tgt2:{target}")
+            .replace("ADVISORY", ", advisory = true" if advisory else ""))
+
+
+@pytest.mark.parametrize("regime", ["deterministic", "stochastic"])
+def test_a_change_cannot_make_its_own_failing_scorer_advisory(tmp_path: Path, regime: str) -> None:
+    """A pull request that breaks what one scorer checks and adds `advisory = true` to that
+    scorer (the suite keeps its other scorer) passed the gate: the candidate's cases were
+    scored without it, so every case passed and nothing regressed. The baseline gated on
+    that scorer; the suite cannot pass until the baseline's config makes it advisory."""
+    cfg = write(tmp_path, two_scorers(regime), n=30)
+    (tmp_path / "tgt2.py").write_text(TGT2, encoding="utf-8")
+    baseline(cfg)
+    cfg.write_text(two_scorers(regime, advisory=True, target="sloppy"))
+    ran = cli(cfg, "run", "--compare-baseline", "--json")
+    assert ran.exit_code == 1, ran.output
+    comparison = json.loads(ran.stdout)["comparison"]
+    assert comparison["gate_reasons"] == [f"suite S cannot pass: {OWN_SCORER}"]
+    result, doc = compare_json(cfg)
+    assert result.exit_code == 1, result.output
+    assert doc["suites"]["S"]["blocking"] == [OWN_SCORER] and OWN_SCORER in doc["suites"]["S"]["reasons"]
+    table = cli(cfg, "compare", "--fail-on-regression")
+    assert table.exit_code == 1 and "scorer strict is advisory in the candidate's config only" in table.stdout
+    markdown = cli(cfg, "compare", "--fail-on-regression", "--format", "markdown")
+    assert markdown.exit_code == 1 and "scorer strict is advisory in the candidate" in markdown.stdout
+    junit = cli(cfg, "compare", "--fail-on-regression", "--junit-xml", str(tmp_path / "junit.xml"))
+    xml = (tmp_path / "junit.xml").read_text(encoding="utf-8")
+    assert junit.exit_code == 1 and 'type="cannot-pass"' in xml
+    assert "scorer strict is advisory in the candidate" in xml
+
+    # declared in the baseline's config (re-baselined), it no longer gates
+    baseline(cfg)
+    assert cli(cfg, "run", "--compare-baseline", "-q").exit_code == 0
+
+
+def test_an_advisory_scorer_the_baseline_never_gated_on_passes(tmp_path: Path) -> None:
+    """The reverse and a new scorer are fine: a scorer advisory in the base and gating in the
+    candidate, or one the base did not have, weakens nothing the baseline gated on."""
+    cfg = write(tmp_path, two_scorers("deterministic", advisory=True), n=10)
+    (tmp_path / "tgt2.py").write_text(TGT2, encoding="utf-8")
+    baseline(cfg)
+    cfg.write_text(two_scorers("deterministic"))
+    assert cli(cfg, "run", "--compare-baseline", "-q").exit_code == 0
+    cfg.write_text(DET.replace("[suites.det]", "[suites.S]"))  # the base has only `exact`
+    baseline(cfg)
+    cfg.write_text(two_scorers("deterministic", advisory=True, target="sloppy"))
+    result = cli(cfg, "run", "--compare-baseline", "--json")
+    assert result.exit_code == 0, result.output

@@ -26,6 +26,9 @@ candidate that produced nothing comparable blocks the gate.
 A green gate means the work was measured (`compare.coverage`): every compared suite has
 its coverage of the base's results, and blocks below its minimum; a suite the base ran and
 the candidate did not blocks unless it was left out on purpose and the policy names it.
+What is advisory is read from the base's config: a suite the candidate alone makes
+advisory still gates, and a scorer the base gates on that the candidate alone makes
+advisory (its statuses were decided without it) blocks its suite.
 """
 
 from __future__ import annotations
@@ -143,7 +146,7 @@ def _compare_runs(
             source, fb, fc,
         )
     add_corrected_rows(suites, corrected, policy)
-    from evalh.core.results.outcome import ADVISORY, advisory_suites
+    from evalh.core.results.outcome import ADVISORY, advisory_suites, scorers_made_advisory
 
     # the base's config decides (as its thresholds do): a change cannot make its own gate advisory
     for name in advisory_suites(base) & set(suites):  # reported, never gates
@@ -158,6 +161,13 @@ def _compare_runs(
     for name in (advisory_suites(candidate) - advisory_suites(base)) & set(suites):
         suites[name].reasons.append("advisory in the candidate's config only: it gates until the "
                                     "baseline's config says so (a change cannot make its own gate advisory)")
+    for s in suites.values():  # nor its own scorer: the candidate's statuses were decided without it
+        if s.verdict in ("added", "removed") or s.regime is None:
+            continue
+        for scorer in scorers_made_advisory(base, candidate, s.suite):
+            s.blocking.append(f"scorer {scorer} is advisory in the candidate's config only: a change "
+                              "cannot make its own scorer advisory; set it in the baseline's config "
+                              "(re-baseline) to stop it gating")
     family: list[MetricRow] = []
     weights: list[float] = []
     suite_weights: dict[str, float] = {}

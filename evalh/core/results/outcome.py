@@ -159,6 +159,20 @@ def advisory_scorers(run: Run, suite: str) -> set[str]:
     return {str(x.get("name") or x.get("type")) for x in scorers if whole or x.get("advisory") is True}
 
 
+def scorers_made_advisory(base: Run, candidate: Run, suite: str) -> list[str]:
+    """The scorers of `suite` the base's config gates on and the candidate's alone declares
+    advisory, while the candidate's suite keeps a gating scorer: its cases' statuses were
+    decided without them (`decide_status`), so what they check could break unseen. (A suite
+    advisory as a whole drops no scorer from its statuses: `advisory_suites` covers it.)"""
+    if suite in advisory_suites(candidate):
+        return []
+    cfg = ((base.config or {}).get("suites") or {}).get(suite)
+    if not isinstance(cfg, dict):
+        return []
+    names = {str(x.get("name") or x.get("type")) for x in cfg.get("scorers") or [] if isinstance(x, dict)}
+    return sorted((names - advisory_scorers(base, suite)) & advisory_scorers(candidate, suite))
+
+
 @dataclass(frozen=True)
 class SuiteSummary:
     """One suite of a run, as its summaries show it."""
