@@ -176,7 +176,7 @@ class EndpointLimits:
         """Hold one in-flight slot (waiting out any retry-after pause). Yields the epoch the
         request started in, which `on_rate_limited` uses to halve once per burst."""
         if (self.rpm is not None or self.tpm is not None or self.in_flight >= self.current
-                or self._pause_until > time.monotonic()):
+                or self._pause_until > self.clock()):
             await self._wait_for_slot(tokens)
         # else a slot is free at once: no wait to mark (marking one stops the case's clock and
         # moves its timeout twice, for nothing)
