@@ -79,6 +79,12 @@ def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     path_before = list(sys.path)
     yield
     sys.path[:] = path_before
+    # The consoles are made once a process, at the width of the moment: a test that laid
+    # output out at another width must not leave its console to the next test.
+    from evalh import console
+
+    console.out.cache_clear()
+    console.err.cache_clear()
     tmp_root = str(tmp_path_factory.getbasetemp())
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None) or ""

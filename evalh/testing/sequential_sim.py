@@ -191,11 +191,11 @@ def family_rounds(ps: list[np.ndarray], qs: list[np.ndarray], rng: np.random.Gen
                   most: int = MOST_PER_CASE, select: float | None = None) -> list[Outcome]:
     """`--until-decided` on several suites of one run, as the merged compare decides them:
     after every round each suite's pass-rate row is looked at with its share of the family's
-    level — weighted Holm's first share (`compare.family._first_shares`), conditionalized on
+    level — weighted Holm's first share (`compare.family.first_shares`), conditionalized on
     p_worse ≤ `select` (compare's SELECT across two suites or more) and recomputed at every
     look from every suite's current p_worse — and a suite stops taking attempts once decided
     (its look stays at that round, its verdict is what the last round's compare says)."""
-    from evalh.core.compare.family import _first_shares
+    from evalh.core.compare.family import first_shares
 
     alpha_f = (1 - confidence) / 2
     suites = []
@@ -227,7 +227,7 @@ def family_rounds(ps: list[np.ndarray], qs: list[np.ndarray], rng: np.random.Gen
         ests = [estimate(i, looks[i]) for i in range(len(suites))]
         tested = [i for i, e in enumerate(ests) if e is not None]
         pw = [ests[i].p_below(-ALLOWANCE) for i in tested]  # type: ignore[union-attr]
-        shares = _first_shares(pw, [1.0] * len(tested), select)
+        shares = first_shares(pw, [1.0] * len(tested), select)
         for i, share in zip(tested, shares, strict=True):
             est = ests[i]
             assert est is not None

@@ -32,7 +32,7 @@ def apply_family(
     m = len(tested)
     ps: list[float] = [r.p_worse for r, _ in tested]  # type: ignore[misc]
     adjusted, shares = stats.weighted_holm(ps, [w for _, w in tested], select)
-    first = _first_shares(ps, [w for _, w in tested], select)
+    first = first_shares(ps, [w for _, w in tested], select)
     for i, (row, _) in enumerate(tested):
         row.p_adjusted = adjusted[i]
         row.alpha_adjusted = alpha * shares[i]
@@ -80,7 +80,7 @@ def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolic
             row.method += f"; confidence sequence over rounds (error spending), round {look.round}"
 
 
-def _first_shares(p: Sequence[float], w: Sequence[float], select: float | None) -> list[float]:
+def first_shares(p: Sequence[float], w: Sequence[float], select: float | None) -> list[float]:
     """Each test's share of α at the first step: wᵢ/Σw; conditionalized, τ·wᵢ over the
     weights of the selected tests (and its own)."""
     if select is None:
