@@ -2,8 +2,8 @@
 repository root; what it writes is committed):
 
     pip install -e ".[bench]"                      # inspect_ai (its version is in the logs)
-    (cd /tmp/pf && npm install promptfoo)          # promptfoo, on Node 20 or 22
-    python tests/data/imports/make_fixtures.py --promptfoo /tmp/pf/node_modules/.bin/promptfoo
+    (mkdir -p bench/.work/pf && cd bench/.work/pf && npm install promptfoo)          # promptfoo, on Node 20 or 22
+    python tests/data/imports/make_fixtures.py --promptfoo bench/.work/pf/node_modules/.bin/promptfoo
 
 The same six cases (cases.jsonl) and the same product (answers.py, v1 then v2) through:
 
