@@ -66,6 +66,12 @@ def tuned_lambda(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Seq
     return min(1.0, max(0.0, lam))
 
 
+def normal_interval(center: float, se: float, confidence: float) -> tuple[float, float]:
+    """center ± z · se: the CLT interval every estimate here reports (as ppi-python's)."""
+    half = z_for(confidence) * se
+    return center - half, center + half
+
+
 @dataclass(frozen=True)
 class PPIEstimate:
     """A PPI++ estimate of a human-scale mean, with what it rests on."""
@@ -88,8 +94,7 @@ class PPIEstimate:
 
     @property
     def interval(self) -> tuple[float, float]:
-        half = z_for(self.confidence) * self.se
-        return self.estimate - half, self.estimate + half
+        return normal_interval(self.estimate, self.se, self.confidence)
 
     @property
     def judged(self) -> int:
@@ -162,8 +167,7 @@ class StratifiedEstimate:
 
     @property
     def interval(self) -> tuple[float, float]:
-        half = z_for(self.confidence) * self.se
-        return self.estimate - half, self.estimate + half
+        return normal_interval(self.estimate, self.se, self.confidence)
 
     @property
     def labelled(self) -> int:
@@ -224,8 +228,7 @@ class Difference:
 
     @property
     def interval(self) -> tuple[float, float]:
-        half = z_for(self.confidence) * self.se
-        return self.value - half, self.value + half
+        return normal_interval(self.value, self.se, self.confidence)
 
 
 def ppi_difference(base: PPIEstimate | StratifiedEstimate, cand: PPIEstimate | StratifiedEstimate) -> Difference:
