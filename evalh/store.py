@@ -68,6 +68,18 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def parse_iso(value: str | None) -> datetime | None:
+    """An ISO 8601 time (`Z` or an offset; none is read as UTC) as an aware datetime; None
+    for no time or one that is not ISO 8601."""
+    if not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
 def _runs_dir_env() -> str | None:
     """$EVAL_RUNS_DIR, or None when unset or blank (an unfilled CI variable names nothing)."""
     value = os.environ.get(RUNS_DIR_ENV)

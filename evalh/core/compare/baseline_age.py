@@ -20,18 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from evalh.models import Run
+from evalh.store import parse_iso
 
 DEFAULT_MAX_AGE_DAYS = 30.0
-
-
-def _when(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -83,7 +74,7 @@ def baseline_age(baseline: list[Run], candidate: Run, root: Path, *, base_ref: s
                  max_age_days: float = DEFAULT_MAX_AGE_DAYS) -> BaselineAge:
     """The age of the BASELINE runs `baseline` (the newest counts) against `candidate`."""
     newest = max(baseline, key=lambda r: r.started_at)
-    began, cand_began = _when(newest.started_at), _when(candidate.started_at)
+    began, cand_began = parse_iso(newest.started_at), parse_iso(candidate.started_at)
     age = ((cand_began or datetime.now(UTC)) - began).total_seconds() / 86400 if began else None
     sha = newest.git.sha
     behind, against, why = None, None, None

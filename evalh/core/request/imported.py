@@ -24,7 +24,7 @@ the others have is `errored` ("not in the imported file") and noted.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +38,7 @@ from evalh.importers.base import ForeignFileError, ImportedSuite
 from evalh.models import Case, CaseMetadata, CaseResult, ErrorInfo, GitInfo, Run
 from evalh.scorers.base import Scorer
 from evalh.services import Budget, RunServices
-from evalh.store import RunStore, new_run_id
+from evalh.store import RunStore, new_run_id, parse_iso
 
 Regime = Literal["deterministic", "stochastic"]
 IMPORT_CONCURRENCY = 16
@@ -47,14 +47,9 @@ IMPORT_CONCURRENCY = 16
 
 def _iso(value: str | None) -> str | None:
     """A tool's timestamp in the run document's form (UTC, milliseconds, `Z`)."""
-    if not value:
+    when = parse_iso(value)
+    if when is None:
         return None
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
