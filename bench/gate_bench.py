@@ -209,23 +209,12 @@ def measure(args: argparse.Namespace) -> None:
     out.write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def _pct(c: Cell | None) -> str:
-    if c is None:
-        return "—"
-    return f"{c['share'] * 100:.1f} % ± {c['mc_se'] * 100:.1f} ({c['reps']})"
-
-
 def table(before_path: str, after_path: str) -> None:
+    from stats_bench import table_lines  # the one before/after table of the statistics benches
+
     before = json.loads(Path(before_path).read_text())
     after = json.loads(Path(after_path).read_text())
-    old = {c["title"]: c for c in before["cells"]}
-    print("| scenario | aim | before | after |")
-    print("| --- | --- | ---: | ---: |")
-    for c in after["cells"]:
-        b = old.get(c["title"])
-        before_text = _pct(b) + (f"; {b['detail']}" if b and b.get("detail") else "")
-        after_text = _pct(c) + (f"; {c['detail']}" if c.get("detail") else "")
-        print(f"| {c['title']} | {c['bound']} | {before_text} | {after_text} |")
+    print("\n".join(table_lines(before, after)))
     print()
     print(f"Shares with their Monte Carlo standard error and (replications). Before: "
           f"{before['seconds']} s; after: {after['seconds']} s.")

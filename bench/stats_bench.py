@@ -200,17 +200,23 @@ def _pct(c: Cell | None) -> str:
     return f"{c['share'] * 100:.1f} % ± {c['mc_se'] * 100:.1f} ({c['reps']})"
 
 
-def table(before_path: str, after_path: str) -> None:
-    before = json.loads(Path(before_path).read_text())
-    after = json.loads(Path(after_path).read_text())
+def table_lines(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The markdown table of two results documents' cells, matched by title (every
+    statistics bench's before/after table)."""
     old = {c["title"]: c for c in before["cells"]}
-    print("| scenario | aim | before | after |")
-    print("| --- | --- | ---: | ---: |")
+    lines = ["| scenario | aim | before | after |", "| --- | --- | ---: | ---: |"]
     for c in after["cells"]:
         b = old.get(c["title"])
         before_text = _pct(b) + (f"; {b['detail']}" if b and b.get("detail") else "")
         after_text = _pct(c) + (f"; {c['detail']}" if c.get("detail") else "")
-        print(f"| {c['title']} | {c['bound']} | {before_text} | {after_text} |")
+        lines.append(f"| {c['title']} | {c['bound']} | {before_text} | {after_text} |")
+    return lines
+
+
+def table(before_path: str, after_path: str) -> None:
+    before = json.loads(Path(before_path).read_text())
+    after = json.loads(Path(after_path).read_text())
+    print("\n".join(table_lines(before, after)))
     print()
     print(f"Shares with their Monte Carlo standard error and (replications). Before: "
           f"policy {before['policy'] or 'default'}, {before['seconds']} s; after: "
