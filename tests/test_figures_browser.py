@@ -113,6 +113,29 @@ def test_the_compare_page_formats_the_family_chance_and_names_its_counts(browser
     page.close()
 
 
+
+def test_the_compare_page_shows_coverage_and_each_rows_estimand(browser: Any, url: str,
+                                                                project: tuple[Path, str, str]) -> None:
+    """What share of the baseline's results the candidate measured, and what each row's
+    interval is of, as `evalh compare --format json` says them for the same runs."""
+    import json
+
+    cfg, base, cand = project
+    result = cli(cfg, "compare", base, cand, "--format", "json")
+    suite = json.loads(result.stdout)["suites"]["qa"]
+    c = suite["coverage"]
+    estimands = {m["estimand"] for m in suite["metrics"] if m.get("estimand")}
+    assert c["of"] == 40 and estimands == {"fixed-suite", "population"}
+    page = browser.new_page()
+    page.goto(f"{url}/#/compare?base={base}&candidate={cand}")
+    page.locator("[data-testid=pairs-card] button[data-filter=changed]").wait_for()
+    text = page.locator("#app").inner_text()
+    share = f"{c['share'] * 100:.1f}"
+    assert f"coverage {c['measured']}/{c['of']} ({share} %, minimum {c['minimum'] * 100:.0f} %)" in text, text
+    for estimand in estimands:
+        assert f"estimand: {estimand}" in text
+    page.close()
+
 ARMS_TARGET = '''\
 def good(inp):
     return {"verdict": "yes"}
