@@ -171,16 +171,19 @@ def test_until_decided_needs_compare_baseline(ref: Path) -> None:
 STOP = '''
 
 _real_answer = answer
+_one_at_a_time = __import__("threading").Lock()
 
 
 def answer(inp):  # noqa: F811
-    """Ctrl-C at the STOP_AT-th call (as a person would, mid-round)."""
+    """Ctrl-C at the STOP_AT-th call (as a person would, mid-round). The calls count and
+    log one at a time: two calls in flight reading the count together would both miss it."""
     stop = os.environ.get("EVALH_TEST_STOP_AT")
-    if stop and CALLS.is_file() and len(CALLS.read_text().splitlines()) + 1 == int(stop):
-        with CALLS.open("a") as fh:  # appended: a rewrite would drop a line another call wrote meanwhile
-            fh.write("interrupted\\n")
-        raise KeyboardInterrupt
-    return _real_answer(inp)
+    with _one_at_a_time:
+        if stop and CALLS.is_file() and len(CALLS.read_text().splitlines()) + 1 == int(stop):
+            with CALLS.open("a") as fh:  # appended: a rewrite would drop a line another call wrote meanwhile
+                fh.write("interrupted\\n")
+            raise KeyboardInterrupt
+        return _real_answer(inp)
 '''
 
 
