@@ -68,6 +68,34 @@ def cell(design: Callable[..., Outcome], change: Change, reps: int, seed: int, *
             "mean_rounds": statistics.fmean(o.rounds for o in outs)}
 
 
+def ceiling(change: Change, budget: float, reps: int, seed: int, confidence: float = 0.95) -> float:
+    """The power no design can beat at `budget` attempts per case: one look at the end, the
+    true per-case variances known on both sides (so no estimation and no peeking penalty),
+    the candidate's attempts placed by Neyman's allocation on its own true variances (what
+    an allocation adapted to the candidate could at best reach), a z test at the one-sided
+    level. Averaged over the workload's draws: P(regressed) = Φ((−allowance − Δ)/SE − z)."""
+    from statistics import NormalDist
+
+    nd = NormalDist()
+    z = nd.inv_cdf(1 - (1 - confidence) / 2)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(reps):
+        p = reference_probs(rng)
+        q = change(p, rng)
+        n = len(p)
+        sd = np.sqrt(q * (1 - q))
+        m = np.ones(n)
+        for _ in range(50):  # water-filling: Neyman's mᵢ ∝ σᵢ, one attempt at least
+            free = m > 1 if m.sum() > n else np.ones(n, bool)
+            spare = budget * n - (~free).sum()
+            m = np.where(free, spare * sd / max(sd[free].sum(), 1e-12), 1.0)
+            m = np.maximum(m, 1.0)
+        se = math.sqrt(float((sd**2 / m + p * (1 - p) / 9).sum())) / n
+        out.append(nd.cdf((-0.05 - float((q - p).mean())) / se - z))
+    return float(np.mean(out))
+
+
 def family_cell(reps: int, seed: int, suites: int, changed: Change | None, **kw: Any) -> dict[str, Any]:
     """`suites` suites judged as one family (each its own gating row, every round looked
     at): the share of comparisons where some unchanged suite is `regressed`, and, when the
@@ -123,7 +151,7 @@ def measure(scale: float) -> dict[str, Any]:
     def r(n: int) -> int:
         return max(20, int(n * scale))
 
-    out: dict[str, Any] = {"before": {}, "after": {}, "frontier": {}, "boundaries": {}, "family": {}}
+    out: dict[str, Any] = {"before": {}, "after": {}, "frontier": {}, "ceiling": {}, "boundaries": {}, "family": {}}
     t0 = time.time()
     for i, (key, (_, change)) in enumerate(SCENARIOS.items()):
         out["before"][key] = cell(before, change, r(4000), 100 + i)
@@ -135,11 +163,14 @@ def measure(scale: float) -> dict[str, Any]:
     out["family"]["merged"] = family_merged(r(600), 303, 5, None)
     out["family"]["merged_one_changed"] = family_merged(r(400), 304, 5, spread_drop(0.10))
     print(f"family: {time.time() - t0:.0f} s", file=sys.stderr)
-    for budget in (2.0, 2.5, 4.0, 6.0):
+    for budget in (2.5, 3.0, 4.0, 6.0, 10.0):
         out["frontier"][str(budget)] = {
             key: cell(rounds, SCENARIOS[key][1], r(300), 400 + j, budget=budget)
             for j, key in enumerate(("unchanged", "drop2x", "conc2x"))
         }
+    for budget in (2.5, 3.0, 4.0, 6.0, 8.0, 10.0):
+        out["ceiling"][str(budget)] = {key: ceiling(SCENARIOS[key][1], budget, r(400), 600 + j)
+                                       for j, key in enumerate(("drop2x", "conc2x"))}
     print(f"frontier: {time.time() - t0:.0f} s", file=sys.stderr)
     for name, kw in {"mixture": {"boundary": "mixture"},
                      "fixed, no peeking": {"boundary": "fixed", "peek": False},
@@ -171,8 +202,10 @@ def table(doc: dict[str, Any]) -> str:
         "each replication); baseline 3 runs × 3 repeats pooled per case; allowance 5 pp; "
         "confidence 95 % (2.5 % one-sided each way). `before`: one candidate attempt a case, "
         "the population paired t interval (evalh before this version). `after`: `--until-decided` "
-        "at its default budget (3 × the cases = 300 attempts), allocation from the baseline, "
-        "fixed-suite interval, error-spending boundary (ρ = 3), a look after every round. "
+        "at its default budget (8 × the cases = 800 attempts), looks at 1, 1.5, 2, 2.5, 3, 4, 5, "
+        "6 and 8 attempts a case, each look Neyman's allocation from the baseline, the "
+        "fixed-suite interval, error-spending boundaries (α·t for `flat`, α·t³ for `regressed`), "
+        "a look after every round. "
         "± is one Monte Carlo standard error.",
         "",
         "## Goals",
@@ -225,21 +258,30 @@ def table(doc: dict[str, Any]) -> str:
         "## The frontier: budget against decisions",
         "",
         "More attempts buy power against real drops; an unchanged candidate stops early. "
-        "Budget in attempts per case (× 100 calls).",
+        "Budget in attempts per case (× 100 calls). The ceiling is the power no design can "
+        "beat at that budget (`ceiling`: one look, true variances known, the candidate's "
+        "attempts placed by Neyman's allocation on its own true variances): at 3× it is below "
+        "80 % for both drops, so no allocation — adapted to the candidate or not — reaches the "
+        "goal there; the default budget is 8×, and an unchanged candidate still stops early.",
         "",
-        "| budget | unchanged `flat` | its median calls | 2× drop (spread) `regressed` | its median calls "
-        "| 2× drop (concentrated) `regressed` |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| budget | unchanged `flat` | its median calls | 2× drop (spread) `regressed` | ceiling "
+        "| its median calls | 2× drop (concentrated) `regressed` | ceiling |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for budget, cells in doc["frontier"].items():
-        u, d, c = cells["unchanged"], cells["drop2x"], cells["conc2x"]
-        lines.append(f"| {budget}× | {_pct(u['flat'], u['reps'])} | {u['median_calls']:.0f} "
-                     f"| {_pct(d['regressed'], d['reps'])} | {d['median_calls']:.0f} | {_pct(c['regressed'], c['reps'])} |")
+    frontier = dict(doc["frontier"])
+    frontier["8.0"] = {k: a[k] for k in ("unchanged", "drop2x", "conc2x")}
+    for budget in sorted(frontier, key=float):
+        u, d, c = frontier[budget]["unchanged"], frontier[budget]["drop2x"], frontier[budget]["conc2x"]
+        ceil = doc.get("ceiling", {}).get(budget, {})
+        lines.append(f"| {budget}×{' (default)' if budget == '8.0' else ''} | {_pct(u['flat'], u['reps'])} "
+                     f"| {u['median_calls']:.0f} | {_pct(d['regressed'], d['reps'])} "
+                     f"| {100 * ceil.get('drop2x', math.nan):.0f} % | {d['median_calls']:.0f} "
+                     f"| {_pct(c['regressed'], c['reps'])} | {100 * ceil.get('conc2x', math.nan):.0f} % |")
     lines += [
         "",
         "## The boundary: what validity under peeking costs",
         "",
-        "At the default budget (3×). `mixture`: a normal-mixture confidence sequence (Howard et al. "
+        "At the default budget (8×). `mixture`: a normal-mixture confidence sequence (Howard et al. "
         "2021), valid at every single attempt, not only between rounds. `fixed, no peeking`: one "
         "look at the end with the fixed-n t multiplier (valid, no early stop). `fixed-n multiplier, "
         "peeking`: the same multiplier at every round — not valid; shown for its error rate at a "

@@ -187,7 +187,7 @@ class SuiteConfig(_Strict):
     decided (`--until-decided`; docs/methodology.md, "Deciding in rounds")."""
     max_attempts: int | None = Field(None, ge=1)
     """With `until_decided`: the most candidate attempts (target calls) per arm of the suite;
-    default 3 × its cases. `--max-attempts` overrides it."""
+    default 8 × its cases. `--max-attempts` overrides it."""
     gate_scores: list[str] = Field(default_factory=list)
     """Scorer names whose mean each gates a stochastic suite on its own row (allowance
     `mean_score_drop`); when set, the blended mean of all scorers is shown but does not gate."""

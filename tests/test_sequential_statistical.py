@@ -4,9 +4,9 @@
 The full table, with Monte Carlo errors and the design before this one side by side, is
 bench/sequential_results.md (`python bench/sequential_bench.py`). Replications here are a
 few hundred a row, so each bound is widened by about two Monte Carlo standard errors and
-says so. A true drop of twice the allowance is *not* caught 80 % of the time at the default
-budget on this workload (about 50-60 %: bench/sequential_results.md gives the frontier);
-what is asserted for it is the measured frontier, not the goal.
+says so. The default budget is 8 attempts a case: a drop of twice the allowance needs about
+5 to be caught 80 % of the time, and no design reaches 80 % at 3 (the ceiling in
+bench/sequential_results.md), while an unchanged candidate still stops at a median 2.5×.
 """
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ def _share(outs: list[Outcome], verdict: str) -> float:
 
 def test_an_unchanged_candidate_is_flat_at_80_percent_within_2_5_times_the_calls() -> None:
     outs = _run(unchanged, 250, 1)
-    # goal ≥ 80 % (bench: 82.7 %); 250 reps: SE ≈ 2.3 points
+    # goal ≥ 80 % (bench: about 96 %); 250 reps: SE ≈ 2.3 points
     assert _share(outs, "flat") >= 0.76
     assert _share(outs, "regressed") == 0.0
     calls = [o.calls for o in outs]
-    assert statistics.median(calls) <= 250 and max(calls) <= 300  # the budget: 3 × 100
+    assert statistics.median(calls) <= 250 and max(calls) <= 800  # the budget: 8 × 100
 
 
 def test_drops_inside_the_allowance_are_not_called_regressions() -> None:
@@ -57,13 +57,14 @@ def test_drops_inside_the_allowance_are_not_called_regressions() -> None:
     assert _share(outs, "regressed") <= 0.05 + 0.035  # goal ≤ 5 %; SE ≤ 1.8 points
 
 
-def test_a_drop_of_twice_the_allowance_is_caught_far_more_often_than_before() -> None:
-    after = _run(spread_drop(0.10), 120, 3)
-    conc = _run(concentrated_drop(0.10), 120, 4)
+def test_a_drop_of_twice_the_allowance_is_caught_80_percent_of_the_time() -> None:
+    after = _run(spread_drop(0.10), 150, 3)
+    conc = _run(concentrated_drop(0.10), 150, 4)
     old = _run(spread_drop(0.10), 400, 3, design=before)
-    # the measured frontier (bench: about 51 % and 58 % at 3×), not the 80 % goal
-    assert _share(after, "regressed") >= 0.38 and _share(conc, "regressed") >= 0.42
-    assert _share(after, "regressed") >= _share(old, "regressed") + 0.1
+    # goal ≥ 80 % (bench: about 87 % and 90 %); 150 reps: SE ≈ 3.3 points
+    assert _share(after, "regressed") >= 0.74 and _share(conc, "regressed") >= 0.74
+    assert _share(after, "regressed") >= _share(old, "regressed") + 0.4
+    assert max(o.calls for o in after + conc) <= 800
 
 
 def test_five_unchanged_suites_peeked_at_every_round_rarely_fail() -> None:
@@ -80,7 +81,7 @@ def test_the_family_as_compare_decides_it_keeps_the_changed_suites_power() -> No
     """Each suite's share is weighted Holm's first share conditionalized on p_worse ≤ SELECT,
     recomputed at every look (`family_rounds`, as the merged compare decides): 5 unchanged
     suites rarely fail, and a 2× drop beside 4 unchanged suites keeps most of its own power
-    (bench: 0.0 % and 45.0 % against 47.8 % alone)."""
+    (bench: the changed suite keeps ≥ 90 % of its power alone)."""
     from evalh.core.compare.decide import SELECT
     from evalh.testing.sequential_sim import family_rounds
 
@@ -95,5 +96,5 @@ def test_the_family_as_compare_decides_it_keeps_the_changed_suites_power() -> No
         ps = [reference_probs(rng) for _ in range(5)]
         qs = [spread_drop(0.10)(ps[0], rng), *[p.copy() for p in ps[1:]]]
         hit += family_rounds(ps, qs, rng, select=SELECT)[0].verdict == "regressed"
-    # single-suite power about 48 % (bench); ≥ 80 % of it is 38 %, less two SEs of 60 reps
-    assert hit / reps >= 0.38 - 0.13
+    # single-suite power about 87 % (bench); ≥ 80 % of it is 70 %, less two SEs of 60 reps
+    assert hit / reps >= 0.70 - 0.12

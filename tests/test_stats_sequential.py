@@ -14,6 +14,7 @@ from evalh.core.stats.sequential import (
     case_variance,
     fixed_suite_estimate,
     information_fractions,
+    plan_looks,
     look_multipliers,
     mixture_multiplier,
     planning_variance,
@@ -90,10 +91,26 @@ def test_allocation_reads_the_baseline_and_spends_the_budget() -> None:
 
 def test_information_fractions_rise_to_one() -> None:
     v = [0.05] * 6 + [0.22] * 4
-    m = allocate(v, 30)
-    fr = information_fractions(v, m, [x / 9 for x in v])
-    assert len(fr) == max(m) and fr[-1] == 1.0
-    assert all(a <= b for a, b in zip(fr, fr[1:], strict=False))
+    looks = plan_looks(v, 30)
+    fr = information_fractions(v, looks, [x / 9 for x in v])
+    assert len(fr) == len(looks) and fr[-1] == 1.0
+    assert all(a < b for a, b in zip(fr, fr[1:], strict=False))
+
+
+def test_looks_are_nested_neyman_allocations_cut_at_the_budget() -> None:
+    """Each look is `allocate` at its own spend (k·n for k in LOOKS below the budget, then
+    the budget), so a case never loses an attempt from one look to the next."""
+    v = [planning_variance(9, 9)] * 60 + [planning_variance(4, 9)] * 25 + [planning_variance(0, 9)] * 15
+    looks = plan_looks(v, 420)
+    spends = [sum(m) for m in looks]
+    assert spends == [100, 150, 200, 250, 300, 400, 420]
+    for m in looks:
+        assert m == allocate(v, sum(m))
+    for a, b in zip(looks, looks[1:], strict=False):
+        assert all(x <= y for x, y in zip(a, b, strict=True))
+    assert plan_looks(v, 50) == [[1] * 100]  # below one a case: one look, one attempt each
+    capped = plan_looks([0.2] * 10, 1000, most=2)  # 10, 15, 20 attempts; then nothing to add
+    assert [sum(m) for m in capped] == [10, 15, 20] and capped[-1] == [2] * 10
 
 
 def test_sequential_verdict() -> None:

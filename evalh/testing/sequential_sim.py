@@ -9,9 +9,9 @@ Two designs are simulated, each with the functions the CLI uses:
 - `before`: today's single-attempt candidate against the pooled baseline, the population
   interval (`stats.clustered_mean` over the per-case differences, Student's t) and the
   family's Holm level — what `evalh run --compare-baseline` did before this version;
-- `rounds`: `evalh run --compare-baseline --until-decided`: attempts allocated from the
-  baseline (`stats.sequential.allocate`), run in rounds (round k runs attempt k of every case
-  allotted k or more), the fixed-suite interval (`stats.sequential.fixed_suite_estimate`)
+- `rounds`: `evalh run --compare-baseline --until-decided`: looks planned from the
+  baseline (`stats.sequential.plan_looks`), run in rounds (round k brings every case to its
+  attempts at look k), the fixed-suite interval (`stats.sequential.fixed_suite_estimate`)
   with the round's error-spending multipliers, stopping once the row is decided.
 
 Pure numpy + the standard library; seeded, so every share is reproducible.
@@ -29,13 +29,15 @@ from evalh.core.stats import intervals as stats
 from evalh.core.stats.sequential import (
     DEFAULT_BUDGET,
     MOST_PER_CASE,
-    allocate,
+    RHO_FLAT,
+    RHO_REGRESSED,
     bernoulli_within,
     case_variance,
     fixed_suite_estimate,
     information_fractions,
     look_multipliers,
     mixture_multiplier,
+    plan_looks,
     planning_variance,
     sequential_verdict,
     student_multiplier,
@@ -115,7 +117,8 @@ def before(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, family: in
 
 def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: float = DEFAULT_BUDGET,
            family: int = 1, confidence: float = 0.95, boundary: str = "spending",
-           rho: float = 3.0, most: int = MOST_PER_CASE, peek: bool = True) -> Outcome:
+           rho: float = RHO_REGRESSED, rho_flat: float = RHO_FLAT, most: int = MOST_PER_CASE,
+           peek: bool = True) -> Outcome:
     """`--until-decided` on one suite: allocation from the baseline, rounds, a look after
     each (`peek`; else one look at the end), stop once decided. `boundary`: `spending`
     (the default, error spending over the rounds), `mixture` (a normal-mixture confidence
@@ -126,8 +129,9 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
     xb = passed_b / BASE_ATTEMPTS
     plan_var = [planning_variance(int(k), BASE_ATTEMPTS) for k in passed_b]
     base_var = [v / BASE_ATTEMPTS for v in plan_var]
-    alloc = allocate(plan_var, int(round(budget * n)), most=most)
-    fractions = information_fractions(plan_var, alloc, base_var)
+    plan = plan_looks(plan_var, int(round(budget * n)), most=most)
+    fractions = information_fractions(plan_var, plan, base_var)
+    looks = [np.asarray(m) for m in plan]
     alpha_f = (1 - confidence) / 2
     alpha_r = alpha_f / family
     if boundary == "spending":  # computed per look below, as compare does
@@ -138,18 +142,16 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
     else:
         c_f = [stats.z_for(1 - 2 * alpha_f)] * len(fractions)
         c_r = [stats.z_for(1 - 2 * alpha_r)] * len(fractions)
-    m = np.asarray(alloc)
-    most_k = int(m.max())
+    most_k = int(looks[-1].max())
     draws = rng.random((n, most_k)) < q[:, None]  # attempt j of case i (used when j < m_i)
     within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
     truth = float(q.mean() - p.mean())
     verdict = "inconclusive"
-    k_stop = most_k
-    for k in range(1, most_k + 1):
-        if not peek and k < most_k:
+    k_stop = len(looks)
+    for k, taken in enumerate(looks, start=1):
+        if not peek and k < len(looks):
             continue
-        taken = np.minimum(m, k)
-        passed_c = (draws[:, :k] & (np.arange(k)[None, :] < taken[:, None])).sum(axis=1)
+        passed_c = (draws & (np.arange(most_k)[None, :] < taken[:, None])).sum(axis=1)
         yc = passed_c / taken
         diffs = yc - xb
         variances = []
@@ -163,7 +165,7 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
         if est is None:
             continue
         if boundary == "spending":  # compare.family.apply_rounds's multipliers
-            c_flat, c_reg = look_multipliers(fractions, k, alpha_f, family, est.df, rho)
+            c_flat, c_reg = look_multipliers(fractions, k, alpha_f, family, est.df, rho, rho_flat)
         else:
             c_flat = student_multiplier(c_f[k - 1], est.df)
             c_reg = student_multiplier(c_r[k - 1], est.df)
@@ -174,7 +176,7 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
         if v in ("flat", "regressed", "improved"):
             verdict, k_stop = v, k
             break
-    calls = int(np.minimum(m, k_stop).sum())
+    calls = int(looks[k_stop - 1].sum())
     return Outcome(verdict, calls, k_stop, truth)
 
 
@@ -187,7 +189,8 @@ def mc_error(p: float, reps: int) -> float:
 
 
 def family_rounds(ps: list[np.ndarray], qs: list[np.ndarray], rng: np.random.Generator, *,
-                  budget: float = DEFAULT_BUDGET, confidence: float = 0.95, rho: float = 3.0,
+                  budget: float = DEFAULT_BUDGET, confidence: float = 0.95,
+                  rho: float = RHO_REGRESSED, rho_flat: float = RHO_FLAT,
                   most: int = MOST_PER_CASE, select: float | None = None) -> list[Outcome]:
     """`--until-decided` on several suites of one run, as the merged compare decides them:
     after every round each suite's pass-rate row is looked at with its share of the family's
@@ -202,19 +205,20 @@ def family_rounds(ps: list[np.ndarray], qs: list[np.ndarray], rng: np.random.Gen
     for p, q in zip(ps, qs, strict=True):
         passed_b = _base(p, rng)
         plan_var = [planning_variance(int(k), BASE_ATTEMPTS) for k in passed_b]
-        alloc = np.asarray(allocate(plan_var, int(round(budget * len(p))), most=most))
-        fractions = information_fractions(plan_var, list(alloc), [v / BASE_ATTEMPTS for v in plan_var])
-        draws = rng.random((len(p), int(alloc.max()))) < q[:, None]
+        plan = plan_looks(plan_var, int(round(budget * len(p))), most=most)
+        fractions = information_fractions(plan_var, plan, [v / BASE_ATTEMPTS for v in plan_var])
+        looks = [np.asarray(m) for m in plan]
+        draws = rng.random((len(p), int(looks[-1].max()))) < q[:, None]
         within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
-        suites.append((passed_b / BASE_ATTEMPTS, within_b, alloc, fractions, draws, float(q.mean() - p.mean())))
+        suites.append((passed_b / BASE_ATTEMPTS, within_b, looks, fractions, draws, float(q.mean() - p.mean())))
 
     def estimate(i: int, k: int) -> stats.Estimate | None:
-        xb, within_b, m, _, draws, _ = suites[i]
-        taken = np.minimum(m, k)
-        passed_c = (draws[:, :k] & (np.arange(k)[None, :] < taken[:, None])).sum(axis=1)
+        xb, within_b, looks, _, draws, _ = suites[i]
+        taken = looks[k - 1]
+        passed_c = (draws & (np.arange(draws.shape[1])[None, :] < taken[:, None])).sum(axis=1)
         diffs = passed_c / taken - xb
         variances = []
-        for c in range(len(m)):
+        for c in range(len(taken)):
             wc = bernoulli_within(int(passed_c[c]), int(taken[c]))
             variances.append(case_variance(float(diffs[c]), None if wc is None else wc + within_b[c]))
         return fixed_suite_estimate(list(diffs), variances)
@@ -223,19 +227,20 @@ def family_rounds(ps: list[np.ndarray], qs: list[np.ndarray], rng: np.random.Gen
     verdicts = ["inconclusive"] * len(suites)
     last = max(len(s[3]) for s in suites)
     for k in range(1, last + 1):
-        looks = [min(d or k, len(s[3])) for d, s in zip(decided, suites, strict=True)]
-        ests = [estimate(i, looks[i]) for i in range(len(suites))]
+        at = [min(d or k, len(s[3])) for d, s in zip(decided, suites, strict=True)]
+        ests = [estimate(i, at[i]) for i in range(len(suites))]
         tested = [i for i, e in enumerate(ests) if e is not None]
         pw = [ests[i].p_below(-ALLOWANCE) for i in tested]  # type: ignore[union-attr]
         shares = first_shares(pw, [1.0] * len(tested), select)
         for i, share in zip(tested, shares, strict=True):
             est = ests[i]
             assert est is not None
-            c_flat, c_reg = look_multipliers(suites[i][3], looks[i], alpha_f, 1.0 / share, est.df, rho)
+            c_flat, c_reg = look_multipliers(suites[i][3], at[i], alpha_f, 1.0 / share, est.df, rho,
+                                             rho_flat)
             verdicts[i] = sequential_verdict(est.value, est.se, ALLOWANCE, c_flat, c_reg)
             if decided[i] is None and verdicts[i] in ("flat", "regressed", "improved"):
                 decided[i] = k
         if all(d is not None for d in decided):
             break
-    return [Outcome(verdicts[i], int(np.minimum(s[2], decided[i] or last).sum()), decided[i] or last, s[5])
+    return [Outcome(verdicts[i], int(s[2][min(decided[i] or last, len(s[2])) - 1].sum()), decided[i] or last, s[5])
             for i, s in enumerate(suites)]

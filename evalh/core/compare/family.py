@@ -71,7 +71,8 @@ def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolic
             est = ev.estimate
             # the row's share of the family's level (weighted Holm's first step; α/m unweighted)
             family = 1.0 / row.weight if row.weight else float(family_size)
-            c_flat, c_reg = look_multipliers(fractions, look.round, alpha, family, est.df, look.rho)
+            c_flat, c_reg = look_multipliers(fractions, look.round, alpha, family, est.df, look.rho,
+                                             look.rho_flat)
             lo = est.value - c_flat * est.se if math.isfinite(c_flat) else -math.inf
             hi = est.value + c_reg * est.se if math.isfinite(c_reg) else math.inf
             row.interval = (max(lo, -1.0), min(hi, 1.0)) if row.name == "pass_rate" else (lo, hi)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evalh.config import Thresholds
+from evalh.core.stats.sequential import RHO_FLAT, RHO_REGRESSED
 from evalh.models import Regime
 
 COMPARE_SCHEMA = "evalh.compare/2"
@@ -67,8 +68,10 @@ class RoundLook(BaseModel):
 
     round: int = Field(ge=1)
     fractions: dict[str, list[float]]
-    rho: float = Field(3.0, gt=0)
-    """Exponent of the error-spending function α·t^ρ."""
+    rho: float = Field(RHO_REGRESSED, gt=0)
+    """Exponent of the `regressed` side's error-spending function α·t^ρ."""
+    rho_flat: float = Field(RHO_FLAT, gt=0)
+    """Exponent of the `flat` side's (`stats.sequential.RHO_FLAT`)."""
 
 
 def recorded_looks(rounds: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -80,7 +83,9 @@ def recorded_looks(rounds: list[dict[str, Any]]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     for name, doc in (rounds[-1].get("suites") or {}).items():
         if isinstance(doc, dict) and doc.get("look") and isinstance(doc.get("fractions"), dict):
-            out[name] = RoundLook(round=int(doc["look"]), fractions=doc["fractions"])
+            # a run recorded before the flat side had its own schedule spent both alike
+            out[name] = RoundLook(round=int(doc["look"]), fractions=doc["fractions"],
+                                  rho=float(doc.get("rho", 3.0)), rho_flat=float(doc.get("rho_flat", 3.0)))
     return out or None
 
 

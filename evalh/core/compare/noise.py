@@ -269,8 +269,8 @@ def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
                        cases: list[str] | None = None, arms: list[str] | None = None,
                        ) -> dict[str, float] | None:
     """What `--until-decided` (`core.run.rounds`) is expected to spend on an unchanged
-    candidate of `suite` against `runs` (the baseline, pooled): the allocation the run would
-    make from their attempts (of `cases` × `arms`, a planned run's; default the ones the runs
+    candidate of `suite` against `runs` (the baseline, pooled): the looks the run would
+    plan from their attempts (of `cases` × `arms`, a planned run's; default the ones the runs
     attempted), then `stats.sequential.unchanged_calls` — the median and mean target calls
     (every arm), the budget and a plain run's calls. None without a case the runs attempted."""
     from evalh.core.stats.sequential import plan_suite, unchanged_calls
@@ -286,8 +286,8 @@ def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
         return None
     ids = cases if cases is not None else list(dict.fromkeys(cid for cid, _ in counts))
     arms = arms if arms is not None else list(dict.fromkeys(arm for _, arm in counts))
-    alloc, _, (joint, joint_base) = plan_suite(ids, arms, counts, budget)
-    out = unchanged_calls(joint, alloc, joint_base, allowance, (1.0 - confidence) / 2.0)
+    looks, _, (joint, joint_base) = plan_suite(ids, arms, counts, budget)
+    out = unchanged_calls(joint, looks, joint_base, allowance, (1.0 - confidence) / 2.0)
     return {k: v * len(arms) if k != "flat" else v for k, v in out.items()}
 
 

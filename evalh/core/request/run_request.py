@@ -268,6 +268,8 @@ def run_request(
     if req.request.dry_run:
         from evalh.core.run.estimate import estimate_plan
 
+        if in_rounds(req) and req.request.compare_baseline and load_reference is not None:
+            _plan_to_budget(req, load_reference)
         return RunOutcome(estimate=estimate_plan(plan, req.prepared.skipped))
     reference = None
     if req.request.compare_baseline:
@@ -305,6 +307,24 @@ def run_request(
         _add_baseline_age(outcome.notes, reference, run, req)
         outcome.code = gate_code(outcome.code, outcome.comparison, req.request)
     return outcome
+
+
+def _plan_to_budget(req: PreparedRequest, load_reference: Callable[[], Reference]) -> None:
+    """A dry run in rounds: each suite in rounds planned at its budget's last look, so the
+    estimate's requests, tokens and cost are the most the run can spend (without a
+    baseline there is no schedule: one attempt a case, as without rounds)."""
+    from evalh.core.run.rounds import schedule, set_to_budget
+
+    try:
+        reference = load_reference()
+    except EvalhError:
+        return
+    run = getattr(reference, "run", None)
+    if run is None:
+        return
+    plan = req.prepared.plan
+    set_to_budget(plan, schedule(plan, run, max_attempts=req.request.max_attempts,
+                                 every=req.request.until_decided))
 
 
 def _add_baseline_age(notes: Any, reference: Any, run: Any, req: PreparedRequest) -> None:

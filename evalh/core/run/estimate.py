@@ -120,6 +120,9 @@ class SuiteEstimate:
     """A stochastic suite: the pass-rate drop its planned cases and repeats catch with 80 %
     power (`noise.detectable_pass_rate`), with the noise of the baseline runs when BASELINE
     names runs with repeated cases, else at the worst case; None otherwise."""
+    budget: bool = False
+    """In rounds (`--until-decided`): the figures are the budget's, every case at the
+    attempts of the last look (`repeats` is the most any case gets), an upper bound."""
     until_decided: dict[str, float] | None = None
     """A suite the run takes in rounds (`--until-decided`) against BASELINE: the calls an
     unchanged candidate is expected to spend (`compare.noise.expected_unchanged`)."""
@@ -191,17 +194,17 @@ def estimate_suite(plan: RunPlan, suite: SuitePlan) -> SuiteEstimate:
         name=suite.name, regime=suite.regime, tier=suite.tier,
         cases=len(suite.cases), arms=[a.name for a in suite.arms], repeats=suite.repeats,
         items=0, done=0, concurrency=suite.concurrency, timeout_s=suite.timeout_s,
+        budget=suite.attempts is not None,
     )
     bases: dict[str, None] = {}
     for arm in suite.arms:
         target = arm.target
         model = target.config.model_id() if target is not None else None
         batch = target is not None and is_batched(target.config)
-        for case in suite.cases:
-            todo = sum(
-                (case.id, arm.name, attempt) not in done for attempt in range(suite.repeats)
-            )
-            est.done += suite.repeats - todo
+        for i, case in enumerate(suite.cases):
+            planned = suite.repeats if suite.attempts is None else min(suite.attempts[i], suite.repeats)
+            todo = sum((case.id, arm.name, attempt) not in done for attempt in range(planned))
+            est.done += planned - todo
             if not todo:
                 continue
             est.items += todo
@@ -294,9 +297,12 @@ def add_detectable(est: PlanEstimate, plan: RunPlan, baseline: Sequence[Run] = (
         bound = not variances
         if bound:
             variances, base_attempts = [WORST_CASE_VARIANCE], float(suite.repeats)
+        # in rounds (planned at its budget): the budget's attempts a case, on average
+        attempts = (sum(suite.attempts) / len(suite.attempts) if suite.attempts
+                    else float(suite.repeats))
         e.detectable = detectable_pass_rate(
             variances, cases=len(suite.cases), base_attempts=base_attempts,
-            cand_attempts=suite.repeats, allowance=th.pass_rate_drop, suites=stochastic, bound=bound,
+            cand_attempts=attempts, allowance=th.pass_rate_drop, suites=stochastic, bound=bound,
         )
         cfg = suite.config
         if baseline and (rounds or (cfg is not None and cfg.until_decided)):

@@ -1,12 +1,14 @@
 """`evalh run --compare-baseline --until-decided`: the candidate run in rounds until its
 gating rows are decided.
 
-Before anything runs, each stochastic suite the baseline has gets an allocation, from the
-baseline's per-case attempts only (`stats.sequential.allocate`): one attempt for every
-case, more for the cases whose baseline outcomes vary, within a budget of attempts
-(`--max-attempts`, the suite's `max_attempts`, else `DEFAULT_BUDGET` × its cases). Round k
-runs attempt k of every case allotted k or more — with the one runner, as more attempts of
-the same run (`SuitePlan.attempts`) — and then the one `compare_runs` looks, deciding the
+Before anything runs, each stochastic suite the baseline has gets its looks, from the
+baseline's per-case attempts only (`stats.sequential.plan_looks`): at 1, 1.5, 2, 2.5, 3,
+4, 5, 6 and 8 attempts a case on average (`LOOKS`, cut at the budget: `--max-attempts`, the
+suite's `max_attempts`, else `DEFAULT_BUDGET` × its cases), each look Neyman's allocation
+for what it has spent — one attempt for every case, more for the cases whose baseline
+outcomes vary. Round k runs the attempts that bring every case to its count at look k —
+with the one runner, as more attempts of the same run (`SuitePlan.attempts`) — and then the
+one `compare_runs` looks, deciding the
 suite's fixed-suite gating rows with the round's confidence sequence
 (`ComparePolicy.rounds`, `compare.family.apply_rounds`). A suite whose gating rows are all
 decided (`flat`, `improved`, `regressed`) gets no more attempts; the run stops when every
@@ -15,7 +17,7 @@ when `--max-cost` stops it.
 
 Each round is recorded in the run document (`Run.rounds`): its calls, the calls so far,
 those a fixed design would have spent (the whole allocation) and a plain run (one attempt a
-case), and each suite's verdicts after it. The allocation and the information fractions
+case), and each suite's verdicts after it. The looks and the information fractions
 are a function of the baseline alone, so `evalh run --resume` of an interrupted run
 rebuilds the same schedule, finishes the round it was in (its finished attempts kept) and
 looks at the same rounds: the error guarantee is the uninterrupted run's.
@@ -26,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalh.core.stats.sequential import MOST_PER_CASE, plan_suite
+from evalh.core.stats.sequential import MOST_PER_CASE, RHO_FLAT, RHO_REGRESSED, plan_suite
 
 if TYPE_CHECKING:
     from evalh.core.compare.models import ComparePolicy, Comparison
@@ -42,17 +44,22 @@ DECIDED = ("flat", "improved", "regressed")
 
 @dataclass
 class SuiteSchedule:
-    """One suite's rounds: attempts per case (plan order) and, per arm, the information
-    fraction of each round."""
+    """One suite's rounds: attempts per case (plan order) at each look and, per arm, the
+    information fraction of each look."""
 
     name: str
-    allocation: list[int]
+    looks: list[list[int]]
     fractions: dict[str, list[float]]
     decided_at: int | None = None
 
     @property
     def rounds(self) -> int:
-        return max(self.allocation) if self.allocation else 0
+        return len(self.looks)
+
+    @property
+    def budget(self) -> int:
+        """Attempts of the last look: what a fixed design would spend."""
+        return sum(self.looks[-1]) if self.looks else 0
 
 
 @dataclass
@@ -89,17 +96,28 @@ def schedule(plan: RunPlan, base: Run, *, max_attempts: int | None, every: bool)
             continue
         ids = case_ids(suite.cases)
         budget = max_attempts or (cfg.max_attempts if cfg is not None else None)
-        alloc, fractions, _ = plan_suite(ids, [a.name for a in suite.arms],
+        looks, fractions, _ = plan_suite(ids, [a.name for a in suite.arms],
                                          _base_counts(base, suite.name), budget)
-        out.schedules[suite.name] = SuiteSchedule(suite.name, alloc, fractions)
+        out.schedules[suite.name] = SuiteSchedule(suite.name, looks, fractions)
     return out
+
+
+def set_to_budget(plan: RunPlan, rounds: Rounds) -> None:
+    """Give every suite in rounds the attempts of its last look: the most the run can spend
+    (`run --dry-run` estimates the requests, tokens and cost of those, an upper bound)."""
+    for suite in plan.suites:
+        s = rounds.schedules.get(suite.name)
+        if s is not None and s.looks:
+            suite.repeats = max(suite.repeats, max(s.looks[-1]))
+            suite.attempts = list(s.looks[-1])
 
 
 def _policy(rounds: Rounds, k: int, policy: ComparePolicy | None) -> ComparePolicy:
     """`policy` (the run's --min-coverage, --allow-removed-suite) with round k's looks."""
     from evalh.core.compare.models import ComparePolicy, RoundLook
 
-    looks = {name: RoundLook(round=min(s.decided_at or k, s.rounds), fractions=s.fractions)
+    looks = {name: RoundLook(round=min(s.decided_at or k, s.rounds), fractions=s.fractions,
+                             rho=RHO_REGRESSED, rho_flat=RHO_FLAT)
              for name, s in rounds.schedules.items()}
     return (policy or ComparePolicy()).model_copy(update={"rounds": looks})
 
@@ -120,8 +138,9 @@ def _record(k: int, calls: int, before: int, fixed: int, plain: int, rounds: Rou
                 label = (m.scorer or m.name) + (f" [{m.arm}]" if m.arm != "default" else "")
                 rows[label] = m.verdict
         suites[name] = {"verdict": sc.verdict if sc is not None else None, "rows": rows,
-                        "decided_at": s.decided_at, "planned_attempts": sum(s.allocation),
-                        "look": min(s.decided_at or k, s.rounds), "fractions": s.fractions}
+                        "decided_at": s.decided_at, "planned_attempts": s.budget,
+                        "look": min(s.decided_at or k, s.rounds), "fractions": s.fractions,
+                        "rho": RHO_REGRESSED, "rho_flat": RHO_FLAT}
     return {"round": k, "calls": calls - before, "calls_so_far": calls,
             "fixed_design_calls": fixed, "plain_run_calls": plain,
             "verdict": cmp.verdict, "suites": suites}
@@ -158,9 +177,8 @@ def run_until_decided(
     for suite in plan.suites:
         s = rounds.schedules.get(suite.name)
         plain += len(suite.cases) * len(suite.arms)
-        fixed += len(suite.arms) * sum(s.allocation) if s is not None else suite.total
-        if s is not None:
-            suite.repeats = max(suite.repeats, s.rounds)
+        fixed += len(suite.arms) * s.budget if s is not None else suite.total
+    set_to_budget(plan, rounds)  # the runner's repeats; each round sets its own attempts
     records: list[dict[str, Any]] = list(plan.rounds)
     if resumed and store.path_for(plan.run_id).is_file():
         records = list(store.load_header(plan.run_id).rounds)
@@ -177,8 +195,7 @@ def run_until_decided(
         for suite in plan.suites:
             s = rounds.schedules.get(suite.name)
             if s is not None:
-                upto = s.decided_at or k
-                suite.attempts = [min(upto, m) for m in s.allocation]
+                suite.attempts = list(s.looks[min(s.decided_at or k, s.rounds) - 1])
         plan.rounds = records
         run = run_plan(plan, store, observer, lock=lock, results=True)
         lock = None  # run_plan let go of it; the next round takes it anew

@@ -7,9 +7,11 @@ No I/O, deterministic. Three pieces (the method and its measured error rates are
   cases*, whose only randomness is the attempts' (conditional, finite-population
   inference). Its variance sums each case's own attempt noise; the spread of the per-case
   effects is not noise under this estimand.
-- `allocate`: how many candidate attempts each case gets, fixed from the baseline's
-  per-case attempts only (so every per-case mean stays unbiased): water-filling of
-  Neyman's allocation, one attempt at least.
+- `allocate`, `plan_looks`: how many candidate attempts each case gets, fixed from the
+  baseline's per-case attempts only (so every per-case mean stays unbiased): water-filling
+  of Neyman's allocation, one attempt at least; `plan_looks` cuts the same greedy order at
+  `LOOKS` multiples of the cases, so every look's attempts are themselves Neyman's
+  allocation for what has been spent by then.
 - `spending_boundaries` (Lan & DeMets 1983 error spending; Jennison & Turnbull 1989
   repeated confidence intervals): per-round multipliers that keep every interval of every
   round valid at once, however often one looks; `mixture_multiplier` is the
@@ -27,10 +29,26 @@ from statistics import NormalDist
 
 from evalh.core.stats.intervals import Estimate
 
-DEFAULT_BUDGET = 3.0
-"""Candidate attempts per case, on average, that a suite may spend by default (300 target
-calls for 100 cases): on the reference workload an unchanged candidate is settled `flat` in
-83 % of comparisons at a median of 2.4× the calls of a plain run (bench/sequential_results.md)."""
+DEFAULT_BUDGET = 8.0
+"""Candidate attempts per case, on average, that a suite may spend by default (800 target
+calls for 100 cases). Most of it is for a candidate that looks worse: on the reference
+workload an unchanged candidate is settled `flat` at a median of 2.5× the calls of a plain
+run, while a drop of twice the allowance needs about 5× to be called `regressed` 80 % of
+the time (no design does it at 3×: bench/sequential_results.md, "The frontier")."""
+
+LOOKS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+"""Where the rounds look, in attempts per case (cut at the budget, which is always a look):
+close together where an unchanged candidate settles, wider apart after."""
+
+RHO_FLAT = 1.0
+"""Exponent of the error spending α·t^ρ of the `flat` side: α·t, spent evenly over the
+information (Lan & DeMets's Pocock-type function), earlier than the `regressed` side, so an
+unchanged candidate settles in the first looks. Its error (`flat` when the change is a drop
+of the allowance or more) is still at most α."""
+
+RHO_REGRESSED = 3.0
+"""Exponent of the `regressed` side's spending: close to O'Brien & Fleming's boundary,
+little spent early and nearly the fixed-n multiplier at the end."""
 
 MOST_PER_CASE = 16
 """The most attempts any one case gets."""
@@ -122,6 +140,25 @@ def allocate(variances: Sequence[float], budget: int, *, most: int = 16) -> list
     return m
 
 
+def plan_looks(variances: Sequence[float], budget: int, *, most: int = 16,
+               looks: Sequence[float] = LOOKS) -> list[list[int]]:
+    """Attempts per case at every look: `allocate` at min(k·n, `budget`) attempts for each k
+    of `looks` below the budget, then at the budget. The greedy order is the same at every
+    budget, so the looks are nested (a case never loses an attempt) and each is Neyman's
+    allocation for its own spend. Looks that add nothing (every case at `most`) are dropped."""
+    n = len(variances)
+    if n == 0:
+        return []
+    budget = max(budget, n)
+    spends = sorted({min(round(k * n), budget) for k in looks if k * n < budget} | {budget})
+    out: list[list[int]] = []
+    for b in spends:
+        m = allocate(variances, b, most=most)
+        if not out or m != out[-1]:
+            out.append(m)
+    return out
+
+
 def planned_variance(variances: Sequence[float], attempts: Sequence[int],
                      base_variances: Sequence[float]) -> float:
     """Σ (σᵢ²/mᵢ + bᵢ) / n²: the variance of the change planned for `attempts`, with
@@ -131,19 +168,19 @@ def planned_variance(variances: Sequence[float], attempts: Sequence[int],
                                                           strict=True)) / (n * n)
 
 
-def information_fractions(variances: Sequence[float], allocation: Sequence[int],
+def information_fractions(variances: Sequence[float], looks: Sequence[Sequence[int]],
                           base_variances: Sequence[float]) -> list[float]:
-    """Information fraction of each round k = 1..max(m): planned variance at the end over
-    planned variance after round k (round k runs attempt k of every case with mᵢ ≥ k).
-    Fixed from the baseline before the candidate runs, so the rounds' boundaries are too."""
-    rounds = max(allocation) if allocation else 0
-    final = planned_variance(variances, allocation, base_variances)
+    """Information fraction of each look (`plan_looks`): planned variance at the last look
+    over planned variance at this one. Fixed from the baseline before the candidate runs,
+    so the looks' boundaries are too."""
+    if not looks:
+        return []
+    final = planned_variance(variances, looks[-1], base_variances)
     out = []
-    for k in range(1, rounds + 1):
-        at = planned_variance(variances, [min(k, m) for m in allocation], base_variances)
+    for m in looks:
+        at = planned_variance(variances, m, base_variances)
         out.append(min(1.0, final / at) if at > 0 else 1.0)
-    if out:
-        out[-1] = 1.0
+    out[-1] = 1.0
     return out
 
 
@@ -240,14 +277,17 @@ def student_multiplier(c: float, df: float) -> float:
 
 
 def look_multipliers(fractions: Sequence[float], k: int, alpha: float, family: float,
-                     df: float, rho: float = 3.0) -> tuple[float, float]:
+                     df: float, rho: float = RHO_REGRESSED,
+                     rho_flat: float = RHO_FLAT) -> tuple[float, float]:
     """(c_flat, c_regressed) at look k (1-based) of rounds at information `fractions`:
-    error-spending boundaries spending α (for `flat`, one-sided) and α/`family` (for
-    `regressed`, Bonferroni over the family's rows; a weighted row passes 1/its share), carried
-    to Student's t at `df`. What
-    `compare.family.apply_rounds` and the simulation both use."""
+    error-spending boundaries spending α (for `flat`, one-sided, exponent `rho_flat`) and
+    α/`family` (for `regressed`, Bonferroni over the family's rows; a weighted row passes
+    1/its share; exponent `rho`), carried to Student's t at `df`. The two sides test
+    different hypotheses (a drop of the allowance or more; a drop of less), each at its own
+    α, so each may spend on its own schedule. What `compare.family.apply_rounds` and the
+    simulation both use."""
     k = min(k, len(fractions))  # c_k depends on t_1..t_k only: the whole schedule is cached
-    c_flat = spending_boundaries(fractions, alpha, rho)[k - 1]
+    c_flat = spending_boundaries(fractions, alpha, rho_flat)[k - 1]
     c_reg = spending_boundaries(fractions, alpha / max(family, 1), rho)[k - 1]
     return student_multiplier(c_flat, df), student_multiplier(c_reg, df)
 
@@ -283,33 +323,33 @@ def z_quantile(p: float) -> float:
     return _N.inv_cdf(p)
 
 
-def unchanged_calls(variances: Sequence[float], allocation: Sequence[int],
+def unchanged_calls(variances: Sequence[float], looks: Sequence[Sequence[int]],
                     base_variances: Sequence[float], allowance: float, alpha: float,
-                    rho: float = 3.0, draws: int = 4000, seed: int = 26) -> dict[str, float]:
-    """What rounds at `allocation` are expected to spend on an unchanged candidate (true
-    change 0, per-attempt variances `variances`, baseline-mean variances `base_variances`):
-    the change after round k is the candidate's mean over its first min(k, mᵢ) attempts
-    less the baseline's, so its path is Gaussian with Cov(k, j) = B + C_max(k,j) (B the
-    baseline's variance of the mean, C_k the candidate's after round k). A seeded draw of
-    `draws` such paths stops each at its first `flat` (or `improved`) look with the
-    `flat` multipliers of `spending_boundaries` at the rounds' information fractions.
-    Returns the median and mean calls, the share settled `flat`, the budget (Σ mᵢ) and a
-    plain run's calls (one a case). Normal, not Student: a plan, not a decision."""
+                    rho_flat: float = RHO_FLAT, draws: int = 4000, seed: int = 26) -> dict[str, float]:
+    """What rounds at `looks` (`plan_looks`) are expected to spend on an unchanged candidate
+    (true change 0, per-attempt variances `variances`, baseline-mean variances
+    `base_variances`): the change at look k is the candidate's mean over its first mᵢₖ
+    attempts less the baseline's, so its path is Gaussian with Cov(k, j) = B + C_max(k,j)
+    (B the baseline's variance of the mean, C_k the candidate's at look k; the looks are
+    nested). A seeded draw of `draws` such paths stops each at its first `flat` (or
+    `improved`) look with the `flat` multipliers of `spending_boundaries` at the looks'
+    information fractions. Returns the median and mean calls, the share settled `flat`,
+    the budget (the last look's attempts) and a plain run's calls (one a case). Normal, not
+    Student: a plan, not a decision."""
     import numpy as np
 
     n = len(variances)
-    rounds = max(allocation) if allocation else 0
+    rounds = len(looks)
     if n == 0 or rounds == 0:
         return {"median_calls": 0.0, "mean_calls": 0.0, "flat": 0.0, "budget": 0.0, "plain": float(n)}
-    fractions = information_fractions(variances, allocation, base_variances)
-    c_flat = spending_boundaries(fractions, alpha, rho)
+    fractions = information_fractions(variances, looks, base_variances)
+    c_flat = spending_boundaries(fractions, alpha, rho_flat)
     b = math.fsum(base_variances) / (n * n)
-    c = [math.fsum(v / min(k, m) for v, m in zip(variances, allocation, strict=True)) / (n * n)
-         for k in range(1, rounds + 1)]
-    calls = [sum(min(k, m) for m in allocation) for k in range(1, rounds + 1)]
+    c = [math.fsum(v / m for v, m in zip(variances, look, strict=True)) / (n * n) for look in looks]
+    calls = [sum(look) for look in looks]
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((draws, rounds))
-    cand = np.empty((draws, rounds))  # built backwards: the last round's mean, then earlier ones
+    cand = np.empty((draws, rounds))  # built backwards: the last look's mean, then earlier ones
     cand[:, -1] = z[:, -1] * math.sqrt(c[-1])
     for k in range(rounds - 2, -1, -1):
         cand[:, k] = cand[:, k + 1] + z[:, k] * math.sqrt(max(c[k] - c[k + 1], 0.0))
@@ -319,14 +359,14 @@ def unchanged_calls(variances: Sequence[float], allocation: Sequence[int],
     first = np.where(settled.any(axis=1), settled.argmax(axis=1), rounds - 1)
     spent = np.asarray(calls)[first]
     return {"median_calls": float(np.median(spent)), "mean_calls": float(spent.mean()),
-            "flat": float(settled.any(axis=1).mean()), "budget": float(sum(allocation)),
+            "flat": float(settled.any(axis=1).mean()), "budget": float(calls[-1]),
             "plain": float(n)}
 
 
 def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tuple[int, int]],
-               budget: int | None) -> tuple[list[int], dict[str, list[float]], tuple[list[float], list[float]]]:
-    """A suite's allocation (`budget` attempts, default `DEFAULT_BUDGET` × its cases), each
-    arm's information fractions, and the per-case planning and baseline-mean variances (the
+               budget: int | None) -> tuple[list[list[int]], dict[str, list[float]], tuple[list[float], list[float]]]:
+    """A suite's looks (`plan_looks` within `budget` attempts, default `DEFAULT_BUDGET` × its
+    cases), each arm's information fractions at them, and the per-case planning and baseline-mean variances (the
     arms' mean) — from the baseline's (case, arm) → (passed, attempts) `counts` only."""
     per_arm: dict[str, tuple[list[float], list[float]]] = {}
     for arm in arms:
@@ -339,6 +379,6 @@ def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tu
         per_arm[arm] = (plan_var, base_var)
     joint = [sum(per_arm[a][0][i] for a in arms) / len(arms) for i in range(len(ids))]
     joint_base = [sum(per_arm[a][1][i] for a in arms) / len(arms) for i in range(len(ids))]
-    alloc = allocate(joint, max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids)), most=MOST_PER_CASE)
-    fractions = {a: information_fractions(pv, alloc, bv) for a, (pv, bv) in per_arm.items()}
-    return alloc, fractions, (joint, joint_base)
+    looks = plan_looks(joint, max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids)), most=MOST_PER_CASE)
+    fractions = {a: information_fractions(pv, looks, bv) for a, (pv, bv) in per_arm.items()}
+    return looks, fractions, (joint, joint_base)

@@ -39,7 +39,8 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
         table.add_column(col, justify="left" if col == "suite" else "right", no_wrap=True)
     for s in est.suites:
         total = s.total
-        shape = f"{s.cases:,}x{len(s.arms)}x{s.repeats}={s.cases * len(s.arms) * s.repeats:,}"
+        shape = (f"{s.cases:,}x{len(s.arms)}x1..{s.repeats}<={s.items + s.done:,}" if s.budget else
+                 f"{s.cases:,}x{len(s.arms)}x{s.repeats}={s.cases * len(s.arms) * s.repeats:,}")
         if s.done:
             shape += f" ({s.done:,} done)"
         table.add_row(
@@ -74,6 +75,9 @@ def render_estimate(est: PlanEstimate, console: Console) -> None:
             from evalh.core.compare.noise import expected_line
 
             console.print(Text(f"  {s.name}: {expected_line(s.until_decided)}"))
+        if s.budget:
+            console.print(Text(f"  {s.name}: in rounds: its row is the whole budget (x1..{s.repeats}: "
+                               "attempts a case, more where the baseline varies), the most it can spend"))
     console.print(Text(
         "items: cases x arms x repeats; tokens in: estimated (characters / 4 unless the "
         "target estimates); out: max_tokens, an upper bound; cost: from the price table; "
