@@ -126,6 +126,7 @@ def test_unchanged_candidate_is_flat_within_the_budget_and_every_round_is_record
         assert rd["fixed_design_calls"] == rd["suites"]["ref"]["planned_attempts"] == 800
         # the looks fall at 1, 1.5, 2, ... attempts a case: 100, 150, 200, ... calls
         assert rd["calls_so_far"] == [100, 150, 200, 250, 300, 400, 500, 600, 800][k - 1]
+        assert (rd["suites"]["ref"]["rho"], rd["suites"]["ref"]["rho_flat"]) == (3.0, 1.0)
     last = doc["rounds"][-1]
     assert last["suites"]["ref"]["decided_at"] == len(doc["rounds"])
     assert last["suites"]["ref"]["rows"]["pass_rate"] == "flat"
@@ -344,3 +345,17 @@ def test_a_run_in_rounds_says_how_old_its_baseline_is(ref: Path) -> None:
     plain = json.loads(cli(ref, "compare", "--json").stdout)
     assert out["comparison"]["baseline_age"] == plain["baseline_age"]
     assert out["comparison"]["baseline_age"]["run_id"] in base
+
+
+def test_a_run_recorded_before_the_flat_side_had_its_own_spending_is_decided_as_it_was() -> None:
+    """`Run.rounds` of a run made when both sides spent α·t³ has no `rho_flat`: a later
+    compare reads ρ = 3 for both, not today's α·t for `flat` (which would move its verdict)."""
+    from evalh.core.compare.models import recorded_looks
+
+    old = [{"round": 2, "suites": {"ref": {"look": 2, "fractions": {"default": [0.5, 1.0]}}}}]
+    new = [{"round": 2, "suites": {"ref": {"look": 2, "fractions": {"default": [0.5, 1.0]},
+                                           "rho": 3.0, "rho_flat": 1.0}}}]
+    looks_old, looks_new = recorded_looks(old), recorded_looks(new)
+    assert looks_old is not None and looks_new is not None
+    assert (looks_old["ref"].rho, looks_old["ref"].rho_flat) == (3.0, 3.0)
+    assert (looks_new["ref"].rho, looks_new["ref"].rho_flat) == (3.0, 1.0)
