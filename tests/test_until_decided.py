@@ -359,3 +359,30 @@ def test_a_run_recorded_before_the_flat_side_had_its_own_spending_is_decided_as_
     assert looks_old is not None and looks_new is not None
     assert (looks_old["ref"].rho, looks_old["ref"].rho_flat) == (3.0, 3.0)
     assert (looks_new["ref"].rho, looks_new["ref"].rho_flat) == (3.0, 1.0)
+
+
+def test_a_row_the_confidence_sequence_cannot_decide_is_not_decided_by_a_fixed_n_interval_after_peeking(
+    ref: Path,
+) -> None:
+    """A suite whose estimand is `population` (also: clustered cases, fewer than 8 varying
+    cases) has its gating rows outside the rounds' confidence sequence. Looking at their
+    fixed-n 95 % interval after every round and stopping at the first decision is peeking:
+    each of the 9 looks spends the whole α again. They are held to α / 9 at each look
+    (Bonferroni over the planned looks: valid whatever the looks' correlation)."""
+    toml = (ref / "evalh.toml").read_text()
+    (ref / "evalh.toml").write_text(toml + 'estimand = "population"\n')
+    base = _baseline(ref)
+    r, doc = _candidate(ref, base)
+    assert r.exit_code == 0, r.output
+    row = next(m for m in json.loads(r.stdout)["comparison"]["suites"]["ref"]["metrics"]
+               if m["name"] == "pass_rate")
+    assert row["estimand"] == "population"
+    assert "Bonferroni over 9 looks" in row["method"], row["method"]
+    # its interval is the one at α / 9 a side: wider than the fixed-n 95 % one
+    plain = json.loads(cli(ref, "compare", "--json", "--estimand", "population").stdout)
+    again = next(m for m in plain["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert again["verdict"] == row["verdict"] and again["interval"] == row["interval"]
+    lo, hi = row["interval"]
+    assert hi - lo > 0
+    # what the run recorded after each round is what compare says of it now
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == row["verdict"]
