@@ -386,3 +386,22 @@ def test_a_row_the_confidence_sequence_cannot_decide_is_not_decided_by_a_fixed_n
     assert hi - lo > 0
     # what the run recorded after each round is what compare says of it now
     assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == row["verdict"]
+
+
+def test_a_dry_run_in_rounds_without_a_baseline_that_loads_is_refused_as_the_run_would_be(
+    ref: Path,
+) -> None:
+    """The real run refuses (exit 2) when BASELINE is unset or names a run that is gone; the
+    dry run said "100 requests" and exited 0: one attempt a case, an eighth of what the run
+    would spend once a baseline is set, for a run that cannot start."""
+    for args in ((), ("--json",)):
+        dry = cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided", *args)
+        assert dry.exit_code == 2, dry.output
+        assert "no BASELINE" in dry.stderr and "Traceback" not in dry.output
+    base = _baseline(ref)
+    (ref / "runs" / f"{base[0]}.json").unlink()
+    real = cli(ref, "run", "--compare-baseline", "--until-decided")
+    dry = cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided", "--json")
+    assert real.exit_code == dry.exit_code == 2, dry.output
+    assert base[0] in dry.stderr and dry.stderr.strip() == real.stderr.strip()
+    assert not (ref / "calls.txt").exists()

@@ -311,14 +311,12 @@ def run_request(
 
 def _plan_to_budget(req: PreparedRequest, load_reference: Callable[[], Reference]) -> None:
     """A dry run in rounds: each suite in rounds planned at its budget's last look, so the
-    estimate's requests, tokens and cost are the most the run can spend (without a
-    baseline there is no schedule: one attempt a case, as without rounds)."""
+    estimate's requests, tokens and cost are the most the run can spend. A baseline that is
+    unset or cannot load refuses the dry run as it would the run (exit 2): there is no
+    schedule, and one attempt a case would understate the run by its whole budget."""
     from evalh.core.run.rounds import schedule, set_to_budget
 
-    try:
-        reference = load_reference()
-    except EvalhError:
-        return
+    reference = load_reference()
     run = getattr(reference, "run", None)
     if run is None:
         return
