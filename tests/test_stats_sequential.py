@@ -14,9 +14,10 @@ from evalh.core.stats.sequential import (
     case_variance,
     fixed_suite_estimate,
     information_fractions,
-    plan_looks,
     look_multipliers,
     mixture_multiplier,
+    plan_looks,
+    plan_suite,
     planning_variance,
     sequential_verdict,
     spending_boundaries,
@@ -150,3 +151,18 @@ def test_the_allocated_estimate_is_unbiased_and_its_interval_covers() -> None:
     bias, se = float(np.mean(errors)), float(np.std(errors) / math.sqrt(reps))
     assert abs(bias) < 3 * se
     assert 0.93 <= covered / reps <= 0.975
+
+
+def test_cases_the_baseline_never_attempted_get_one_attempt_and_no_say_in_the_looks() -> None:
+    """A case added to the dataset after the baseline has no baseline mean: the comparison
+    cannot pair it, so more attempts of it buy nothing. It was planned at p = 0.5 (the
+    largest variance there is) and took the most attempts at every look, and it counted in
+    the information fractions of an estimate it is not in."""
+    ids = [f"c{i}" for i in range(20)]
+    counts = {(c, "a"): (i % 9, 9) for i, c in enumerate(ids)}
+    looks, fractions, _ = plan_suite(ids, ["a"], counts, 160)
+    added = [*ids, "new1", "new2"]
+    looks2, fractions2, _ = plan_suite(added, ["a"], counts, 162)
+    assert [m[-2:] for m in looks2] == [[1, 1]] * len(looks2)
+    assert [m[:-2] for m in looks2] == looks and fractions2 == fractions
+    assert sum(looks2[-1]) <= 162

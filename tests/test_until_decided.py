@@ -405,3 +405,25 @@ def test_a_dry_run_in_rounds_without_a_baseline_that_loads_is_refused_as_the_run
     assert real.exit_code == dry.exit_code == 2, dry.output
     assert base[0] in dry.stderr and dry.stderr.strip() == real.stderr.strip()
     assert not (ref / "calls.txt").exists()
+
+
+def test_cases_added_after_the_baseline_get_one_attempt_not_the_most(ref: Path) -> None:
+    """Ten cases added to the dataset after the baseline cannot be compared (no baseline
+    mean), yet each took 3 attempts by round 3 and would take 16 by the budget: planned at
+    p = 0.5, the noisiest there is. They get one attempt, as in a plain run."""
+    base = _baseline(ref)
+    with (ref / "data" / "ref.jsonl").open("a") as fh:
+        for i in range(100, 110):
+            fh.write(json.dumps({"id": f"c{i:03d}", "input": {"p": 0.98}, "expected": "right"}) + "\n")
+    r, doc = _candidate(ref, base, "--max-attempts", "1100")
+    assert r.exit_code == 0, r.output
+    per_case: dict[str, int] = {}
+    for line in _calls(ref):
+        per_case[line.split()[1]] = per_case.get(line.split()[1], 0) + 1
+    assert [per_case[f"c{i}"] for i in range(100, 110)] == [1] * 10
+    assert doc["rounds"][-1]["calls_so_far"] == len(_calls(ref)) <= 1100
+    # the dry run plans the same: the new cases at one attempt, inside the same budget
+    dry = json.loads(cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided",
+                         "--max-attempts", "1100", "--json").stdout)["suites"][0]
+    assert dry["items"] <= 1100 and dry["until_decided"]["budget"] <= 1100
+    assert dry["until_decided"]["plain"] == 110
