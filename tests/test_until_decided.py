@@ -427,3 +427,23 @@ def test_cases_added_after_the_baseline_get_one_attempt_not_the_most(ref: Path) 
                          "--max-attempts", "1100", "--json").stdout)["suites"][0]
     assert dry["items"] <= 1100 and dry["until_decided"]["budget"] <= 1100
     assert dry["until_decided"]["plain"] == 110
+
+
+def test_resume_refuses_a_new_max_attempts_rather_than_spending_the_old_one(
+    ref: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resumed run keeps its own schedule (its looks and boundaries are what its error
+    guarantee rests on), so `--resume RUN --max-attempts 120` ran on to the old budget
+    and spent more than the 120 calls asked for, saying nothing. It is refused, exit 2."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(STOP)
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8")
+    assert r.exit_code == 130, r.output
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    before = partial.read_bytes()
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--max-attempts", "120")
+    assert r.exit_code == 2 and "--max-attempts" in r.stderr, r.output
+    assert partial.read_bytes() == before

@@ -76,6 +76,8 @@ class RunRequest:
             ("--repeats", self.repeats), ("--timeout", self.timeout_s),
             ("--allow-self-judge", self.allow_self_judge or None),
             ("--max-error-rate", self.max_error_rate),
+            # a run in rounds keeps its schedule: its looks are what its guarantee rests on
+            ("--max-attempts", self.max_attempts),
         ) if value is not None]
 
 
@@ -205,7 +207,7 @@ def prepare_request(
         given = request.refused_with_resume()
         if given:
             raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats, timeout, "
-                             f"judge settings and max error rate: drop {', '.join(given)}")
+                             f"judge settings, max error rate and attempt budget: drop {', '.join(given)}")
         prepared = prepare_resume(
             config, request.resume, directory, concurrency=request.concurrency,
             max_cost_usd=request.max_cost_usd, max_tokens=request.max_tokens,
