@@ -447,3 +447,28 @@ def test_resume_refuses_a_new_max_attempts_rather_than_spending_the_old_one(
     r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--max-attempts", "120")
     assert r.exit_code == 2 and "--max-attempts" in r.stderr, r.output
     assert partial.read_bytes() == before
+
+
+def test_a_dry_run_of_resuming_a_run_in_rounds_plans_the_runs_own_budget(
+    ref: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --dry-run --resume RUN --compare-baseline` of a run in rounds said "0 to run" and
+    "never above 800" (the default budget), while the resume then ran on to the run's own
+    budget (--max-attempts 300 when it started): what is left is up to 300 − done."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(STOP)
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--max-attempts", "300",
+            "--seed", "8")
+    assert r.exit_code == 130, r.output
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    dry = cli(ref, "run", "--dry-run", "--resume", partial.stem, "--compare-baseline", "--json")
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.stdout)["suites"][0]
+    assert planned["budget"] is True and planned["items"] + planned["done"] == 300
+    assert planned["until_decided"]["budget"] == 300
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "-q")
+    doc = json.loads(partial.read_bytes())
+    assert doc["rounds"][-1]["calls_so_far"] <= planned["items"] + planned["done"]

@@ -311,6 +311,16 @@ def run_request(
     return outcome
 
 
+def rounds_settings(req: PreparedRequest) -> tuple[int | None, bool]:
+    """(max_attempts, every) of the rounds: a resumed run's own, recorded when it started
+    (`core.run.rounds` keeps them), else the request's `--max-attempts` and
+    `--until-decided`."""
+    recorded = req.prepared.plan.options.get("until_decided")
+    if isinstance(recorded, dict):
+        return recorded.get("max_attempts"), bool(recorded.get("every"))
+    return req.request.max_attempts, req.request.until_decided
+
+
 def _plan_to_budget(req: PreparedRequest, load_reference: Callable[[], Reference]) -> None:
     """A dry run in rounds: each suite in rounds planned at its budget's last look, so the
     estimate's requests, tokens and cost are the most the run can spend. A baseline that is
@@ -323,8 +333,8 @@ def _plan_to_budget(req: PreparedRequest, load_reference: Callable[[], Reference
     if run is None:
         return
     plan = req.prepared.plan
-    set_to_budget(plan, schedule(plan, run, max_attempts=req.request.max_attempts,
-                                 every=req.request.until_decided))
+    max_attempts, every = rounds_settings(req)
+    set_to_budget(plan, schedule(plan, run, max_attempts=max_attempts, every=every))
 
 
 def _add_baseline_age(notes: Any, reference: Any, run: Any, req: PreparedRequest) -> None:
