@@ -101,9 +101,10 @@ def _bonferroni_over_looks(row: MetricRow, ev: Evidence, alpha: float, family: f
     row.interval = iv
     row.method += f"; Bonferroni over {looks} looks (rounds)"
     if decide(row.change, iv, row.allowance, row.better) == "inconclusive":
+        row.note = join_notes(row.note, f"{row.verdict} by its fixed-n interval, not at α/{looks} "
+                                        "a side at each look (looked at after every round, "
+                                        "outside the rounds' confidence sequence)")
         row.verdict = "inconclusive"
-        row.note = join_notes(row.note, f"decided at α/{looks} a look: looked at after every "
-                                        "round, outside the rounds' confidence sequence")
 
 
 def first_shares(p: Sequence[float], w: Sequence[float], select: float | None) -> list[float]:
