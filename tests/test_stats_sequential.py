@@ -166,3 +166,23 @@ def test_cases_the_baseline_never_attempted_get_one_attempt_and_no_say_in_the_lo
     assert [m[-2:] for m in looks2] == [[1, 1]] * len(looks2)
     assert [m[:-2] for m in looks2] == looks and fractions2 == fractions
     assert sum(looks2[-1]) <= 162
+
+
+@pytest.mark.parametrize("rho", [1.0, 3.0])
+def test_every_look_spends_its_share_at_the_default_looks(rho: float) -> None:
+    """The `flat` side spends α·t (ρ = 1) over nine or ten looks whose first fraction is
+    0.16 (the budget 16× the cases): each look's crossing probability is α(t_k) − α(t_{k−1})
+    (seeded simulation of 400,000 paths; the tests above check ρ = 3 at three to five looks)."""
+    from evalh.core.stats.sequential import spent
+
+    fractions = [0.1563, 0.2418, 0.2969, 0.3716, 0.4207, 0.5203, 0.6007, 0.668, 0.7812, 1.0]
+    c = np.array(spending_boundaries(fractions, 0.025, rho))
+    rng = np.random.default_rng(5)
+    inc = np.diff([0.0, *fractions])
+    z = np.cumsum(rng.normal(size=(400_000, len(fractions))) * np.sqrt(inc), axis=1) / np.sqrt(fractions)
+    crossed = z >= c
+    first = np.where(crossed.any(axis=1), crossed.argmax(axis=1), -1)
+    want = np.diff([0.0, *(spent(t, 0.025, rho) for t in fractions)])
+    for k, w in enumerate(want):
+        assert abs(float((first == k).mean()) - w) < 0.0006
+    assert abs(float(crossed.any(axis=1).mean()) - 0.025) < 0.0012
