@@ -472,3 +472,41 @@ def test_a_dry_run_of_resuming_a_run_in_rounds_plans_the_runs_own_budget(
     r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "-q")
     doc = json.loads(partial.read_bytes())
     assert doc["rounds"][-1]["calls_so_far"] <= planned["items"] + planned["done"]
+
+
+PRICED = '''
+
+_free_answer = answer
+
+
+def answer(inp):  # noqa: F811
+    """The same answer at one cent a call, so --max-cost can stop a round part-way."""
+    from evalh.targets.base import TargetOutput
+
+    return TargetOutput(output=_free_answer(inp), tokens_in=10, tokens_out=5, cost_usd=0.01,
+                        model="fixture-model")
+'''
+
+
+def test_a_round_stopped_by_max_cost_is_looked_at_again_once_resumed(ref: Path) -> None:
+    """--max-cost stops round 2 after 25 of its 50 calls. That part-round was recorded as
+    round 2, so `--resume` went on to round 3 and never looked at round 2 complete: the
+    resumed run decided at other looks than the uninterrupted run of the same seed (flat
+    after round 2, at 150 calls). The part-round is recorded as such and the resume
+    finishes it and looks at it."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(PRICED)
+    base = _baseline(ref)
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8",
+            "--max-cost", "1.25")
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "partial", r.output
+    assert [rd["round"] for rd in doc["rounds"]] == [1, 2] and doc["rounds"][-1]["partial"] is True
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--max-cost", "20", "-q")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "complete"
+    assert [(rd["round"], rd["calls_so_far"]) for rd in doc["rounds"]] == [(1, 100), (2, 150)]
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == "flat"
+    assert not any(rd.get("partial") for rd in doc["rounds"])
