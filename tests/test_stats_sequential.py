@@ -186,3 +186,16 @@ def test_every_look_spends_its_share_at_the_default_looks(rho: float) -> None:
     for k, w in enumerate(want):
         assert abs(float((first == k).mean()) - w) < 0.0006
     assert abs(float(crossed.any(axis=1).mean()) - 0.025) < 0.0012
+
+
+def test_a_look_a_few_calls_short_of_the_budget_is_not_taken() -> None:
+    """--max-attempts 101 over 100 cases looked at 100 calls and again at 101: a round of
+    one call, and the last look, left 1.25 % of α to spend, needed 2.10 standard errors
+    where one look at 101 needs 1.96. A look within a tenth of an attempt a case of the
+    budget is left out (the budget's look replaces it)."""
+    v = [planning_variance(9, 9)] * 60 + [planning_variance(4, 9)] * 25 + [planning_variance(0, 9)] * 15
+    assert [sum(m) for m in plan_looks(v, 101)] == [101]
+    assert [sum(m) for m in plan_looks(v, 109)] == [109]
+    assert [sum(m) for m in plan_looks(v, 110)] == [100, 110]
+    assert [sum(m) for m in plan_looks(v, 605)] == [100, 150, 200, 250, 300, 400, 500, 605]
+    assert [sum(m) for m in plan_looks(v, 420)] == [100, 150, 200, 250, 300, 400, 420]
