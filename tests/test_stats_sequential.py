@@ -14,9 +14,10 @@ from evalh.core.stats.sequential import (
     case_variance,
     fixed_suite_estimate,
     information_fractions,
-    plan_looks,
     look_multipliers,
     mixture_multiplier,
+    plan_looks,
+    plan_suite,
     planning_variance,
     sequential_verdict,
     spending_boundaries,
@@ -150,3 +151,51 @@ def test_the_allocated_estimate_is_unbiased_and_its_interval_covers() -> None:
     bias, se = float(np.mean(errors)), float(np.std(errors) / math.sqrt(reps))
     assert abs(bias) < 3 * se
     assert 0.93 <= covered / reps <= 0.975
+
+
+def test_cases_the_baseline_never_attempted_get_one_attempt_and_no_say_in_the_looks() -> None:
+    """A case added to the dataset after the baseline has no baseline mean: the comparison
+    cannot pair it, so more attempts of it buy nothing. It was planned at p = 0.5 (the
+    largest variance there is) and took the most attempts at every look, and it counted in
+    the information fractions of an estimate it is not in."""
+    ids = [f"c{i}" for i in range(20)]
+    counts = {(c, "a"): (i % 9, 9) for i, c in enumerate(ids)}
+    looks, fractions, _ = plan_suite(ids, ["a"], counts, 160)
+    added = [*ids, "new1", "new2"]
+    looks2, fractions2, _ = plan_suite(added, ["a"], counts, 162)
+    assert [m[-2:] for m in looks2] == [[1, 1]] * len(looks2)
+    assert [m[:-2] for m in looks2] == looks and fractions2 == fractions
+    assert sum(looks2[-1]) <= 162
+
+
+@pytest.mark.parametrize("rho", [1.0, 3.0])
+def test_every_look_spends_its_share_at_the_default_looks(rho: float) -> None:
+    """The `flat` side spends α·t (ρ = 1) over nine or ten looks whose first fraction is
+    0.16 (the budget 16× the cases): each look's crossing probability is α(t_k) − α(t_{k−1})
+    (seeded simulation of 400,000 paths; the tests above check ρ = 3 at three to five looks)."""
+    from evalh.core.stats.sequential import spent
+
+    fractions = [0.1563, 0.2418, 0.2969, 0.3716, 0.4207, 0.5203, 0.6007, 0.668, 0.7812, 1.0]
+    c = np.array(spending_boundaries(fractions, 0.025, rho))
+    rng = np.random.default_rng(5)
+    inc = np.diff([0.0, *fractions])
+    z = np.cumsum(rng.normal(size=(400_000, len(fractions))) * np.sqrt(inc), axis=1) / np.sqrt(fractions)
+    crossed = z >= c
+    first = np.where(crossed.any(axis=1), crossed.argmax(axis=1), -1)
+    want = np.diff([0.0, *(spent(t, 0.025, rho) for t in fractions)])
+    for k, w in enumerate(want):
+        assert abs(float((first == k).mean()) - w) < 0.0006
+    assert abs(float(crossed.any(axis=1).mean()) - 0.025) < 0.0012
+
+
+def test_a_look_a_few_calls_short_of_the_budget_is_not_taken() -> None:
+    """--max-attempts 101 over 100 cases looked at 100 calls and again at 101: a round of
+    one call, and the last look, left 1.25 % of α to spend, needed 2.10 standard errors
+    where one look at 101 needs 1.96. A look within a tenth of an attempt a case of the
+    budget is left out (the budget's look replaces it)."""
+    v = [planning_variance(9, 9)] * 60 + [planning_variance(4, 9)] * 25 + [planning_variance(0, 9)] * 15
+    assert [sum(m) for m in plan_looks(v, 101)] == [101]
+    assert [sum(m) for m in plan_looks(v, 109)] == [109]
+    assert [sum(m) for m in plan_looks(v, 110)] == [100, 110]
+    assert [sum(m) for m in plan_looks(v, 605)] == [100, 150, 200, 250, 300, 400, 500, 605]
+    assert [sum(m) for m in plan_looks(v, 420)] == [100, 150, 200, 250, 300, 400, 420]

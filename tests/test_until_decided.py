@@ -359,3 +359,154 @@ def test_a_run_recorded_before_the_flat_side_had_its_own_spending_is_decided_as_
     assert looks_old is not None and looks_new is not None
     assert (looks_old["ref"].rho, looks_old["ref"].rho_flat) == (3.0, 3.0)
     assert (looks_new["ref"].rho, looks_new["ref"].rho_flat) == (3.0, 1.0)
+
+
+def test_a_row_the_confidence_sequence_cannot_decide_is_not_decided_by_a_fixed_n_interval_after_peeking(
+    ref: Path,
+) -> None:
+    """A suite whose estimand is `population` (also: clustered cases, fewer than 8 varying
+    cases) has its gating rows outside the rounds' confidence sequence. Looking at their
+    fixed-n 95 % interval after every round and stopping at the first decision is peeking:
+    each of the 9 looks spends the whole α again. They are held to α / 9 at each look
+    (Bonferroni over the planned looks: valid whatever the looks' correlation)."""
+    toml = (ref / "evalh.toml").read_text()
+    (ref / "evalh.toml").write_text(toml + 'estimand = "population"\n')
+    base = _baseline(ref)
+    r, doc = _candidate(ref, base)
+    assert r.exit_code == 0, r.output
+    row = next(m for m in json.loads(r.stdout)["comparison"]["suites"]["ref"]["metrics"]
+               if m["name"] == "pass_rate")
+    assert row["estimand"] == "population"
+    assert "Bonferroni over 9 looks" in row["method"], row["method"]
+    # its interval is the one at α / 9 a side: wider than the fixed-n 95 % one
+    plain = json.loads(cli(ref, "compare", "--json", "--estimand", "population").stdout)
+    again = next(m for m in plain["suites"]["ref"]["metrics"] if m["name"] == "pass_rate")
+    assert again["verdict"] == row["verdict"] and again["interval"] == row["interval"]
+    lo, hi = row["interval"]
+    assert hi - lo > 0
+    # what the run recorded after each round is what compare says of it now
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == row["verdict"]
+
+
+def test_a_dry_run_in_rounds_without_a_baseline_that_loads_is_refused_as_the_run_would_be(
+    ref: Path,
+) -> None:
+    """The real run refuses (exit 2) when BASELINE is unset or names a run that is gone; the
+    dry run said "100 requests" and exited 0: one attempt a case, an eighth of what the run
+    would spend once a baseline is set, for a run that cannot start."""
+    for args in ((), ("--json",)):
+        dry = cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided", *args)
+        assert dry.exit_code == 2, dry.output
+        assert "no BASELINE" in dry.stderr and "Traceback" not in dry.output
+    base = _baseline(ref)
+    (ref / "runs" / f"{base[0]}.json").unlink()
+    real = cli(ref, "run", "--compare-baseline", "--until-decided")
+    dry = cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided", "--json")
+    assert real.exit_code == dry.exit_code == 2, dry.output
+    assert base[0] in dry.stderr and dry.stderr.strip() == real.stderr.strip()
+    assert not (ref / "calls.txt").exists()
+
+
+def test_cases_added_after_the_baseline_get_one_attempt_not_the_most(ref: Path) -> None:
+    """Ten cases added to the dataset after the baseline cannot be compared (no baseline
+    mean), yet each took 3 attempts by round 3 and would take 16 by the budget: planned at
+    p = 0.5, the noisiest there is. They get one attempt, as in a plain run."""
+    base = _baseline(ref)
+    with (ref / "data" / "ref.jsonl").open("a") as fh:
+        for i in range(100, 110):
+            fh.write(json.dumps({"id": f"c{i:03d}", "input": {"p": 0.98}, "expected": "right"}) + "\n")
+    r, doc = _candidate(ref, base, "--max-attempts", "1100")
+    assert r.exit_code == 0, r.output
+    per_case: dict[str, int] = {}
+    for line in _calls(ref):
+        per_case[line.split()[1]] = per_case.get(line.split()[1], 0) + 1
+    assert [per_case[f"c{i}"] for i in range(100, 110)] == [1] * 10
+    assert doc["rounds"][-1]["calls_so_far"] == len(_calls(ref)) <= 1100
+    # the dry run plans the same: the new cases at one attempt, inside the same budget
+    dry = json.loads(cli(ref, "run", "--dry-run", "--compare-baseline", "--until-decided",
+                         "--max-attempts", "1100", "--json").stdout)["suites"][0]
+    assert dry["items"] <= 1100 and dry["until_decided"]["budget"] <= 1100
+    assert dry["until_decided"]["plain"] == 110
+
+
+def test_resume_refuses_a_new_max_attempts_rather_than_spending_the_old_one(
+    ref: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resumed run keeps its own schedule (its looks and boundaries are what its error
+    guarantee rests on), so `--resume RUN --max-attempts 120` ran on to the old budget
+    and spent more than the 120 calls asked for, saying nothing. It is refused, exit 2."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(STOP)
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8")
+    assert r.exit_code == 130, r.output
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    before = partial.read_bytes()
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--max-attempts", "120")
+    assert r.exit_code == 2 and "--max-attempts" in r.stderr, r.output
+    assert partial.read_bytes() == before
+
+
+def test_a_dry_run_of_resuming_a_run_in_rounds_plans_the_runs_own_budget(
+    ref: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --dry-run --resume RUN --compare-baseline` of a run in rounds said "0 to run" and
+    "never above 800" (the default budget), while the resume then ran on to the run's own
+    budget (--max-attempts 300 when it started): what is left is up to 300 − done."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(STOP)
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--max-attempts", "300",
+            "--seed", "8")
+    assert r.exit_code == 130, r.output
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    dry = cli(ref, "run", "--dry-run", "--resume", partial.stem, "--compare-baseline", "--json")
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.stdout)["suites"][0]
+    assert planned["budget"] is True and planned["items"] + planned["done"] == 300
+    assert planned["until_decided"]["budget"] == 300
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "-q")
+    doc = json.loads(partial.read_bytes())
+    assert doc["rounds"][-1]["calls_so_far"] <= planned["items"] + planned["done"]
+
+
+PRICED = '''
+
+_free_answer = answer
+
+
+def answer(inp):  # noqa: F811
+    """The same answer at one cent a call, so --max-cost can stop a round part-way."""
+    from evalh.targets.base import TargetOutput
+
+    return TargetOutput(output=_free_answer(inp), tokens_in=10, tokens_out=5, cost_usd=0.01,
+                        model="fixture-model")
+'''
+
+
+def test_a_round_stopped_by_max_cost_is_looked_at_again_once_resumed(ref: Path) -> None:
+    """--max-cost stops round 2 after 25 of its 50 calls. That part-round was recorded as
+    round 2, so `--resume` went on to round 3 and never looked at round 2 complete: the
+    resumed run decided at other looks than the uninterrupted run of the same seed (flat
+    after round 2, at 150 calls). The part-round is recorded as such and the resume
+    finishes it and looks at it."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(PRICED)
+    base = _baseline(ref)
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8",
+            "--max-cost", "1.25")
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "partial", r.output
+    assert [rd["round"] for rd in doc["rounds"]] == [1, 2] and doc["rounds"][-1]["partial"] is True
+    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--max-cost", "20", "-q")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(partial.read_bytes())
+    assert doc["status"] == "complete"
+    assert [(rd["round"], rd["calls_so_far"]) for rd in doc["rounds"]] == [(1, 100), (2, 150)]
+    assert doc["rounds"][-1]["suites"]["ref"]["rows"]["pass_rate"] == "flat"
+    assert not any(rd.get("partial") for rd in doc["rounds"])

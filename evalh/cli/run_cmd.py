@@ -141,12 +141,12 @@ def run(
     # the run comes back without its results: what is printed is read from its document
     outcome = run_request(prepared, ProgressObserver(enabled=talk), load_reference=load_reference, results=False)
     if outcome.estimate is not None:
-        from evalh.core.request.run_request import in_rounds
+        from evalh.core.request.run_request import in_rounds, rounds_settings
         from evalh.core.run.estimate import add_detectable
         from evalh.report.terminal.estimate import render_estimate
 
         add_detectable(outcome.estimate, prepared.prepared.plan, _baseline_runs(prepared),
-                       rounds=in_rounds(prepared), max_attempts=max_attempts)
+                       rounds=in_rounds(prepared), max_attempts=rounds_settings(prepared)[0])
         if json_out:
             out().file.write(document_text(outcome.to_dict()))
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from evalh.core.compare.metrics import Evidence, join_notes
+from evalh.core.compare.metrics import Evidence, decide, join_notes
 from evalh.core.compare.models import ComparePolicy, MetricRow
 from evalh.core.stats import intervals as stats
 from evalh.core.stats import paired as stats_paired
@@ -65,12 +65,15 @@ def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolic
         for row in rows_by_suite.get(suite, []):
             ev: Evidence | None = row._evidence
             fractions = look.fractions.get(row.arm)
-            if (not row.gating or row.estimand != "fixed-suite" or ev is None
-                    or ev.estimate is None or not fractions or row.better != "higher"):
-                continue
-            est = ev.estimate
             # the row's share of the family's level (weighted Holm's first step; α/m unweighted)
             family = 1.0 / row.weight if row.weight else float(family_size)
+            if (not row.gating or row.estimand != "fixed-suite" or ev is None
+                    or ev.estimate is None or not fractions or row.better != "higher"):
+                if row.gating and ev is not None:
+                    looks = max((len(f) for f in look.fractions.values()), default=1)
+                    _bonferroni_over_looks(row, ev, alpha, family, looks)
+                continue
+            est = ev.estimate
             c_flat, c_reg = look_multipliers(fractions, look.round, alpha, family, est.df, look.rho,
                                              look.rho_flat)
             lo = est.value - c_flat * est.se if math.isfinite(c_flat) else -math.inf
@@ -79,6 +82,29 @@ def apply_rounds(rows_by_suite: dict[str, list[MetricRow]], policy: ComparePolic
             row.verdict = sequential_verdict(est.value, est.se, row.allowance, c_flat, c_reg)  # type: ignore[assignment]
             row.rounds = look.round
             row.method += f"; confidence sequence over rounds (error spending), round {look.round}"
+
+
+def _bonferroni_over_looks(row: MetricRow, ev: Evidence, alpha: float, family: float,
+                           looks: int) -> None:
+    """A gating row of a suite in rounds that the confidence sequence does not decide (the
+    population estimand, clustered cases, too few varying cases, a lower-is-better row):
+    its fixed-n interval is looked at after every round, so each side is held to its level
+    over the planned `looks` (Bonferroni: α/K at each look, valid whatever the looks'
+    correlation). Only ever turns a decided verdict `inconclusive`; one look is fixed-n."""
+    if looks <= 1 or row.verdict not in ("flat", "improved", "regressed"):
+        return
+    flat = ev.interval(1.0 - 2.0 * alpha / looks)
+    reg = ev.interval(1.0 - 2.0 * alpha / (family * looks))
+    if flat is None or reg is None:
+        return
+    iv = (flat[0], reg[1]) if row.better == "higher" else (reg[0], flat[1])
+    row.interval = iv
+    row.method += f"; Bonferroni over {looks} looks (rounds)"
+    if decide(row.change, iv, row.allowance, row.better) == "inconclusive":
+        row.note = join_notes(row.note, f"{row.verdict} by its fixed-n interval, not at α/{looks} "
+                                        "a side at each look (looked at after every round, "
+                                        "outside the rounds' confidence sequence)")
+        row.verdict = "inconclusive"
 
 
 def first_shares(p: Sequence[float], w: Sequence[float], select: float | None) -> list[float]:

@@ -76,6 +76,8 @@ class RunRequest:
             ("--repeats", self.repeats), ("--timeout", self.timeout_s),
             ("--allow-self-judge", self.allow_self_judge or None),
             ("--max-error-rate", self.max_error_rate),
+            # a run in rounds keeps its schedule: its looks are what its guarantee rests on
+            ("--max-attempts", self.max_attempts),
         ) if value is not None]
 
 
@@ -205,7 +207,7 @@ def prepare_request(
         given = request.refused_with_resume()
         if given:
             raise EvalhError(f"--resume keeps the run's own suites, label, seed, repeats, timeout, "
-                             f"judge settings and max error rate: drop {', '.join(given)}")
+                             f"judge settings, max error rate and attempt budget: drop {', '.join(given)}")
         prepared = prepare_resume(
             config, request.resume, directory, concurrency=request.concurrency,
             max_cost_usd=request.max_cost_usd, max_tokens=request.max_tokens,
@@ -309,22 +311,30 @@ def run_request(
     return outcome
 
 
+def rounds_settings(req: PreparedRequest) -> tuple[int | None, bool]:
+    """(max_attempts, every) of the rounds: a resumed run's own, recorded when it started
+    (`core.run.rounds` keeps them), else the request's `--max-attempts` and
+    `--until-decided`."""
+    recorded = req.prepared.plan.options.get("until_decided")
+    if isinstance(recorded, dict):
+        return recorded.get("max_attempts"), bool(recorded.get("every"))
+    return req.request.max_attempts, req.request.until_decided
+
+
 def _plan_to_budget(req: PreparedRequest, load_reference: Callable[[], Reference]) -> None:
     """A dry run in rounds: each suite in rounds planned at its budget's last look, so the
-    estimate's requests, tokens and cost are the most the run can spend (without a
-    baseline there is no schedule: one attempt a case, as without rounds)."""
+    estimate's requests, tokens and cost are the most the run can spend. A baseline that is
+    unset or cannot load refuses the dry run as it would the run (exit 2): there is no
+    schedule, and one attempt a case would understate the run by its whole budget."""
     from evalh.core.run.rounds import schedule, set_to_budget
 
-    try:
-        reference = load_reference()
-    except EvalhError:
-        return
+    reference = load_reference()
     run = getattr(reference, "run", None)
     if run is None:
         return
     plan = req.prepared.plan
-    set_to_budget(plan, schedule(plan, run, max_attempts=req.request.max_attempts,
-                                 every=req.request.until_decided))
+    max_attempts, every = rounds_settings(req)
+    set_to_budget(plan, schedule(plan, run, max_attempts=max_attempts, every=every))
 
 
 def _add_baseline_age(notes: Any, reference: Any, run: Any, req: PreparedRequest) -> None:

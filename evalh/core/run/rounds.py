@@ -20,7 +20,9 @@ those a fixed design would have spent (the whole allocation) and a plain run (on
 case), and each suite's verdicts after it. The looks and the information fractions
 are a function of the baseline alone, so `evalh run --resume` of an interrupted run
 rebuilds the same schedule, finishes the round it was in (its finished attempts kept) and
-looks at the same rounds: the error guarantee is the uninterrupted run's.
+looks at the same rounds: the error guarantee is the uninterrupted run's. A round that
+`--max-cost` stopped part-way is recorded with `partial` (its look saw part of its
+attempts); the resume finishes it and looks at it again.
 """
 
 from __future__ import annotations
@@ -181,7 +183,9 @@ def run_until_decided(
     set_to_budget(plan, rounds)  # the runner's repeats; each round sets its own attempts
     records: list[dict[str, Any]] = list(plan.rounds)
     if resumed and store.path_for(plan.run_id).is_file():
-        records = list(store.load_header(plan.run_id).rounds)
+        # a round a budget stopped part-way was looked at on part of its attempts: it is
+        # finished and looked at again, as the uninterrupted run would have
+        records = [rec for rec in store.load_header(plan.run_id).rounds if not rec.get("partial")]
         for rec in records:  # suites decided before the interruption stay where they were
             for name, doc in (rec.get("suites") or {}).items():
                 if name in rounds.schedules and doc.get("decided_at"):
@@ -208,6 +212,8 @@ def run_until_decided(
                 s.decided_at = k
         calls = _calls(run)
         records.append(_record(k, calls, before, fixed, plain, rounds, cmp))
+        if run.status != "complete":
+            records[-1]["partial"] = True  # `--resume` finishes this round and looks again
         before = calls
         run.rounds = list(records)
         store.write(run)

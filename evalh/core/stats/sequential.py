@@ -145,12 +145,16 @@ def plan_looks(variances: Sequence[float], budget: int, *, most: int = 16,
     """Attempts per case at every look: `allocate` at min(k·n, `budget`) attempts for each k
     of `looks` below the budget, then at the budget. The greedy order is the same at every
     budget, so the looks are nested (a case never loses an attempt) and each is Neyman's
-    allocation for its own spend. Looks that add nothing (every case at `most`) are dropped."""
+    allocation for its own spend. Looks that add nothing (every case at `most`) are dropped,
+    and so is a look within a tenth of an attempt a case of the budget: the budget's look
+    would add almost no information and spend what α it has left on it (at 101 attempts over
+    100 cases, a round of one call whose multiplier is 2.10 where one look needs 1.96)."""
     n = len(variances)
     if n == 0:
         return []
     budget = max(budget, n)
-    spends = sorted({min(round(k * n), budget) for k in looks if k * n < budget} | {budget})
+    spends = sorted({min(round(k * n), budget) for k in looks if 10 * k * n <= 10 * budget - n}
+                    | {budget})
     out: list[list[int]] = []
     for b in spends:
         m = allocate(variances, b, most=most)
@@ -366,19 +370,31 @@ def unchanged_calls(variances: Sequence[float], looks: Sequence[Sequence[int]],
 def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tuple[int, int]],
                budget: int | None) -> tuple[list[list[int]], dict[str, list[float]], tuple[list[float], list[float]]]:
     """A suite's looks (`plan_looks` within `budget` attempts, default `DEFAULT_BUDGET` × its
-    cases), each arm's information fractions at them, and the per-case planning and baseline-mean variances (the
-    arms' mean) — from the baseline's (case, arm) → (passed, attempts) `counts` only."""
+    cases), each arm's information fractions at them, and the per-case planning and
+    baseline-mean variances (the arms' mean) — from the baseline's (case, arm) → (passed,
+    attempts) `counts` only. A case no arm of the baseline attempted cannot be paired (the
+    comparison leaves it out), so it gets one attempt at every look and no part in the
+    allocation or the fractions; the variances returned are the paired cases'."""
+    known = [i for i, cid in enumerate(ids) if any((cid, a) in counts for a in arms)]
+    paired = [ids[i] for i in known]
     per_arm: dict[str, tuple[list[float], list[float]]] = {}
     for arm in arms:
         plan_var, base_var = [], []
-        for cid in ids:
+        for cid in paired:
             passed, k = counts.get((cid, arm), (0, 0))
             v = planning_variance(passed, k) if k else 0.25
             plan_var.append(v)
             base_var.append(v / k if k else 0.0)
         per_arm[arm] = (plan_var, base_var)
-    joint = [sum(per_arm[a][0][i] for a in arms) / len(arms) for i in range(len(ids))]
-    joint_base = [sum(per_arm[a][1][i] for a in arms) / len(arms) for i in range(len(ids))]
-    looks = plan_looks(joint, max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids)), most=MOST_PER_CASE)
-    fractions = {a: information_fractions(pv, looks, bv) for a, (pv, bv) in per_arm.items()}
+    joint = [sum(per_arm[a][0][i] for a in arms) / len(arms) for i in range(len(paired))]
+    joint_base = [sum(per_arm[a][1][i] for a in arms) / len(arms) for i in range(len(paired))]
+    total = max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids))
+    part = plan_looks(joint, total - (len(ids) - len(paired)), most=MOST_PER_CASE)
+    fractions = {a: information_fractions(pv, part, bv) for a, (pv, bv) in per_arm.items()}
+    looks = []
+    for m in part or ([[]] if ids else []):
+        full = [1] * len(ids)
+        for i, a in zip(known, m, strict=True):
+            full[i] = a
+        looks.append(full)
     return looks, fractions, (joint, joint_base)
