@@ -18,6 +18,7 @@ import contextlib
 import os
 import re
 import secrets
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,8 +65,20 @@ def validate_run_id(run_id: str) -> str:
     return run_id
 
 
+_SECOND: tuple[int, str] = (-1, "")
+"""The last second `now_iso` formatted, and its text up to the seconds (one tuple: a thread
+reads both of one second)."""
+
+
 def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The time now, UTC, to the millisecond: `2026-12-01T15:57:03.481Z`. Every result is
+    stamped with it: the text up to the second is formatted once a second, not per call."""
+    global _SECOND
+    second, ns = divmod(time.time_ns(), 1_000_000_000)
+    cached = _SECOND
+    if second != cached[0]:
+        cached = _SECOND = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{cached[1]}.{ns // 1_000_000:03d}Z"
 
 
 def parse_iso(value: str | None) -> datetime | None:
