@@ -1,12 +1,17 @@
-"""Per-case costs cut on the lean path (issue 33) without changing what is written: the time
-stamp every result gets, and the dataset digest every run records, are what they were."""
+"""Per-case costs cut on the lean path (issue 33) without changing what is written or how a
+case behaves: the time stamp every result gets, the dataset digest every run records, and
+the hand-off of a sync call to its thread (`evalh.handoff.in_thread`)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +63,92 @@ def test_the_digest_loading_computes_is_the_one_the_cases_give(tmp_path: Path) -
         expected.update(case.digest.encode() + b"\n")
     assert loaded.sha256 == expected.hexdigest()
     assert Dataset(loaded.path, loaded.cases).sha256 == loaded.sha256  # computed again, the same
+
+
+# ---------------------------------------------------------------------------- evalh.handoff.in_thread
+
+
+def _on_loop(main: Any) -> Any:
+    """`main()` on a loop whose default executor is the runner's (as `Runner.run` sets it)."""
+    from evalh.core.run.workers import DaemonExecutor
+
+    async def wrapped() -> Any:
+        asyncio.get_running_loop().set_default_executor(DaemonExecutor("evalh-target"))
+        return await main()
+
+    return asyncio.run(wrapped())
+
+
+def test_in_thread_runs_on_a_worker_thread_in_the_callers_context() -> None:
+    from evalh.context import CaseContext, case_scope, current
+    from evalh.handoff import in_thread
+
+    def probe(x: int) -> tuple[int, str, str | None]:
+        ctx = current()
+        return x * 2, threading.current_thread().name, ctx.case_id if ctx else None
+
+    async def main() -> Any:
+        with case_scope(CaseContext("r", "s", "c7", "default", 0), alone=False):
+            return await in_thread(probe, 21)
+
+    doubled, thread, case_id = _on_loop(main)
+    assert (doubled, case_id) == (42, "c7")
+    assert thread.startswith("evalh-target")
+
+
+@pytest.mark.parametrize(("exc", "raised"), [(ValueError("bad"), ValueError), (SystemExit(0), SystemExit),
+                                               (StopIteration(), RuntimeError)])
+def test_in_thread_raises_what_the_call_raised(exc: BaseException, raised: type[BaseException]) -> None:
+    """Raised to the caller, where the runner makes it the case's error (a StopIteration,
+    which a future cannot hold, as a RuntimeError naming it)."""
+    from evalh.handoff import in_thread
+
+    def fails() -> None:
+        raise exc
+
+    async def main() -> None:
+        await in_thread(fails)
+
+    with pytest.raises(raised):
+        _on_loop(main)
+
+
+def test_a_call_abandoned_by_its_caller_finishes_quietly_after_the_loop_closed() -> None:
+    """A timed-out case leaves its sync call running; when it returns the run may be over
+    and its loop closed: nothing is raised on the thread, nothing waits for it."""
+    from evalh.handoff import in_thread
+
+    release = threading.Event()
+    threads: list[threading.Thread] = []
+    errors: list[Any] = []
+    hook = threading.excepthook
+    threading.excepthook = errors.append
+
+    def hangs() -> str:
+        threads.append(threading.current_thread())
+        release.wait(30)
+        return "late"
+
+    async def main() -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0.01):
+                await in_thread(hangs)
+
+    try:
+        _on_loop(main)  # the loop is closed when this returns, its executor shut down
+        release.set()
+        [thread] = threads
+        thread.join(30)  # a shut-down pool's thread ends after its call, outcome handed back
+        assert not thread.is_alive()
+    finally:
+        threading.excepthook = hook
+    assert errors == []
+
+
+def test_in_thread_with_another_executor_is_to_thread() -> None:
+    from evalh.handoff import in_thread
+
+    async def main() -> str:
+        return await in_thread(lambda: threading.current_thread().name)
+
+    assert asyncio.run(main()).startswith("asyncio")

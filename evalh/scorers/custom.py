@@ -9,11 +9,11 @@ then it is called on the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from pathlib import Path
 from typing import Any, Literal
 
+from evalh.handoff import in_thread
 from evalh.imports import declared_inline, import_callable
 from evalh.models import Case, Score
 from evalh.scorers.base import ScoreContext, Scorer, ScorerConfig
@@ -49,7 +49,7 @@ class CustomScorer(Scorer):
         if self._is_async:
             result = await self._fn(*args)
         else:
-            result = self._fn(*args) if self._inline else await asyncio.to_thread(self._fn, *args)
+            result = self._fn(*args) if self._inline else await in_thread(self._fn, *args)
             # an object with an async __call__ or a partial of a coroutine function is not
             # a "coroutine function", but what it returns must still be awaited
             if inspect.isawaitable(result):

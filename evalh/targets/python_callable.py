@@ -12,13 +12,13 @@ timeout cannot be interrupted: it is recorded `errored` (TimeoutError) when it r
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from evalh.handoff import in_thread
 from evalh.imports import declared_inline, import_callable
 from evalh.models import Case
 from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
@@ -78,7 +78,7 @@ class PythonTarget(Target):
             if inspect.isawaitable(result):
                 result = await result
         else:
-            result = await asyncio.to_thread(self._fn, arg)
+            result = await in_thread(self._fn, arg)
             if inspect.isawaitable(result):  # an object with an async __call__
                 result = await result
         if not isinstance(result, TargetOutput):

@@ -443,7 +443,7 @@ class Runner:
             git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
             self._git = git_pool.submit(git_info, self.plan.root)
             git_pool.shutdown(wait=False)
-        # Sync targets run in the loop's default executor (asyncio.to_thread): one thread per
+        # Sync targets run in the loop's default executor (evalh.handoff.in_thread): one thread per
         # call in flight (bounded by --concurrency), and a call that hangs past its timeout
         # holds neither the next cases nor the process's exit (evalh.core.run.workers).
         asyncio.get_running_loop().set_default_executor(DaemonExecutor("evalh-target"))
