@@ -17,7 +17,8 @@ round by round, the machine's load read before every run.
 - promptfoo: `promptfoo eval` of N tests against a JavaScript provider answering "ok" at
   once, an `equals` assertion each, `-j 32 --no-cache --no-write -o results.json` (its
   results written once, as evalh writes its document). Checked: exit 0 and the results
-  file counts N successes, no failure, no error.
+  file counts N successes, no failure, no error. `--promptfoo-writes-too` adds a side
+  without `--no-write`: the results also go into promptfoo's database, as by default.
 
 CPU is the child's user + system time. Prints one line per tool (median wall and CPU, the
 ratio to evalh's threaded side) and every run with its load.
@@ -109,7 +110,7 @@ def inspect_side(n: int, python: str) -> Callable[[], tuple[float, float]]:
     return run
 
 
-def promptfoo_side(n: int, promptfoo: str) -> Callable[[], tuple[float, float]]:
+def promptfoo_side(n: int, promptfoo: str, write: bool = False) -> Callable[[], tuple[float, float]]:
     work = WORK / "promptfoo"
     work.mkdir(parents=True, exist_ok=True)
     (work / "provider.js").write_text(PROVIDER_JS, encoding="utf-8")
@@ -125,7 +126,8 @@ def promptfoo_side(n: int, promptfoo: str) -> Callable[[], tuple[float, float]]:
     def run() -> tuple[float, float]:
         out = work / "results.json"
         out.unlink(missing_ok=True)
-        proc, wall, cpu = timed([promptfoo, "eval", "-c", "config.yaml", "-j", "32", "--no-cache", "--no-write",
+        keep = [] if write else ["--no-write"]  # write: also into its own database, as by default
+        proc, wall, cpu = timed([promptfoo, "eval", "-c", "config.yaml", "-j", "32", "--no-cache", *keep,
                                  "--no-table", "--no-progress-bar", "-o", str(out)], work, env)
         if proc.returncode != 0 or not out.exists():
             raise RuntimeError(f"promptfoo failed ({proc.returncode}):\n{proc.stdout[-1500:]}\n{proc.stderr[-1500:]}")
@@ -141,6 +143,8 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--inspect-python", help="an interpreter that has inspect_ai")
     ap.add_argument("--promptfoo", help="the promptfoo executable (node_modules/.bin/promptfoo)")
+    ap.add_argument("--promptfoo-writes-too", action="store_true",
+                    help="a side with promptfoo writing its results into its database too (its default)")
     ap.add_argument("--cases", type=int, default=10000)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
@@ -152,6 +156,8 @@ def main(argv: list[str]) -> int:
         sides["inspect_ai"] = inspect_side(n, args.inspect_python)
     if args.promptfoo:
         sides["promptfoo"] = promptfoo_side(n, args.promptfoo)
+        if args.promptfoo_writes_too:
+            sides["promptfoo, writing its database"] = promptfoo_side(n, args.promptfoo, write=True)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
     print(f"{n:,} cases; load average at start {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
     for i in range(args.repeats):
