@@ -56,7 +56,10 @@ def inline(fn: _F) -> _F:
     """
     from evalh.imports import INLINE_MARK
 
-    setattr(fn, INLINE_MARK, True)
+    try:
+        setattr(fn, INLINE_MARK, True)
+    except (AttributeError, TypeError):  # a builtin, a bound method: nothing to mark
+        raise TypeError(f"@inline cannot mark {fn!r}: decorate the function where it is defined") from None
     return fn
 
 _TYPES = {"Comparison": "evalh.core.compare.models", "RunOutcome": "evalh.core.request.run_request"}

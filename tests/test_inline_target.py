@@ -176,3 +176,10 @@ def test_a_custom_scorer_declared_inline_runs_on_the_loop_thread(tmp_path: Path)
     assert result.exit_code == 0, result.output
     rationales = {s["rationale"] for r in doc["suites"]["s"]["cases"] for s in r["scores"]}
     assert rationales == {"MainThread"}
+
+
+def test_inline_refuses_what_it_cannot_mark_saying_so() -> None:
+    from evalh.api import inline
+
+    with pytest.raises(TypeError, match="@inline cannot mark"):
+        inline(len)
