@@ -152,3 +152,25 @@ def test_in_thread_with_another_executor_is_to_thread() -> None:
         return await in_thread(lambda: threading.current_thread().name)
 
     assert asyncio.run(main()).startswith("asyncio")
+
+
+def test_calls_returning_together_each_get_their_own_outcome() -> None:
+    """Outcomes queued while the loop is busy are settled together: each to its own caller,
+    results and errors alike."""
+    from evalh.handoff import in_thread
+
+    def answer(i: int) -> int:
+        if i % 7 == 3:
+            raise ValueError(f"case {i}")
+        return i * i
+
+    async def one(i: int) -> Any:
+        try:
+            return await in_thread(answer, i)
+        except ValueError as exc:
+            return str(exc)
+
+    async def main() -> list[Any]:
+        return list(await asyncio.gather(*(one(i) for i in range(300))))
+
+    assert _on_loop(main) == [f"case {i}" if i % 7 == 3 else i * i for i in range(300)]
