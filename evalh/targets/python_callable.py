@@ -6,8 +6,8 @@ or a `TargetOutput` to report a tool trace, tokens and cost as well. Sync functi
 worker thread (`evalh.handoff.in_thread`) so they never block the event loop, unless the
 target says `inline = true` or the function is declared cheap with `@evalh.api.inline`:
 then they are called on the loop itself, which saves the hand-off to a thread and back
-(about half the runner's time per case for a function that answers in microseconds) and
-holds every other case in flight while it runs. An inline call that runs past its case's
+(~15 µs a case; bench/lean_path_results.md) and holds every other case in flight while it
+runs. An inline call that runs past its case's
 timeout cannot be interrupted: it is recorded `errored` (TimeoutError) when it returns.
 """
 
