@@ -16,7 +16,12 @@ each side, per case, and after / before.
 `--cli`: whole process instead — `python -m evalh.cli.main run --config ... -q --seed 1`,
 spawn to exit (interpreter start, imports, the run, writing the document, the process's
 exit), what a user waits for; CPU is the child's user + system time. `--inline-too` adds a
-third side, the after checkout with `inline = true` on the target (issue 18 item 4).
+third side, the after checkout with `inline = true` on the target (issue 18 item 4);
+`--both-inline` a fourth, the before checkout with it too (when both have it: the change's
+effect on the inline path, which the line's `after-inline` ratio is then taken against).
+
+The machine's 1-minute load average is read before every run and printed with it, and its
+range per side with each size's line: on a shared machine the load says which rows to trust.
 """
 
 from __future__ import annotations
@@ -85,13 +90,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cli", action="store_true", help="whole process: evalh run, spawn to exit")
     ap.add_argument("--inline-too", action="store_true", help="a third side: after, with inline = true")
+    ap.add_argument("--both-inline", action="store_true", help="and before, with inline = true")
     ap.add_argument("--sizes", type=lambda v: tuple(int(x) for x in v.split(",")), default=SIZES,
                     help="case counts, comma-separated (default: 10000,1000)")
     args = ap.parse_args(argv)
     sizes: tuple[int, ...] = args.sizes
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     sides: dict[str, tuple[Path, bool]] = {name: (tree, False) for name, tree in trees.items()}
-    if args.inline_too:
+    ap_both = args.both_inline
+    if args.inline_too or ap_both:
+        if ap_both:
+            sides["before-inline"] = (trees["before"], True)
         sides["after-inline"] = (trees["after"], True)
     for tree in trees.values():
         subprocess.run(
@@ -105,7 +114,9 @@ def main(argv: list[str]) -> int:
         for n in sizes:
             order = list(sides.items()) if i % 2 == 0 else list(sides.items())[::-1]
             for name, (tree, inline) in order:
-                runs[name][n].append(cli(tree, n, inline) if args.cli else worker(tree, n))
+                load = os.getloadavg()[0]
+                run = cli(tree, n, inline) if args.cli else worker(tree, n)
+                runs[name][n].append({**run, "load": load})
     print(f"load average at end {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
     for n in sizes:
         line = [f"{n:,} cases:"]
@@ -114,12 +125,20 @@ def main(argv: list[str]) -> int:
             line.append(f"{key[:-2]} before {b:.2f} s ({b / n * 1000:.3f} ms/case)")
             for name in list(sides)[1:]:
                 a = statistics.median(r[key] for r in runs[name][n])
-                line.append(f"{name} {a:.2f} s ({a / n * 1000:.3f} ms/case, {a / b:.2f}x)")
+                if name == "before-inline":
+                    line.append(f"{name} {a:.2f} s ({a / n * 1000:.3f} ms/case)")
+                    continue
+                base = b
+                if name == "after-inline" and "before-inline" in sides:
+                    base = statistics.median(r[key] for r in runs["before-inline"][n])
+                line.append(f"{name} {a:.2f} s ({a / n * 1000:.3f} ms/case, {a / base:.2f}x)")
             line[-1] += ";"
         print(" ".join(line))
         for name in sides:
+            loads = [r["load"] for r in runs[name][n]]
             print(f"  {name}: wall {[round(r['wall_s'], 2) for r in runs[name][n]]} "
-                  f"cpu {[round(r['cpu_s'], 2) for r in runs[name][n]]}")
+                  f"cpu {[round(r['cpu_s'], 2) for r in runs[name][n]]} "
+                  f"load {[round(x, 2) for x in loads]} ({min(loads):.2f}-{max(loads):.2f})")
     return 0
 
 

@@ -14,7 +14,7 @@ import json
 import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
@@ -92,10 +92,15 @@ class Dataset:
     cases: Sequence[Case]
     """A `CaseList` for a dataset loaded from a file; a plain list elsewhere (a rejudge's
     stored cases, cases made in memory)."""
+    known_sha256: str | None = field(default=None, repr=False, compare=False, kw_only=True)
+    """`sha256` as loading computed it, from the models it validated anyway (made again
+    from the compact records, each case would cost a second validation)."""
 
     @property
     def sha256(self) -> str:
         """Digest of the dataset: SHA-256 over its cases' digests, in file order."""
+        if self.known_sha256 is not None:
+            return self.known_sha256
         h = hashlib.sha256()
         for case in self.cases:
             h.update(case.digest.encode())
@@ -253,6 +258,7 @@ def _jsonl_records(path: Path, shown: str) -> Iterator[tuple[int, object]]:
 
 def _cases(path: Path, shown: str, records: Iterator[tuple[int, object]], where: str) -> Dataset:
     buf, ends = bytearray(), array("q")  # each validated case's record, compact (see CaseList)
+    digests = hashlib.sha256()  # Dataset.sha256, from the models validated here
     seen: dict[str, int] = {}
     group_split: dict[str, tuple[str | None, int]] = {}
     group_sampling: dict[str, tuple[Any, int]] = {}
@@ -287,6 +293,9 @@ def _cases(path: Path, shown: str, records: Iterator[tuple[int, object]], where:
             group_sampling.setdefault(group, (sampling, lineno))
         buf += orjson.dumps(record)
         ends.append(len(buf))
+        digests.update(case.digest.encode())
+        digests.update(b"\n")
     if not ends:
         raise DatasetError(f"{shown}: dataset has no cases")
-    return Dataset(path=path, cases=CaseList(buf, ends))  # the buffer itself: no second copy
+    # the buffer itself: no second copy
+    return Dataset(path=path, cases=CaseList(buf, ends), known_sha256=digests.hexdigest())

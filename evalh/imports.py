@@ -104,3 +104,13 @@ def import_callable(spec: str, *, root: Path, what: str = "target") -> Callable[
     if not callable(obj):
         raise ImportFailure(f"{what} {spec!r} is not callable")
     return obj
+
+
+INLINE_MARK = "__evalh_inline__"
+"""The attribute `evalh.api.inline` sets on a function: evalh may call it on the event loop."""
+
+
+def declared_inline(fn: Callable[..., Any]) -> bool:
+    """Whether a user function declared itself cheap (`@evalh.api.inline`): a sync target
+    or custom scorer evalh then calls on the event loop instead of in a worker thread."""
+    return getattr(fn, INLINE_MARK, False) is True

@@ -4,6 +4,7 @@ and timeouts recorded as `errored`, the same statuses."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,86 @@ def test_inline_is_not_part_of_the_config_snapshot(tmp_path: Path) -> None:
     """Where a sync function runs changes no output: a run and its resume may differ in it."""
     _, doc = _run(_project(tmp_path, "parity", inline=True), tmp_path / "runs")
     assert "inline" not in doc["suites"]["s"]["target"]
+
+
+# ---------------------------------------------------------------------------- @evalh.api.inline
+
+DECLARED = '''
+
+from evalh.api import inline as _inline
+
+_plain_parity = parity
+
+
+@_inline
+def parity(inp):
+    return _plain_parity(inp)
+
+
+@_inline
+def declared_thread_name(inp):
+    return thread_name(inp)
+
+
+@_inline
+def scorer_thread(case, output):
+    import threading
+    return {"value": 1.0, "passed": True, "rationale": threading.current_thread().name}
+'''
+
+
+def _declared(root: Path, target: str, *, declare: bool, cases: int = 10, concurrency: int = 4) -> Path:
+    """The project of `_project` without `inline` in its config; with `declare`, its target
+    module's functions are declared cheap with `@evalh.api.inline` instead."""
+    cfg = _project(root, target, inline=False, cases=cases, concurrency=concurrency)
+    cfg.write_text(cfg.read_text().replace(", inline = false", ""))
+    if declare:
+        module = root / f"{TARGET_MODULE}.py"
+        module.write_text(module.read_text() + DECLARED)
+    return cfg
+
+
+def test_a_target_declared_inline_runs_on_the_loop_thread(tmp_path: Path) -> None:
+    cfg = _declared(tmp_path, "declared_thread_name", declare=True)
+    result, doc = _run(cfg, tmp_path / "runs")
+    assert result.exit_code == 1, result.output  # every fifth case is mislabelled: a red gate
+    assert {r["output"]["thread"] for r in doc["suites"]["s"]["cases"]} == {"MainThread"}
+    assert "inline" not in doc["suites"]["s"]["target"]
+
+
+def test_a_target_declared_inline_writes_the_document_a_threaded_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte for byte, once what differs between any two runs is masked (the golden test's
+    mask): where a sync function runs changes nothing a run records."""
+    from tests.test_lean_path_golden import normalize
+
+    docs = {}
+    for declare in (True, False):
+        root = tmp_path / str(declare)
+        cfg = _declared(root, "parity", declare=declare, cases=24, concurrency=4)
+        monkeypatch.delitem(sys.modules, TARGET_MODULE, raising=False)  # this project's module
+        result = runner.invoke(app, ["run", "--config", str(cfg), "--runs-dir", str(root / "runs"), "-q",
+                                     "--seed", "5"])
+        assert result.exit_code == 1, result.output
+        [path] = (root / "runs").glob("*.json")
+        docs[declare] = normalize(path.read_bytes())
+    assert docs[True] == docs[False]
+
+
+def test_a_custom_scorer_declared_inline_runs_on_the_loop_thread(tmp_path: Path) -> None:
+    cfg = _declared(tmp_path, "parity", declare=True)
+    cfg.write_text(cfg.read_text().replace(
+        'scorers = [{ type = "exact", field = "verdict" }]',
+        f'scorers = [{{ type = "custom", function = "{TARGET_MODULE}:scorer_thread" }}]'))
+    result, doc = _run(cfg, tmp_path / "runs")
+    assert result.exit_code == 0, result.output
+    rationales = {s["rationale"] for r in doc["suites"]["s"]["cases"] for s in r["scores"]}
+    assert rationales == {"MainThread"}
+
+
+def test_inline_refuses_what_it_cannot_mark_saying_so() -> None:
+    from evalh.api import inline
+
+    with pytest.raises(TypeError, match="@inline cannot mark"):
+        inline(len)

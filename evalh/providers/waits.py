@@ -17,15 +17,30 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Protocol
+
+
+class Deadlines(Protocol):
+    """What enforces a case's deadline (the runner's per-worker watchdog,
+    `evalh.core.run.deadlines`): told when a deadline is set again after a wait."""
+
+    def ensure(self, when: float) -> None: ...
 
 
 class WaitClock:
-    """Counts the time spent inside `waiting()` and holds an `asyncio.Timeout` still
+    """Counts the time spent inside `waiting()` and holds the case's deadline still
     meanwhile."""
+
+    __slots__ = ("_depth", "_remaining", "_since", "deadline", "expired", "parent", "waited_s", "watchdog")
 
     def __init__(self, parent: WaitClock | None = None) -> None:
         self.parent = parent
-        self.timeout: asyncio.Timeout | None = None
+        self.watchdog: Deadlines | None = None
+        """Set while the case runs under a timeout (`evalh.core.run.deadlines.Watchdog.start`)."""
+        self.deadline: float | None = None
+        """The loop time the case's timeout runs out; None without one, or while it is held."""
+        self.expired = False
+        """The deadline passed and the case was cancelled for it."""
         self.waited_s = 0.0
         self._depth = 0
         self._since = 0.0
@@ -35,13 +50,11 @@ class WaitClock:
         if self._depth == 0:
             self._since = time.perf_counter()
             self._remaining = None
-            t = self.timeout
-            if t is not None and not t.expired() and t.when() is not None:
+            if self.deadline is not None and not self.expired:
                 try:
-                    loop = asyncio.get_running_loop()
-                    self._remaining = max(0.0, t.when() - loop.time())  # type: ignore[operator]
-                    t.reschedule(None)
-                except RuntimeError:  # the timeout's block has ended
+                    self._remaining = max(0.0, self.deadline - asyncio.get_running_loop().time())
+                    self.deadline = None
+                except RuntimeError:  # no loop: nothing can be held
                     self._remaining = None
         self._depth += 1
         if self.parent is not None:
@@ -51,10 +64,11 @@ class WaitClock:
         self._depth -= 1
         if self._depth == 0:
             self.waited_s += time.perf_counter() - self._since
-            t = self.timeout
-            if t is not None and self._remaining is not None:
-                with contextlib.suppress(RuntimeError):  # the timeout's block has ended
-                    t.reschedule(asyncio.get_running_loop().time() + self._remaining)
+            if self._remaining is not None:
+                with contextlib.suppress(RuntimeError):  # no loop: nothing to enforce it
+                    self.deadline = asyncio.get_running_loop().time() + self._remaining
+                    if self.watchdog is not None:  # None: the case has ended
+                        self.watchdog.ensure(self.deadline)
             self._remaining = None
         if self.parent is not None:
             self.parent._end()
@@ -64,10 +78,9 @@ _CLOCK: ContextVar[WaitClock | None] = ContextVar("evalh_wait_clock", default=No
 
 
 @contextmanager
-def case_clock(timeout: asyncio.Timeout | None = None) -> Iterator[WaitClock]:
+def case_clock() -> Iterator[WaitClock]:
     """A clock for the code inside the block, nested in the current one (if any)."""
     clock = WaitClock(_CLOCK.get())
-    clock.timeout = timeout
     token = _CLOCK.set(clock)
     try:
         yield clock
@@ -80,16 +93,14 @@ def deadline_passed() -> bool:
     For code that ran without yielding to the loop (an inline sync target), whose expired
     timeout could not cancel it: it can then fail the case as the timeout would have."""
     clock = _CLOCK.get()
-    while clock is not None and clock.timeout is None:
+    while clock is not None and clock.watchdog is None:
         clock = clock.parent
-    if clock is None or clock.timeout is None:
+    if clock is None:
         return False
-    t = clock.timeout
-    when = t.when()
-    if t.expired():
+    if clock.expired:
         return True
     try:
-        return when is not None and asyncio.get_running_loop().time() >= when
+        return clock.deadline is not None and asyncio.get_running_loop().time() >= clock.deadline
     except RuntimeError:
         return False
 

@@ -2,17 +2,19 @@
 
 The function receives `(case, output)` — or `(case, output, ctx)` if it takes three
 parameters — sync or async, and returns a `Score`, a bool, a number in 0–1, or a dict with
-`value`, `passed`, `rationale`. A bare number passes at `threshold` or above.
+`value`, `passed`, `rationale`. A bare number passes at `threshold` or above. A sync
+function runs in a worker thread, unless it is declared cheap with `@evalh.api.inline`:
+then it is called on the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from pathlib import Path
 from typing import Any, Literal
 
-from evalh.imports import import_callable
+from evalh.handoff import in_thread
+from evalh.imports import declared_inline, import_callable
 from evalh.models import Case, Score
 from evalh.scorers.base import ScoreContext, Scorer, ScorerConfig
 
@@ -23,7 +25,8 @@ class CustomConfig(ScorerConfig):
     function: str
     """`module:function` from the project root, sync or async, called with `(case, output)`
     or `(case, output, ctx)`; returns a `Score`, a bool, a number in 0–1, or a dict with
-    `value`, `passed`, `rationale`."""
+    `value`, `passed`, `rationale`. A sync function runs in a worker thread, or on the
+    event loop when it is declared cheap with `@evalh.api.inline`."""
     threshold: float = 1.0
     """A function returning a bare number passes at this value or above."""
 
@@ -38,13 +41,15 @@ class CustomScorer(Scorer):
         self.config = config
         self._fn = import_callable(config.function, root=root, what="scorer")
         self._takes_ctx = len(inspect.signature(self._fn).parameters) >= 3
+        self._is_async = inspect.iscoroutinefunction(self._fn)
+        self._inline = declared_inline(self._fn)  # @evalh.api.inline: called on the loop
 
     async def score(self, case: Case, output: Any, ctx: ScoreContext) -> Score:
         args = (case, output, ctx) if self._takes_ctx else (case, output)
-        if inspect.iscoroutinefunction(self._fn):
+        if self._is_async:
             result = await self._fn(*args)
         else:
-            result = await asyncio.to_thread(self._fn, *args)
+            result = self._fn(*args) if self._inline else await in_thread(self._fn, *args)
             # an object with an async __call__ or a partial of a coroutine function is not
             # a "coroutine function", but what it returns must still be awaited
             if inspect.isawaitable(result):

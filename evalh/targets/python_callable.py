@@ -3,23 +3,24 @@
 evalh calls it with the case's `input` as the single argument (or with the whole `Case` when
 its first parameter is named `case`). It returns the output — any JSON-serializable value —
 or a `TargetOutput` to report a tool trace, tokens and cost as well. Sync functions run in a
-worker thread so they never block the event loop, unless the target says `inline = true`:
+worker thread (`evalh.handoff.in_thread`) so they never block the event loop, unless the
+target says `inline = true` or the function is declared cheap with `@evalh.api.inline`:
 then they are called on the loop itself, which saves the hand-off to a thread and back
-(about half the runner's time per case for a function that answers in microseconds) and
-holds every other case in flight while it runs. An inline call that runs past its case's
+(~15 µs a case; bench/lean_path_results.md) and holds every other case in flight while it
+runs. An inline call that runs past its case's
 timeout cannot be interrupted: it is recorded `errored` (TimeoutError) when it returns.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from evalh.imports import import_callable
+from evalh.handoff import in_thread
+from evalh.imports import declared_inline, import_callable
 from evalh.models import Case
 from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 
@@ -43,7 +44,7 @@ class PythonTargetConfig(TargetConfig):
     function that answers at once (a lookup, a rule, a fixture), whose thread hand-off
     costs more than the call. It holds every other case while it runs, and one that runs
     past the case's timeout is recorded `errored` only once it returns. No effect on an
-    `async def` function."""
+    `async def` function. A function can declare itself cheap instead: `@evalh.api.inline`."""
 
     def model_id(self) -> str | None:
         return self.model
@@ -59,7 +60,8 @@ class PythonTarget(Target):
         params = list(inspect.signature(self._fn).parameters)
         self._wants_case = bool(params) and params[0] == "case"
         self._is_async = inspect.iscoroutinefunction(self._fn)
-        self._inline = config.inline and not self._is_async
+        # inline: the config says so, or the function itself (@evalh.api.inline)
+        self._inline = (config.inline or declared_inline(self._fn)) and not self._is_async
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
         from evalh.targets.pacing import before_call
@@ -77,7 +79,7 @@ class PythonTarget(Target):
             if inspect.isawaitable(result):
                 result = await result
         else:
-            result = await asyncio.to_thread(self._fn, arg)
+            result = await in_thread(self._fn, arg)
             if inspect.isawaitable(result):  # an object with an async __call__
                 result = await result
         if not isinstance(result, TargetOutput):

@@ -5,7 +5,8 @@ expands the (case, arm, attempt) triples the plan does not carry already, shuffl
 with the run's seed, and runs them with a bounded number in flight: each arm's output
 source (`evalh.targets.base.OutputSource`: a live target, or a stored run's outputs)
 produces the output, the scorers score it. Sync targets run in a worker thread; each call
-has a timeout (`evalh.core.run.sources.LiveSource`). A target that raises or times out gives an
+has a timeout (`evalh.core.run.sources.LiveSource`), enforced by one watchdog per worker
+task (`evalh.core.run.deadlines`). A target that raises or times out gives an
 `errored` result with the exception's type and message: never a pass, never dropped. Each
 finished result is appended to the run's journal before anything else happens, and the run
 document is written atomically at the end — also when the run stops early (budget,
@@ -33,6 +34,7 @@ from evalh.core.analysis.contrasts import suite_claims
 from evalh.core.results.aggregate import aggregate_facts
 from evalh.core.results.outcome import decide_status, summarize
 from evalh.core.results.sizes import measure
+from evalh.core.run.deadlines import install as install_watchdog
 from evalh.core.run.items import NullObserver, Observer, WorkItem, WorkItems
 from evalh.core.run.plan import RunPlan, SuitePlan
 from evalh.core.run.requirements import FirstReply
@@ -352,15 +354,19 @@ class Runner:
         queue = iter(items)  # taken in order, one at a time, by every worker
 
         async def worker() -> None:
-            while not self.stop_reason:
-                item = next(queue, None)
-                if item is None:
-                    return
-                reason = self.plan.services.budget.exhausted()
-                if reason:
-                    self.stop_reason = reason
-                    return
-                self._record(suite, await self.run_item(suite, item), item.position)
+            dog = install_watchdog()  # the timeout of each case this worker runs (core.run.deadlines)
+            try:
+                while not self.stop_reason:
+                    item = next(queue, None)
+                    if item is None:
+                        return
+                    reason = self.plan.services.budget.exhausted()
+                    if reason:
+                        self.stop_reason = reason
+                        return
+                    self._record(suite, await self.run_item(suite, item), item.position)
+            finally:
+                dog.close()
 
         workers = [asyncio.create_task(worker()) for _ in range(min(suite.concurrency, len(items)) or 1)]
         try:
@@ -437,7 +443,7 @@ class Runner:
             git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
             self._git = git_pool.submit(git_info, self.plan.root)
             git_pool.shutdown(wait=False)
-        # Sync targets run in the loop's default executor (asyncio.to_thread): one thread per
+        # Sync targets run in the loop's default executor (evalh.handoff.in_thread): one thread per
         # call in flight (bounded by --concurrency), and a call that hangs past its timeout
         # holds neither the next cases nor the process's exit (evalh.core.run.workers).
         asyncio.get_running_loop().set_default_executor(DaemonExecutor("evalh-target"))

@@ -22,6 +22,7 @@ import copy
 import time
 from typing import Any
 
+from evalh.core.run.deadlines import watchdog
 from evalh.models import Case, CaseResult, ErrorInfo
 from evalh.providers.waits import case_clock
 from evalh.store import now_iso
@@ -58,13 +59,23 @@ class LiveSource:
     async def produce(self, case: Case, ctx: CallContext) -> Produced:
         started = now_iso()
         t0 = time.perf_counter()
+        # the timeout: the worker task's one watchdog (evalh.core.run.deadlines), not an
+        # asyncio.timeout (an object, a timer and a heap entry) per case
+        dog, own = watchdog()
         # time spent waiting for an endpoint's rate limits is neither latency nor timeout
         with case_clock() as clock:
             try:
-                # asyncio.timeout, not wait_for: same semantics without a task per call
-                async with asyncio.timeout(self.timeout_s) as deadline:
-                    clock.timeout = deadline
+                dog.start(clock, self.timeout_s)
+                try:
                     out = await self.target.call(case, ctx)
+                except asyncio.CancelledError:
+                    if dog.stop(clock, cancelled=True):
+                        raise TimeoutError from None
+                    raise
+                except BaseException:
+                    dog.stop(clock, cancelled=False)
+                    raise
+                dog.stop(clock, cancelled=False)
             except TimeoutError:
                 err = ErrorInfo(type="TimeoutError", message=f"target did not answer within {self.timeout_s:g}s")
                 return Produced(None, err, (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
@@ -72,6 +83,9 @@ class LiveSource:
                 if isinstance(exc, CONTROL_FLOW):
                     raise
                 return Produced(None, error_info(exc), (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
+            finally:
+                if own:
+                    dog.close()
         return Produced(out, None, (time.perf_counter() - t0 - clock.waited_s) * 1000, started)
 
     def recorded(self, case: Case, arm: str, attempt: int) -> CaseResult | None:

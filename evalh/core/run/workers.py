@@ -1,5 +1,5 @@
 """`DaemonExecutor`: where sync targets run (the loop's default executor, so
-`asyncio.to_thread` uses it).
+`asyncio.to_thread` uses it, and `evalh.handoff.in_thread` posts its calls to it).
 
 A sync call cannot be interrupted, so a target that hangs past its case's timeout keeps
 running after the case is recorded `errored`. With a fixed-size pool that thread would keep
@@ -23,13 +23,16 @@ class _Worker(threading.Thread):
     def __init__(self, pool: DaemonExecutor, name: str) -> None:
         super().__init__(name=name, daemon=True)
         self.pool = pool
-        self.inbox: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None]
+        self.inbox: queue.SimpleQueue[
+            tuple[Future[Any] | None, Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None]
         self.inbox = queue.SimpleQueue()
 
     def run(self) -> None:
         while (job := self.inbox.get()) is not None:
             future, fn, args, kwargs = job
-            if future.set_running_or_notify_cancel():
+            if future is None:  # posted (`post`): the call hands its outcome back itself
+                fn(*args)
+            elif future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn(*args, **kwargs))
                 except BaseException as exc:  # handed to the awaiting coroutine
@@ -53,6 +56,17 @@ class DaemonExecutor(ThreadPoolExecutor):
         self._shutdown = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._worker().inbox.put((future, fn, args, kwargs))
+        return future
+
+    def post(self, fn: Callable[..., None], /, *args: Any) -> None:
+        """Run `fn(*args)` on a thread as `submit` does, without a `Future`: `fn` hands its
+        outcome back itself and must not raise (`evalh.handoff.in_thread`)."""
+        self._worker().inbox.put((None, fn, args, {}))
+
+    def _worker(self) -> _Worker:
+        """An idle thread, or a new one."""
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new calls after shutdown")
@@ -61,9 +75,7 @@ class DaemonExecutor(ThreadPoolExecutor):
                 self._started += 1
                 worker = _Worker(self, f"{self._prefix}_{self._started}")
                 worker.start()
-        future: Future[Any] = Future()
-        worker.inbox.put((future, fn, args, kwargs))
-        return future
+        return worker
 
     def _idle(self, worker: _Worker) -> bool:
         """A worker finished its call: back on the free list (True), or told to stop."""
