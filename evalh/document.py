@@ -81,6 +81,44 @@ def document_chunks(
     written: `patches` (when given) receives (position, bytes) pairs that fill them in, for a
     writer that can seek back (`evalh.atomic.atomic_write_chunks`). A document left unpatched
     (printed as it is made) is valid JSON whose readers find the results by scanning."""
+    for part in _parts(top, heads, cases, scrub, patches):
+        assert isinstance(part, bytes)
+        yield part
+
+
+def document_layout(
+    top: dict[str, Any],
+    heads: dict[str, dict[str, Any]],
+    lengths: Callable[[str], Iterable[int]],
+    *,
+    scrub: Callable[[bytes], bytes] = lambda b: b,
+) -> list[bytes | int]:
+    """The document `document_chunks` writes when `lengths(name)` gives the byte length of
+    each of that suite's results (as scrubbed): its parts in order, each the bytes of the
+    layout's own lines (the header, its line index filled in; each suite's opening and
+    closing lines) or, for a result, the length of its line (the result and its `,\n` or
+    `\n`). What a writer that places the results itself lays out first
+    (`evalh.core.run.finish`)."""
+    patches: list[tuple[int, bytes]] = []
+    parts = list(_parts(top, heads, lengths, scrub, patches))
+    first = parts[0]
+    assert isinstance(first, bytes)
+    header = bytearray(first)
+    for at, value in patches:
+        header[at:at + len(value)] = value
+    parts[0] = bytes(header)
+    return parts
+
+
+def _parts(
+    top: dict[str, Any],
+    heads: dict[str, dict[str, Any]],
+    cases: Callable[[str], Iterable[bytes]] | Callable[[str], Iterable[int]],
+    scrub: Callable[[bytes], bytes],
+    patches: list[tuple[int, bytes]] | None,
+) -> Iterator[bytes | int]:
+    """`document_chunks`, where a result given as its length (not its bytes) is that many
+    bytes and its separator, given as their count (`document_layout`)."""
     counted: dict[str, int] = {}
     header = {k: v for k, v in top.items() if k not in ("suites", HEADS, INDEX)}
     header[HEADS] = {name: dict(head) for name, head in heads.items()}
@@ -103,19 +141,19 @@ def document_chunks(
         written += len(chunk)
         yield chunk
         n = 0
-        pending: bytes | None = None
+        pending: bytes | int | None = None
         for line in cases(name):
             if pending is not None:
-                pending += b",\n"
-                written += len(pending)
+                pending = pending + b",\n" if isinstance(pending, bytes) else pending + 2
+                written += pending if isinstance(pending, int) else len(pending)
                 yield pending
             if n % EVERY == 0 and patches is not None and n // EVERY < _entries(heads[name]):
                 patches.append((slots[name] + (n // EVERY) * (_WIDTH + 1), b"%*d" % (_WIDTH, written)))
-            pending = scrub(line)
+            pending = scrub(line) if isinstance(line, bytes) else line
             n += 1
         if pending is not None:
-            pending += b"\n"
-            written += len(pending)
+            pending = pending + b"\n" if isinstance(pending, bytes) else pending + 1
+            written += pending if isinstance(pending, int) else len(pending)
             yield pending
         counted[name] = n
         tail = b"]}" + (b",\n" if k < len(names) - 1 else b"\n")
