@@ -16,7 +16,7 @@ the journal, which shrinks from its end as they go:
    and its place in the document: 24 bytes a result) is written atomically
    (`.<run_id>.finish`). Before it exists, nothing was taken from the journal: a kill
    leaves the run as it was (the staged files are swept).
-3. **Distribute**, `CHUNK` bytes of the journal at a time from its end: its result lines
+3. **Distribute**, a chunk of the journal at a time from its end (`CHUNKS`): its result lines
    are appended to their segments' regions, the staging file is synced, then the journal
    is truncated below them. The journal plus the staging file hold every result, once
    (the staged lines lack the journal's `{"suite":…,"result":` wrapper).
@@ -33,8 +33,9 @@ the same steps continue. The document is the one the uninterrupted finish would 
 written, byte for byte.
 
 Disk: at most the journal's size (or the document's, with its 12-byte headers), plus the
-plan, plus one chunk or one segment in flight — about 1.1 × the document for a run of
-instant cases (bench/finish_disk_bench.py). The document's results are the journal's lines
+plan, plus one chunk (1/64 of the journal, at most 16 MiB) or one segment (1/32 of the
+document) in flight — about 1.1 × the document for a run of instant cases
+(bench/finish_disk_bench.py). The document's results are the journal's lines
 as they are: when a secret the run's scrub knows occurs in the journal (one registered
 late), or a line is not in the journal's own form, or the journal is small, the document
 is written beside the journal as before (`RunStore.write`).
@@ -66,7 +67,9 @@ MIN_JOURNAL = 64 << 20
 """A journal smaller than this is finished by writing the document beside it (a few
 fsyncs and files saved; the peak is at most twice this)."""
 CHUNK = 16 << 20
-"""Bytes of the journal moved to the staging file between two syncs."""
+CHUNKS = 64
+"""The journal is moved to the staging file in `CHUNKS` chunks of at most `CHUNK` bytes (a
+chunk is on disk twice until the staging file is synced and the journal truncated)."""
 SEGMENTS = 32
 SEGMENT_MIN = 1 << 20
 """The document is assembled in `SEGMENTS` segments of at least this many bytes."""
@@ -250,14 +253,15 @@ def _journal_as_laid_out(journal: Path, plan: _Plan, prefixes: list[bytes], j_le
 
 
 def _chunks(plan: _Plan, remaining: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """The rows below `remaining`, from the last down, in runs spanning about `CHUNK` bytes
-    of the journal: (the run's first byte, its end — `end` for the first run —, its first
-    row, its last row)."""
+    """The rows below `remaining`, from the last down, in runs spanning a chunk of the
+    journal (`CHUNKS`): (the run's first byte, its end — `end` for the first run —, its
+    first row, its last row)."""
     j_at = plan.j_at
+    chunk = max(1, min(CHUNK, end // CHUNKS))
     r, hi = remaining - 1, end
     while r >= 0:
         s = r
-        while s > 0 and hi - j_at[s - 1] <= CHUNK:
+        while s > 0 and hi - j_at[s - 1] <= chunk:
             s -= 1
         yield j_at[s], hi, s, r
         hi, r = j_at[s], s - 1
