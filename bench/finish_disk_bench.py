@@ -12,7 +12,7 @@ checkout's evalh on PYTHONPATH, its runs directory empty at the start. While it 
 thread of this process adds up the disk the runs directory's files take (`st_blocks`,
 what the filesystem allocated: a sparse file counts what it holds) every 10 ms; the row
 gives its peak, the largest journal seen, the final document's size, and the peak ÷ the
-document. The child's wall time and CPU (user + system, `os.wait4`) and the load average
+document. The child's wall time, CPU (user + system) and peak RSS (`os.wait4`) and the load average
 (1 min) before and after it are recorded beside each row. Results: bench/finish_disk_results.md.
 """
 
@@ -109,11 +109,13 @@ def one_run(name: str, tree: Path, n: int) -> dict[str, object]:
     row: dict[str, object] = {
         "tree": name, "n": n, "document_mb": size / 1e6, "journal_mb": sampler.journal / 1e6,
         "peak_mb": sampler.peak / 1e6, "ratio": sampler.peak / (doc.stat().st_blocks * 512),
-        "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "load": (load_before, os.getloadavg()[0]),
+        "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
+        "load": (load_before, os.getloadavg()[0]),
         "at_peak": {_kind(k): round(v / 1e6) for k, v in sorted(sampler.files_at_peak.items()) if v >= 5e5},
     }
     print(f"{name:7} {n:>8} document {size / 1e6:7.1f} MB  journal {sampler.journal / 1e6:7.1f} MB  "
           f"peak {sampler.peak / 1e6:7.1f} MB  = {row['ratio']:.2f} x  wall {wall:6.1f} s  cpu {row['cpu_s']:6.1f} s  "
+          f"rss {row['rss_mib']:.0f} MiB  "
           f"load {load_before:.1f}->{os.getloadavg()[0]:.1f}  at peak {row['at_peak']}", flush=True)
     shutil.rmtree(runs, ignore_errors=True)
     return row
@@ -126,16 +128,18 @@ def markdown(rows: list[dict[str, object]], argv: list[str]) -> str:
            f"{platform.python_version()}; other work shares the machine (the load average, 1 min, before → "
            "after each run is in its row). One fresh `evalh run` per row: N instant cases (bench/scale.py's "
            "project). Disk: the runs directory's files' allocated blocks (`st_blocks`), polled every 10 ms; "
-           "ratio = peak ÷ the final document's blocks. CPU: the child's user + system.", "",
+           "ratio = peak ÷ the final document's blocks. CPU: the child's user + system; RSS: its high-water "
+           "mark.", "",
            "| checkout | N | document MB | largest journal MB | peak disk MB | peak ÷ document | files at the peak (MB) "
-           "| wall s | CPU s | load |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
+           "| wall s | CPU s | peak RSS MiB | load |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
     for r in rows:
         load = r["load"]
         assert isinstance(load, tuple)
         at_peak = ", ".join(f"{k} {v}" for k, v in r["at_peak"].items())  # type: ignore[attr-defined]
         out.append(f"| {r['tree']} | {r['n']:,} | {r['document_mb']:.1f} | {r['journal_mb']:.1f} | {r['peak_mb']:.1f} "
-                   f"| {r['ratio']:.2f} | {at_peak} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {load[0]:.1f} → {load[1]:.1f} |")
+                   f"| {r['ratio']:.2f} | {at_peak} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['rss_mib']:.0f} "
+                   f"| {load[0]:.1f} → {load[1]:.1f} |")
     return "\n".join(out) + "\n"
 
 

@@ -166,3 +166,33 @@ def test_a_kill_at_every_step_of_the_finish_loses_nothing(reference: tuple[Path,
     _, _, steps = reference
     for k in range(1, steps + 1):
         _kill_and_resume(reference, tmp_path, k)
+
+
+def test_a_secret_the_journal_holds_has_the_document_written_beside_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The results are moved as the journal holds them: a secret registered after its lines
+    were written (so the journal holds it) sends the run to the writer that scrubs each line."""
+    from typer.testing import CliRunner
+
+    import evalh.core.run.finish as finish
+    import evalh.redact as redact
+    from evalh.cli.main import app
+
+    base = _project(tmp_path / "p")
+    monkeypatch.setattr(finish, "MIN_JOURNAL", 0)
+    monkeypatch.setattr(redact, "_REGISTERED", set())
+    used: list[bool] = []
+    real = finish.finish_from_journal
+
+    def late(*args: object) -> bool:
+        redact.register_secret("2 noitseuq")  # in the reversed question of c002, c020-c029
+        used.append(real(*args))  # type: ignore[arg-type]
+        return used[-1]
+
+    monkeypatch.setattr("evalh.core.run.runner.finish_from_journal", late)
+    monkeypatch.chdir(base)
+    result = CliRunner().invoke(app, ["run", "-q", "--seed", "5", "--runs-dir", "runs"])
+    assert result.exit_code == 1, result.output
+    assert used == [False]
+    doc = _only_document(base / "runs")
+    assert b"2 noitseuq" not in doc and doc.count(redact.REDACTED.encode()) >= 11 * 3
