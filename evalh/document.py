@@ -92,22 +92,30 @@ def document_layout(
     lengths: Callable[[str], Iterable[int]],
     *,
     scrub: Callable[[bytes], bytes] = lambda b: b,
-) -> list[bytes | int]:
+) -> tuple[list[tuple[int, bytes]], array[int], array[int]]:
     """The document `document_chunks` writes when `lengths(name)` gives the byte length of
-    each of that suite's results (as scrubbed): its parts in order, each the bytes of the
-    layout's own lines (the header, its line index filled in; each suite's opening and
-    closing lines) or, for a result, the length of its line (the result and its `,\n` or
-    `\n`). What a writer that places the results itself lays out first
-    (`evalh.core.run.finish`)."""
+    each of that suite's results (as scrubbed), without the results: the layout's own lines
+    (the header, its line index filled in; each suite's opening and closing lines) as (byte
+    offset, bytes), and each result line's byte offset and length (the result and its `,\n`
+    or `\n`), suite after suite in document order. What a writer that places the results
+    itself lays out first (`evalh.core.run.finish`)."""
     patches: list[tuple[int, bytes]] = []
-    parts = list(_parts(top, heads, lengths, scrub, patches))
-    first = parts[0]
-    assert isinstance(first, bytes)
-    header = bytearray(first)
-    for at, value in patches:
-        header[at:at + len(value)] = value
-    parts[0] = bytes(header)
-    return parts
+    own: list[tuple[int, bytes]] = []
+    offsets, sizes = array("q"), array("q")
+    at = 0
+    for part in _parts(top, heads, lengths, scrub, patches):
+        if isinstance(part, int):
+            offsets.append(at)
+            sizes.append(part)
+            at += part
+        else:
+            own.append((at, part))
+            at += len(part)
+    header = bytearray(own[0][1])
+    for where, value in patches:
+        header[where:where + len(value)] = value
+    own[0] = (0, bytes(header))
+    return own, offsets, sizes
 
 
 def _parts(

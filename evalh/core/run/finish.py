@@ -73,6 +73,7 @@ chunk is on disk twice until the staging file is synced and the journal truncate
 SEGMENTS = 32
 SEGMENT_MIN = 1 << 20
 """The document is assembled in `SEGMENTS` segments of at least this many bytes."""
+_READ = 4 << 20  # bytes of the journal read at a time to check it
 _ENTRY = struct.Struct("<qI")  # a staged line's place in the document and its length
 _RESULT = b',"result":'
 _SUITE = b'{"suite":'
@@ -135,8 +136,8 @@ def finish_from_journal(store: RunStore, run: Run, lines: JournalLines) -> bool:
         laid = _lay_out(run, lines)
         if laid is None:
             return False
-        plan, staged, prefixes, j_len = laid
-        if not _journal_as_laid_out(journal, plan, prefixes, j_len):
+        plan, staged, prefixes, suite_of, j_len = laid
+        if not _journal_as_laid_out(journal, plan, prefixes, suite_of, j_len):
             return False
         plan_path, stage, doc = store.finish_paths(run.run_id)
         cursors = _stage(plan, staged, stage, doc)
@@ -169,10 +170,11 @@ def complete_pending(store: RunStore, run_id: str) -> Path | None:
     return store.path_for(run_id)
 
 
-def _lay_out(run: Run, lines: JournalLines) -> tuple[_Plan, list[tuple[int, bytes]], list[bytes], array[int]] | None:
-    """The plan, the layout's own lines (place, bytes), and each result's expected journal
-    prefix (`{"suite":…,"result":`) and line length, in journal order; None for a run with
-    no result."""
+def _lay_out(run: Run, lines: JournalLines) -> tuple[_Plan, list[tuple[int, bytes]], list[bytes], array[int], array[int]] | None:
+    """The plan, the layout's own lines (place, bytes), each suite's journal prefix
+    (`{"suite":…,"result":`), and each result's suite and journal line length in journal
+    order; None for a run with no result. Held per result: the plan's 24 bytes and 16 more,
+    and while the rows are sorted into journal order a list of one integer each."""
     names = list(run.suites)
     prefixes = [_SUITE + orjson.dumps(name) + _RESULT for name in names]
     kept = [lines.suites.get(name) for name in names]
@@ -189,42 +191,53 @@ def _lay_out(run: Run, lines: JournalLines) -> tuple[_Plan, list[tuple[int, byte
                 yield size[j] - wrap
 
     top, heads, scrub = run_parts(run, lines)
-    parts = document_layout(top, heads, lengths, scrub=scrub)
-    total = sum(p if isinstance(p, int) else len(p) for p in parts)
+    own, d_at, d_len = document_layout(top, heads, lengths, scrub=scrub)
+    total = (own[-1][0] + len(own[-1][1])) if own else 0
+    # segments of whole lines (the layout's and the results', in document order)
     target = max(SEGMENT_MIN, -(-total // SEGMENTS))
-    # document order: each result's journal row, suite by suite
-    j_at, j_len, d_at, d_len, suite_of = array("q"), array("q"), array("q"), array("q"), array("l")
+    bounds, regions = [0], [0]
+    fill = region = 0
+    k = 0
+    for r in range(n + 1):
+        while k < len(own) and (r == n or own[k][0] < d_at[r]):
+            at, data = own[k]
+            if fill >= target:
+                bounds.append(at)
+                regions.append(regions[-1] + region)
+                fill = region = 0
+            fill += len(data)
+            region += _ENTRY.size + len(data)
+            k += 1
+        if r < n:
+            if fill >= target:
+                bounds.append(d_at[r])
+                regions.append(regions[-1] + region)
+                fill = region = 0
+            fill += d_len[r]
+            region += _ENTRY.size + d_len[r]
+    bounds.append(total)
+    regions.append(regions[-1] + region)
+    # journal order: what the journal is consumed in
+    j_at, suite_of = array("q"), array("l")
     for k, rows in enumerate(kept):
         if rows is not None:
             j_at.extend(rows.at[j] for j in rows.sorted_rows())
-            j_len.extend(rows.size[j] for j in rows.sorted_rows())
             suite_of.extend([k] * len(rows))
-    bounds, regions, staged = [0], [0], []
-    pos = fill = region = 0
-    for part in parts:
-        size = part if isinstance(part, int) else len(part)
-        if fill >= target:
-            bounds.append(pos)
-            regions.append(regions[-1] + region)
-            fill = region = 0
-        if isinstance(part, int):
-            d_at.append(pos)
-            d_len.append(part)
-        else:
-            staged.append((pos, part))
-        pos += size
-        fill += size
-        region += _ENTRY.size + size
-    bounds.append(pos)
-    regions.append(regions[-1] + region)
-    # journal order: what the journal is consumed in
-    order = sorted(range(n), key=j_at.__getitem__)
+    order = array("q", (v % n for v in sorted(j_at[i] * n + i for i in range(n))))
+
+
+    def journal_length(i: int) -> int:  # prefix, result, `}\n`; the document's line: result, `,\n` or `\n`
+        last = i + 1 == n or suite_of[i + 1] != suite_of[i]
+        return len(prefixes[suite_of[i]]) + d_len[i] - (1 if last else 2) + 2
+
+    j_len = array("q", (journal_length(i) for i in order))
     plan = _Plan(bounds, regions, array("q", (j_at[i] for i in order)), array("q", (d_at[i] for i in order)),
                  array("q", (d_len[i] for i in order)))
-    return plan, staged, [prefixes[suite_of[i]] for i in order], array("q", (j_len[i] for i in order))
+    return plan, own, prefixes, array("l", (suite_of[i] for i in order)), j_len
 
 
-def _journal_as_laid_out(journal: Path, plan: _Plan, prefixes: list[bytes], j_len: array[int]) -> bool:
+def _journal_as_laid_out(journal: Path, plan: _Plan, prefixes: list[bytes], suite_of: array[int],
+                         j_len: array[int]) -> bool:
     """Whether each result's journal line is `{"suite":…,"result":` + its document line's
     result + `}` (the layout took their lengths from that), and no secret the document's
     scrub knows occurs in the journal (then the document's results are the journal's bytes)."""
@@ -236,7 +249,7 @@ def _journal_as_laid_out(journal: Path, plan: _Plan, prefixes: list[bytes], j_le
         first = 0
         while first < n:
             last = first
-            while last + 1 < n and j_at[last + 1] + j_len[last + 1] - j_at[first] <= CHUNK:
+            while last + 1 < n and j_at[last + 1] + j_len[last + 1] - j_at[first] <= _READ:
                 last += 1
             lo, hi = j_at[first], j_at[last] + j_len[last]
             buf = os.pread(fd, hi - lo, lo)
@@ -244,7 +257,7 @@ def _journal_as_laid_out(journal: Path, plan: _Plan, prefixes: list[bytes], j_le
                 return False
             for r in range(first, last + 1):
                 at = j_at[r] - lo
-                if not (buf.startswith(prefixes[r], at) and buf.startswith(b"}\n", at + j_len[r] - 2)):
+                if not (buf.startswith(prefixes[suite_of[r]], at) and buf.startswith(b"}\n", at + j_len[r] - 2)):
                     return False
             first = last + 1
     finally:
