@@ -196,3 +196,28 @@ def test_a_secret_the_journal_holds_has_the_document_written_beside_it(
     assert used == [False]
     doc = _only_document(base / "runs")
     assert b"2 noitseuq" not in doc and doc.count(redact.REDACTED.encode()) >= 11 * 3
+
+
+def test_the_sweep_keeps_a_finishs_files_while_they_hold_results(tmp_path: Path) -> None:
+    from evalh.models import CaseResult, DatasetInfo, EnvironmentInfo, Run, SuiteResult
+    from evalh.store import RunStore
+
+    store = RunStore(tmp_path / "runs")
+    run_id = "20260101T000000000Z-aaaaaa"
+    plan, stage, doc = store.finish_paths(run_id)
+    journal = store.journal_path(run_id)
+    store.runs_dir.mkdir()
+    for path in (journal, stage, doc, store.runs_dir / f"..{run_id}.finish.x1y2.tmp"):
+        path.write_bytes(b"x")
+    store.sweep()  # no plan: a finish killed before it took anything from the journal
+    assert sorted(p.name for p in store.runs_dir.iterdir()) == [journal.name]
+    for path in (stage, doc, plan):
+        path.write_bytes(b"x")
+    store.sweep()  # the plan and no complete document: they hold results
+    assert sorted(p.name for p in store.runs_dir.iterdir()) == sorted(p.name for p in (journal, stage, doc, plan))
+    store.write(Run(run_id=run_id, started_at="2026-01-01T00:00:00Z", status="complete",
+                    environment=EnvironmentInfo(evalh="0", python="3", platform="test"),
+                    suites={"s": SuiteResult(regime="deterministic", dataset=DatasetInfo(path="d", sha256="x", cases=1),
+                                             cases=[CaseResult(case_id="a", status="passed", score=1.0)])}))
+    store.sweep()  # killed after the rename: the document is complete, the rest goes
+    assert [p.name for p in store.runs_dir.iterdir()] == [f"{run_id}.json"]
