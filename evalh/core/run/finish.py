@@ -218,7 +218,7 @@ def _lay_out(run: Run, lines: JournalLines) -> tuple[_Plan, list[tuple[int, byte
     bounds.append(total)
     regions.append(regions[-1] + region)
     # journal order: what the journal is consumed in
-    j_at, suite_of = array("q"), array("l")
+    j_at, suite_of = array("q"), array("I")
     for k, rows in enumerate(kept):
         if rows is not None:
             j_at.extend(rows.at[j] for j in rows.sorted_rows())
@@ -233,7 +233,7 @@ def _lay_out(run: Run, lines: JournalLines) -> tuple[_Plan, list[tuple[int, byte
     j_len = array("q", (journal_length(i) for i in order))
     plan = _Plan(bounds, regions, array("q", (j_at[i] for i in order)), array("q", (d_at[i] for i in order)),
                  array("q", (d_len[i] for i in order)))
-    return plan, own, prefixes, array("l", (suite_of[i] for i in order)), j_len
+    return plan, own, prefixes, array("I", (suite_of[i] for i in order)), j_len
 
 
 def _journal_as_laid_out(journal: Path, plan: _Plan, prefixes: list[bytes], suite_of: array[int],
