@@ -225,7 +225,6 @@ def _lay_out(run: Run, lines: JournalLines) -> tuple[_Plan, list[tuple[int, byte
             suite_of.extend([k] * len(rows))
     order = array("q", (v % n for v in sorted(j_at[i] * n + i for i in range(n))))
 
-
     def journal_length(i: int) -> int:  # prefix, result, `}\n`; the document's line: result, `,\n` or `\n`
         last = i + 1 == n or suite_of[i + 1] != suite_of[i]
         return len(prefixes[suite_of[i]]) + d_len[i] - (1 if last else 2) + 2
@@ -291,7 +290,8 @@ def _stage(plan: _Plan, staged: list[tuple[int, bytes]], stage: Path, doc: Path)
             cursors = list(plan.regions[:-1])
             for at, data in staged:
                 s = plan.segment(at)
-                os.pwrite(fd, _ENTRY.pack(at, len(data)) + data, cursors[s])
+                os.lseek(fd, cursors[s], os.SEEK_SET)
+                write_all(fd, _ENTRY.pack(at, len(data)) + data)
                 cursors[s] += _ENTRY.size + len(data)
             os.fsync(fd)
         finally:
@@ -375,21 +375,26 @@ def _cursors(sfd: int, plan: _Plan, remaining: int) -> list[int]:
 def _distribute(journal: Path, jfd: int, sfd: int, plan: _Plan, remaining: int, jsize: int,
                 cursors: list[int]) -> None:
     """Step 3 for the rows below `remaining` (those the journal still holds)."""
-    j_at, d_at, d_len = plan.j_at, plan.d_at, plan.d_len
+    j_at, d_at, d_len, bounds = plan.j_at, plan.d_at, plan.d_len, plan.bounds
+    pack, find, cut = _ENTRY.pack, bisect.bisect_right, len(_RESULT)
+    seps = (b"", b"\n", b",\n")
     for lo, hi, first, last in _chunks(plan, remaining, jsize):
         buf = os.pread(jfd, hi - lo, lo)
-        batches: dict[int, list[bytes]] = {}
+        view = memoryview(buf)
+        batches: dict[int, list[bytes | memoryview]] = {}
         for r in range(first, last + 1):
             at = j_at[r] - lo
             nl = buf.find(b"\n", at)
-            start = buf.find(_RESULT, at, nl)
-            body = buf[start + len(_RESULT):nl - 1]
-            sep = d_len[r] - len(body)
-            if nl < 0 or start < 0 or not buf.startswith(_SUITE, at) or buf[nl - 1] != 0x7D or sep not in (1, 2):
+            start = buf.find(_RESULT, at, nl) + cut
+            sep = d_len[r] - (nl - 1 - start)
+            if nl < 0 or start < cut or not buf.startswith(_SUITE, at) or buf[nl - 1] != 0x7D or sep not in (1, 2):
                 raise RunDocumentError(f"{journal}: the journal line at byte {j_at[r]} is not the result "
                                        "written there: the journal was changed while its document was made")
-            line = body + (b",\n" if sep == 2 else b"\n")
-            batches.setdefault(plan.segment(d_at[r]), []).append(_ENTRY.pack(d_at[r], len(line)) + line)
+            s = find(bounds, d_at[r]) - 1
+            entries = batches.get(s)
+            if entries is None:
+                entries = batches[s] = []
+            entries += (pack(d_at[r], d_len[r]), view[start:nl - 1], seps[sep])
         for s, entries in batches.items():
             data = b"".join(entries)
             if cursors[s] + len(data) > plan.regions[s + 1]:
