@@ -72,6 +72,8 @@ app()
 
 
 def _project(base: Path, n: int = 40) -> Path:
+    """Two suites of `n` instant cases, one repeated; one case at a time, so the journal's
+    order (shuffled with the seed) and the finish's steps are the same in every run."""
     base.mkdir(parents=True, exist_ok=True)
     with (base / "cases.jsonl").open("w", encoding="utf-8") as fh:
         for i in range(n):
@@ -80,7 +82,7 @@ def _project(base: Path, n: int = 40) -> Path:
                                                                "verdict": v}, "expected": {"verdict": v}}) + "\n")
     (base / "finish_target.py").write_text(TARGET, encoding="utf-8")
     suite = 'dataset = "cases.jsonl"\ntarget = "finish_target:instant"\nscorers = [{ type = "exact", field = "verdict" }]\n'
-    (base / "evalh.toml").write_text(f"[evalh]\nconcurrency = 4\n\n[suites.first]\n{suite}repeats = 2\n\n"
+    (base / "evalh.toml").write_text(f"[evalh]\nconcurrency = 1\n\n[suites.first]\n{suite}repeats = 2\n\n"
                                      f"[suites.second]\n{suite}", encoding="utf-8")
     (base / "driver.py").write_text(DRIVER, encoding="utf-8")
     return base
