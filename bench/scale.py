@@ -63,10 +63,16 @@ def project(base: Path, n: int) -> Path:
     return base
 
 
-def measure(tree: Path, cwd: Path, argv: list[str]) -> tuple[float, float, int]:
-    """(wall s, peak RSS MiB, exit code) of one child process."""
+def child_env(tree: Path, cwd: Path) -> dict[str, str]:
+    """The environment of a child running checkout `tree`'s evalh in project `cwd`."""
     env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{cwd}", "EVALH_NO_PROGRESS": "1"}
     env.pop("EVAL_RUNS_DIR", None)
+    return env
+
+
+def measure(tree: Path, cwd: Path, argv: list[str]) -> tuple[float, float, int]:
+    """(wall s, peak RSS MiB, exit code) of one child process."""
+    env = child_env(tree, cwd)
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as null:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=null, stderr=subprocess.PIPE)

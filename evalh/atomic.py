@@ -144,10 +144,10 @@ def _commit(staged: list[tuple[str, Path]]) -> None:
                 raise write_failed(path, exc) from None
             raise
     for directory in dict.fromkeys(path.parent for _, path in staged):
-        _fsync_dir(directory)
+        fsync_dir(directory)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     try:
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -81,6 +81,52 @@ def document_chunks(
     written: `patches` (when given) receives (position, bytes) pairs that fill them in, for a
     writer that can seek back (`evalh.atomic.atomic_write_chunks`). A document left unpatched
     (printed as it is made) is valid JSON whose readers find the results by scanning."""
+    for part in _parts(top, heads, cases, scrub, patches):
+        assert isinstance(part, bytes)
+        yield part
+
+
+def document_layout(
+    top: dict[str, Any],
+    heads: dict[str, dict[str, Any]],
+    lengths: Callable[[str], Iterable[int]],
+    *,
+    scrub: Callable[[bytes], bytes] = lambda b: b,
+) -> tuple[list[tuple[int, bytes]], array[int], array[int]]:
+    """The document `document_chunks` writes when `lengths(name)` gives the byte length of
+    each of that suite's results (as scrubbed), without the results: the layout's own lines
+    (the header, its line index filled in; each suite's opening and closing lines) as (byte
+    offset, bytes), and each result line's byte offset and length (the result and its `,\n`
+    or `\n`), suite after suite in document order. What a writer that places the results
+    itself lays out first (`evalh.core.run.finish`)."""
+    patches: list[tuple[int, bytes]] = []
+    own: list[tuple[int, bytes]] = []
+    offsets, sizes = array("q"), array("q")
+    at = 0
+    for part in _parts(top, heads, lengths, scrub, patches):
+        if isinstance(part, int):
+            offsets.append(at)
+            sizes.append(part)
+            at += part
+        else:
+            own.append((at, part))
+            at += len(part)
+    header = bytearray(own[0][1])
+    for where, value in patches:
+        header[where:where + len(value)] = value
+    own[0] = (0, bytes(header))
+    return own, offsets, sizes
+
+
+def _parts(
+    top: dict[str, Any],
+    heads: dict[str, dict[str, Any]],
+    cases: Callable[[str], Iterable[bytes]] | Callable[[str], Iterable[int]],
+    scrub: Callable[[bytes], bytes],
+    patches: list[tuple[int, bytes]] | None,
+) -> Iterator[bytes | int]:
+    """`document_chunks`, where a result given as its length (not its bytes) is that many
+    bytes and its separator, given as their count (`document_layout`)."""
     counted: dict[str, int] = {}
     header = {k: v for k, v in top.items() if k not in ("suites", HEADS, INDEX)}
     header[HEADS] = {name: dict(head) for name, head in heads.items()}
@@ -103,19 +149,19 @@ def document_chunks(
         written += len(chunk)
         yield chunk
         n = 0
-        pending: bytes | None = None
+        pending: bytes | int | None = None
         for line in cases(name):
             if pending is not None:
-                pending += b",\n"
-                written += len(pending)
+                pending = pending + b",\n" if isinstance(pending, bytes) else pending + 2
+                written += pending if isinstance(pending, int) else len(pending)
                 yield pending
             if n % EVERY == 0 and patches is not None and n // EVERY < _entries(heads[name]):
                 patches.append((slots[name] + (n // EVERY) * (_WIDTH + 1), b"%*d" % (_WIDTH, written)))
-            pending = scrub(line)
+            pending = scrub(line) if isinstance(line, bytes) else line
             n += 1
         if pending is not None:
-            pending += b"\n"
-            written += len(pending)
+            pending = pending + b"\n" if isinstance(pending, bytes) else pending + 1
+            written += pending if isinstance(pending, int) else len(pending)
             yield pending
         counted[name] = n
         tail = b"]}" + (b",\n" if k < len(names) - 1 else b"\n")

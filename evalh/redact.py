@@ -268,6 +268,12 @@ def scrub_secrets(
     return data
 
 
+def secret_forms(env: list[str] | None = None) -> list[bytes]:
+    """Each secret as `scrub_secrets` looks for it (inside JSON): bytes that do not occur
+    in data leave `scrub_secrets` nothing to replace."""
+    return [f for f in (orjson.dumps(s)[1:-1] for s in _with_registered(env)) if f]
+
+
 def _scrub_string(v: str, secrets: list[str]) -> tuple[str, list[list[int]]]:
     """`v` with every secret occurrence replaced by the marker, and the replaced regions in
     `v`'s own character offsets (`[start, end]`, in order): each became the marker."""

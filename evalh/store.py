@@ -19,7 +19,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
@@ -123,11 +123,7 @@ def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None, *,
     receives what fills in the header's line index once the lines are made. `lines` (the
     runner's, from its journal) gives each suite's count and result lines instead of
     `run.suites[name].cases`."""
-    env = secret_env_values()
-    top = run.model_dump(mode="json", by_alias=True, exclude={"suites"})
-    heads = {name: {**s.model_dump(mode="json", exclude={"cases"}),
-                    "results": lines.count(name) if lines is not None else len(s.cases)}
-             for name, s in run.suites.items()}
+    top, heads, scrub = run_parts(run, lines)
 
     def cases(name: str) -> Iterator[bytes]:
         if lines is not None:
@@ -136,7 +132,19 @@ def run_chunks(run: Run, patches: list[tuple[int, bytes]] | None = None, *,
         for c in run.suites[name].cases:
             yield orjson.dumps(c.model_dump(mode="json"))
 
-    yield from document_chunks(top, heads, cases, scrub=lambda b: scrub_secrets(b, env=env), patches=patches)
+    yield from document_chunks(top, heads, cases, scrub=scrub, patches=patches)
+
+
+def run_parts(run: Run, lines: ResultLines | None = None) -> tuple[
+        dict[str, Any], dict[str, dict[str, Any]], Callable[[bytes], bytes]]:
+    """What `evalh.document` lays `run`'s document out from: its top-level members, each
+    suite's head (its count of results from `lines` when given) and the scrub of secrets."""
+    env = secret_env_values()
+    top = run.model_dump(mode="json", by_alias=True, exclude={"suites"})
+    heads = {name: {**s.model_dump(mode="json", exclude={"cases"}),
+                    "results": lines.count(name) if lines is not None else len(s.cases)}
+             for name, s in run.suites.items()}
+    return top, heads, lambda b: scrub_secrets(b, env=env)
 
 
 class ResultLines(Protocol):
@@ -277,6 +285,11 @@ def read_document(path: Path) -> bytes:
 _LEFTOVER_TMP = re.compile(r"^\.(?P<id>.+)\.json\.[A-Za-z0-9_]+\.tmp$")
 _LOCK_FILE = re.compile(r"^\.(?P<id>.+)\.lock$")
 _JOURNAL = re.compile(r"^(?P<id>.+)\.journal\.jsonl$")
+_FINISH_TMP = re.compile(r"^\.\.(?P<id>.+)\.finish\.[A-Za-z0-9_]+\.tmp$")
+_FINISH = re.compile(r"^\.(?P<id>.+)\.finish(?:-stage|-doc)?$")
+FINISH_SUFFIXES = (".finish", ".finish-stage", ".finish-doc")
+"""The files of a document being made from its journal (`evalh.core.run.finish`): `.<run_id>`
+then its plan, its staged results and the document itself."""
 
 
 def _is_complete(path: Path) -> bool:
@@ -303,6 +316,13 @@ class RunStore:
 
     def journal(self, run_id: str) -> Journal:
         return Journal(self.journal_path(run_id))
+
+    def finish_paths(self, run_id: str) -> tuple[Path, Path, Path]:
+        """The plan, the staged results and the document of a finish that consumes the
+        run's journal as it writes the document (`evalh.core.run.finish`)."""
+        stem = f".{validate_run_id(run_id)}"
+        plan, stage, doc = (self.runs_dir / f"{stem}{suffix}" for suffix in FINISH_SUFFIXES)
+        return plan, stage, doc
 
     def lock_path(self, run_id: str) -> Path:
         return self.runs_dir / f".{validate_run_id(run_id)}.lock"
@@ -334,7 +354,9 @@ class RunStore:
     def sweep(self, own: str | None = None) -> list[Path]:
         """Remove what finished or dead runs left behind: temporary files of a document write
         a kill cut short, the journal of a run whose document is complete, lock files of
-        dead processes. A run another live process holds is left alone; so is anything not
+        dead processes. The files of a document being made from its journal
+        (`evalh.core.run.finish`) stay while they hold results the journal no longer does.
+        A run another live process holds is left alone; so is anything not
         beside a run (a file a user keeps here). `own` is a run this process holds: its
         leftovers are dead too. Best effort: what cannot be removed stays. Returns what was
         removed."""
@@ -345,7 +367,7 @@ class RunStore:
         present = set(names)
         by_run: dict[str, list[str]] = {}
         for name in names:
-            for pattern in (_LEFTOVER_TMP, _JOURNAL, _LOCK_FILE):
+            for pattern in (_LEFTOVER_TMP, _JOURNAL, _LOCK_FILE, _FINISH_TMP, _FINISH):
                 m = pattern.fullmatch(name)
                 if m:
                     by_run.setdefault(m.group("id"), []).append(name)
@@ -366,9 +388,15 @@ class RunStore:
                 if lock is None:
                     continue  # a live process holds it
             try:
-                doomed = [n for n in found if _LEFTOVER_TMP.fullmatch(n)]
-                if journal in found and doc in present and _is_complete(self.runs_dir / doc):
+                doomed = [n for n in found if _LEFTOVER_TMP.fullmatch(n) or _FINISH_TMP.fullmatch(n)]
+                complete = doc in present and _is_complete(self.runs_dir / doc)
+                if journal in found and complete:
                     doomed.append(journal)
+                # a finish's staged files without its plan are a finish killed before it
+                # began consuming the journal (the journal is whole); with the plan and no
+                # complete document, they hold results: `evalh run --resume` completes it
+                if complete or f".{run_id}.finish" not in found:
+                    doomed += [n for n in found if _FINISH.fullmatch(n)]
                 for name in doomed:
                     with contextlib.suppress(OSError):
                         (self.runs_dir / name).unlink()

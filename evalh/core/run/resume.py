@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalh.config import Config
+from evalh.core.run.finish import complete_pending
 from evalh.core.run.plan import SuitePlan
 from evalh.core.run.prepare import Prepared, RunOptions, prepare_run
 from evalh.errors import EvalhError, RunDocumentError, RunNotFound, first_validation_error
@@ -144,6 +145,9 @@ def load_record(store: RunStore, run_id: str) -> RunRecord:
     doc_path = store.path_for(run_id)
     if not journal_path.is_file() and not doc_path.is_file():
         raise RunNotFound(f"no run {run_id!r} to resume in {store.runs_dir} (no journal, no document)")
+    if complete_pending(store, run_id) is not None:  # killed while its document was made
+        raise ResumeRefused(f"run {run_id} is complete: the document a kill stopped it writing is "
+                            f"written now ({doc_path}): nothing to resume")
     record: RunRecord | None = None
     finished: list[tuple[str, CaseResult]] = []
     if doc_path.is_file():

@@ -35,6 +35,7 @@ from evalh.core.results.aggregate import aggregate_facts
 from evalh.core.results.outcome import decide_status, summarize
 from evalh.core.results.sizes import measure
 from evalh.core.run.deadlines import install as install_watchdog
+from evalh.core.run.finish import finish_from_journal
 from evalh.core.run.items import NullObserver, Observer, WorkItem, WorkItems
 from evalh.core.run.plan import RunPlan, SuitePlan
 from evalh.core.run.requirements import FirstReply
@@ -496,7 +497,7 @@ class Runner:
             if refused_before_any_case:
                 if journal_is_new:  # a resumed run's journal is what it resumes from: kept
                     self.journal.path.unlink(missing_ok=True)
-            else:
+            elif not (status == "complete" and finish_from_journal(self.store, run, self.result_lines())):
                 self.store.write(run, self.result_lines())  # the results streamed from the journal
             if status == "complete":
                 self.journal.path.unlink(missing_ok=True)
