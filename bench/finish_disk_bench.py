@@ -83,8 +83,8 @@ def _kind(name: str) -> str:
     return name
 
 
-def one_run(name: str, tree: Path, n: int) -> dict[str, object]:
-    base = project(WORK / name / str(n), n)
+def one_run(name: str, tree: Path, n: int, inline: bool = False) -> dict[str, object]:
+    base = project(WORK / name / (f"{n}-inline" if inline else str(n)), n, inline=inline)
     runs = base / "eval_runs"
     shutil.rmtree(runs, ignore_errors=True)
     runs.mkdir(parents=True)
@@ -107,7 +107,7 @@ def one_run(name: str, tree: Path, n: int) -> dict[str, object]:
     assert left == [doc.name], left  # nothing but the document stays
     size = doc.stat().st_size
     row: dict[str, object] = {
-        "tree": name, "n": n, "document_mb": size / 1e6, "journal_mb": sampler.journal / 1e6,
+        "tree": name + (" (inline)" if inline else ""), "n": n, "document_mb": size / 1e6, "journal_mb": sampler.journal / 1e6,
         "peak_mb": sampler.peak / 1e6, "ratio": sampler.peak / (doc.stat().st_blocks * 512),
         "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
         "load": (load_before, os.getloadavg()[0]),
@@ -149,6 +149,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--trees", default="before=bench/.work/before,after=.")
     ap.add_argument("--out", type=Path, default=HERE / "finish_disk_results.md")
     ap.add_argument("--append", action="store_true", help="add the rows to the results file's table")
+    ap.add_argument("--inline", action="store_true",
+                    help="the target declared cheap (inline = true: on the event loop, no worker thread)")
     args = ap.parse_args(argv)
     trees = {}
     for part in args.trees.split(","):
@@ -156,7 +158,7 @@ def main(argv: list[str]) -> int:
         trees[name] = (ROOT / path).resolve()
         if not (trees[name] / "evalh" / "__init__.py").is_file():
             raise SystemExit(f"{path}: not an evalh checkout (make it with git worktree add, see --help)")
-    rows = [one_run(name, tree, int(n)) for n in args.sizes.split(",") for name, tree in trees.items()]
+    rows = [one_run(name, tree, int(n), args.inline) for n in args.sizes.split(",") for name, tree in trees.items()]
     text = markdown(rows, argv)
     if args.append and args.out.is_file():  # the rows under the earlier ones, the command with its
         lines = args.out.read_text(encoding="utf-8").rstrip("\n").splitlines()

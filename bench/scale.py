@@ -45,8 +45,9 @@ TARGET = '''def instant(inp):
 '''
 
 
-def project(base: Path, n: int) -> Path:
-    """The project of N cases (written once)."""
+def project(base: Path, n: int, *, inline: bool = False) -> Path:
+    """The project of N cases (written once). `inline`: the target declared cheap
+    (`inline = true`: called on the event loop, no worker thread)."""
     base.mkdir(parents=True, exist_ok=True)
     data = base / "cases.jsonl"
     if not data.exists() or sum(1 for _ in data.open("rb")) != n:
@@ -58,7 +59,9 @@ def project(base: Path, n: int) -> Path:
     (base / "scale_target.py").write_text(TARGET, encoding="utf-8")
     (base / "evalh.toml").write_text(
         '[evalh]\nconcurrency = 32\ntimeout_s = 60\n\n[suites.b]\ndataset = "cases.jsonl"\n'
-        'target = "scale_target:instant"\nscorers = [{ type = "exact", field = "verdict" }]\n',
+        + ('target = { kind = "python", callable = "scale_target:instant", inline = true }\n' if inline
+           else 'target = "scale_target:instant"\n')
+        + 'scorers = [{ type = "exact", field = "verdict" }]\n',
         encoding="utf-8")
     return base
 
