@@ -273,7 +273,12 @@ def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
     plan from their attempts (of `cases` × `arms`, a planned run's; default the ones the runs
     attempted), then `stats.sequential.unchanged_calls` — the median and mean target calls
     (every arm), the budget and a plain run's calls. None without a case the runs attempted."""
-    from evalh.core.stats.sequential import DEFAULT_BUDGET, plan_suite, unchanged_calls
+    from evalh.core.stats.sequential import (
+        paired_positions,
+        plan_suite,
+        suite_budget,
+        unchanged_calls,
+    )
 
     counts: dict[tuple[str, str], tuple[int, int]] = {}
     for run in runs:
@@ -287,10 +292,9 @@ def expected_unchanged(runs: Sequence[Run], suite: str, allowance: float, *,
     ids = cases if cases is not None else list(dict.fromkeys(cid for cid, _ in counts))
     arms = arms if arms is not None else list(dict.fromkeys(arm for _, arm in counts))
     # cases the baseline never attempted take one attempt at every look (`plan_suite`)
-    paired = [cid for cid in ids if any((cid, a) in counts for a in arms)]
+    paired = [ids[i] for i in paired_positions(ids, arms, counts)]
     added = len(ids) - len(paired)
-    total = max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids))
-    looks, _, (joint, joint_base) = plan_suite(paired, arms, counts, total - added)
+    looks, _, (joint, joint_base) = plan_suite(paired, arms, counts, suite_budget(len(ids), budget) - added)
     out = unchanged_calls(joint, looks, joint_base, allowance, (1.0 - confidence) / 2.0)
     return {k: v if k == "flat" else (v + added) * len(arms) for k, v in out.items()}
 

@@ -312,13 +312,11 @@ def run_request(
 
 
 def rounds_settings(req: PreparedRequest) -> tuple[int | None, bool]:
-    """(max_attempts, every) of the rounds: a resumed run's own, recorded when it started
-    (`core.run.rounds` keeps them), else the request's `--max-attempts` and
-    `--until-decided`."""
-    recorded = req.prepared.plan.options.get("until_decided")
-    if isinstance(recorded, dict):
-        return recorded.get("max_attempts"), bool(recorded.get("every"))
-    return req.request.max_attempts, req.request.until_decided
+    """(max_attempts, every) of the rounds: a resumed run's own, else the request's
+    `--max-attempts` and `--until-decided` (`core.run.rounds.settings`)."""
+    from evalh.core.run.rounds import settings
+
+    return settings(req.prepared.plan, req.request.max_attempts, req.request.until_decided)
 
 
 def _plan_to_budget(req: PreparedRequest, load_reference: Callable[[], Reference]) -> None:

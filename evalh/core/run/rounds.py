@@ -63,6 +63,10 @@ class SuiteSchedule:
         """Attempts of the last look: what a fixed design would spend."""
         return sum(self.looks[-1]) if self.looks else 0
 
+    def look(self, k: int) -> int:
+        """The look round k is at: the round that decided the suite, else k (at most the last)."""
+        return min(self.decided_at or k, self.rounds)
+
 
 @dataclass
 class Rounds:
@@ -104,6 +108,16 @@ def schedule(plan: RunPlan, base: Run, *, max_attempts: int | None, every: bool)
     return out
 
 
+def settings(plan: RunPlan, max_attempts: int | None, every: bool) -> tuple[int | None, bool]:
+    """(max_attempts, every) of the rounds: a resumed run's own, recorded when it started
+    (`run_until_decided` keeps them in `plan.options`), else the given `--max-attempts` and
+    `--until-decided`."""
+    recorded = plan.options.get("until_decided")
+    if isinstance(recorded, dict):
+        return recorded.get("max_attempts"), bool(recorded.get("every"))
+    return max_attempts, every
+
+
 def set_to_budget(plan: RunPlan, rounds: Rounds) -> None:
     """Give every suite in rounds the attempts of its last look: the most the run can spend
     (`run --dry-run` estimates the requests, tokens and cost of those, an upper bound)."""
@@ -118,7 +132,7 @@ def _policy(rounds: Rounds, k: int, policy: ComparePolicy | None) -> ComparePoli
     """`policy` (the run's --min-coverage, --allow-removed-suite) with round k's looks."""
     from evalh.core.compare.models import ComparePolicy, RoundLook
 
-    looks = {name: RoundLook(round=min(s.decided_at or k, s.rounds), fractions=s.fractions,
+    looks = {name: RoundLook(round=s.look(k), fractions=s.fractions,
                              rho=RHO_REGRESSED, rho_flat=RHO_FLAT)
              for name, s in rounds.schedules.items()}
     return (policy or ComparePolicy()).model_copy(update={"rounds": looks})
@@ -141,7 +155,7 @@ def _record(k: int, calls: int, before: int, fixed: int, plain: int, rounds: Rou
                 rows[label] = m.verdict
         suites[name] = {"verdict": sc.verdict if sc is not None else None, "rows": rows,
                         "decided_at": s.decided_at, "planned_attempts": s.budget,
-                        "look": min(s.decided_at or k, s.rounds), "fractions": s.fractions,
+                        "look": s.look(k), "fractions": s.fractions,
                         "rho": RHO_REGRESSED, "rho_flat": RHO_FLAT}
     return {"round": k, "calls": calls - before, "calls_so_far": calls,
             "fixed_design_calls": fixed, "plain_run_calls": plain,
@@ -161,17 +175,14 @@ def run_until_decided(
     from evalh.core.run.entry import run_plan
 
     recorded = plan.options.get("until_decided")  # a resumed run keeps its own schedule
-    if isinstance(recorded, dict):
-        max_attempts, every = recorded.get("max_attempts"), bool(recorded.get("every"))
-        if recorded.get("baseline") not in (None, list(reference.ids)):
-            from evalh.errors import EvalhError
+    if isinstance(recorded, dict) and recorded.get("baseline") not in (None, list(reference.ids)):
+        from evalh.errors import EvalhError
 
-            raise EvalhError(
-                f"run {plan.run_id} went in rounds against the baseline "
-                f"{', '.join(recorded['baseline'])}; BASELINE now names {', '.join(reference.ids)}: "
-                "its schedule would not be the same (set the baseline back to resume it)")
-    else:
-        every = until_decided
+        raise EvalhError(
+            f"run {plan.run_id} went in rounds against the baseline "
+            f"{', '.join(recorded['baseline'])}; BASELINE now names {', '.join(reference.ids)}: "
+            "its schedule would not be the same (set the baseline back to resume it)")
+    max_attempts, every = settings(plan, max_attempts, until_decided)
     rounds = schedule(plan, reference.run, max_attempts=max_attempts, every=every)
     plan.options["until_decided"] = {"max_attempts": max_attempts, "every": every,
                                      "most": MOST_PER_CASE, "baseline": list(reference.ids)}
@@ -199,7 +210,7 @@ def run_until_decided(
         for suite in plan.suites:
             s = rounds.schedules.get(suite.name)
             if s is not None:
-                suite.attempts = list(s.looks[min(s.decided_at or k, s.rounds) - 1])
+                suite.attempts = list(s.looks[s.look(k) - 1])
         plan.rounds = records
         run = run_plan(plan, store, observer, lock=lock, results=True)
         lock = None  # run_plan let go of it; the next round takes it anew

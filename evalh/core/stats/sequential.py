@@ -367,6 +367,19 @@ def unchanged_calls(variances: Sequence[float], looks: Sequence[Sequence[int]],
             "plain": float(n)}
 
 
+def suite_budget(cases: int, budget: int | None) -> int:
+    """A suite's attempts in all: `budget`, else `DEFAULT_BUDGET` × its cases; never below
+    one a case."""
+    return max(budget or round(DEFAULT_BUDGET * cases), cases)
+
+
+def paired_positions(ids: Sequence[str], arms: Sequence[str],
+                     counts: dict[tuple[str, str], tuple[int, int]]) -> list[int]:
+    """Positions in `ids` of the cases some arm of the baseline attempted (`counts`): the
+    others cannot be paired with the baseline."""
+    return [i for i, cid in enumerate(ids) if any((cid, a) in counts for a in arms)]
+
+
 def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tuple[int, int]],
                budget: int | None) -> tuple[list[list[int]], dict[str, list[float]], tuple[list[float], list[float]]]:
     """A suite's looks (`plan_looks` within `budget` attempts, default `DEFAULT_BUDGET` × its
@@ -375,7 +388,7 @@ def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tu
     attempts) `counts` only. A case no arm of the baseline attempted cannot be paired (the
     comparison leaves it out), so it gets one attempt at every look and no part in the
     allocation or the fractions; the variances returned are the paired cases'."""
-    known = [i for i, cid in enumerate(ids) if any((cid, a) in counts for a in arms)]
+    known = paired_positions(ids, arms, counts)
     paired = [ids[i] for i in known]
     per_arm: dict[str, tuple[list[float], list[float]]] = {}
     for arm in arms:
@@ -388,8 +401,8 @@ def plan_suite(ids: list[str], arms: list[str], counts: dict[tuple[str, str], tu
         per_arm[arm] = (plan_var, base_var)
     joint = [sum(per_arm[a][0][i] for a in arms) / len(arms) for i in range(len(paired))]
     joint_base = [sum(per_arm[a][1][i] for a in arms) / len(arms) for i in range(len(paired))]
-    total = max(budget or round(DEFAULT_BUDGET * len(ids)), len(ids))
-    part = plan_looks(joint, total - (len(ids) - len(paired)), most=MOST_PER_CASE)
+    part = plan_looks(joint, suite_budget(len(ids), budget) - (len(ids) - len(paired)),
+                      most=MOST_PER_CASE)
     fractions = {a: information_fractions(pv, part, bv) for a, (pv, bv) in per_arm.items()}
     looks = []
     for m in part or ([[]] if ids else []):
