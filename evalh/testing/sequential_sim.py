@@ -115,6 +115,46 @@ def before(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, family: in
     return Outcome(verdict, len(p), 1, truth)
 
 
+@dataclass
+class _Planned:
+    """One suite planned as `--until-decided` plans it: the baseline's pooled per-case means
+    and their within-variances, the looks with their information fractions, and the
+    candidate's attempts drawn up front (attempt j of case i is used once a look gives
+    case i more than j)."""
+
+    xb: np.ndarray
+    within_b: list[float]
+    looks: list[np.ndarray]
+    fractions: list[float]
+    draws: np.ndarray
+    truth: float
+
+    def estimate(self, k: int) -> stats.Estimate | None:
+        """The fixed-suite estimate of the change at look k (1-based)."""
+        taken = self.looks[k - 1]
+        passed_c = (self.draws & (np.arange(self.draws.shape[1])[None, :] < taken[:, None])).sum(axis=1)
+        diffs = passed_c / taken - self.xb
+        variances = []
+        for i in range(len(taken)):
+            wc = bernoulli_within(int(passed_c[i]), int(taken[i]))
+            # both sides' own variances when each has two attempts or more (the base has 9)
+            variances.append(case_variance(float(diffs[i]), None if wc is None else wc + self.within_b[i]))
+        return fixed_suite_estimate(list(diffs), variances)
+
+
+def _plan(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, budget: float, most: int) -> _Planned:
+    """The baseline drawn from `p`, the looks planned from it alone, the candidate's
+    attempts drawn from `q`."""
+    passed_b = _base(p, rng)
+    plan_var = [planning_variance(int(k), BASE_ATTEMPTS) for k in passed_b]
+    plan = plan_looks(plan_var, int(round(budget * len(p))), most=most)
+    fractions = information_fractions(plan_var, plan, [v / BASE_ATTEMPTS for v in plan_var])
+    looks = [np.asarray(m) for m in plan]
+    draws = rng.random((len(p), int(looks[-1].max()))) < q[:, None]
+    within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
+    return _Planned(passed_b / BASE_ATTEMPTS, within_b, looks, fractions, draws, float(q.mean() - p.mean()))
+
+
 def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: float = DEFAULT_BUDGET,
            family: int = 1, confidence: float = 0.95, boundary: str = "spending",
            rho: float = RHO_REGRESSED, rho_flat: float = RHO_FLAT, most: int = MOST_PER_CASE,
@@ -124,14 +164,8 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
     (the default, error spending over the rounds), `mixture` (a normal-mixture confidence
     sequence, valid at every attempt) or `fixed` (the fixed-n t multiplier: no correction
     for peeking — only with `peek=False` is it valid)."""
-    n = len(p)
-    passed_b = _base(p, rng)
-    xb = passed_b / BASE_ATTEMPTS
-    plan_var = [planning_variance(int(k), BASE_ATTEMPTS) for k in passed_b]
-    base_var = [v / BASE_ATTEMPTS for v in plan_var]
-    plan = plan_looks(plan_var, int(round(budget * n)), most=most)
-    fractions = information_fractions(plan_var, plan, base_var)
-    looks = [np.asarray(m) for m in plan]
+    planned = _plan(p, q, rng, budget, most)
+    fractions, looks = planned.fractions, planned.looks
     alpha_f = (1 - confidence) / 2
     alpha_r = alpha_f / family
     if boundary == "spending":  # computed per look below, as compare does
@@ -142,26 +176,12 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
     else:
         c_f = [stats.z_for(1 - 2 * alpha_f)] * len(fractions)
         c_r = [stats.z_for(1 - 2 * alpha_r)] * len(fractions)
-    most_k = int(looks[-1].max())
-    draws = rng.random((n, most_k)) < q[:, None]  # attempt j of case i (used when j < m_i)
-    within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
-    truth = float(q.mean() - p.mean())
     verdict = "inconclusive"
     k_stop = len(looks)
-    for k, taken in enumerate(looks, start=1):
+    for k in range(1, len(looks) + 1):
         if not peek and k < len(looks):
             continue
-        passed_c = (draws & (np.arange(most_k)[None, :] < taken[:, None])).sum(axis=1)
-        yc = passed_c / taken
-        diffs = yc - xb
-        variances = []
-        for i in range(n):
-            t = int(taken[i])
-            wc = bernoulli_within(int(passed_c[i]), t)
-            if wc is not None:  # both sides have two attempts or more (the base has 9)
-                wc += within_b[i]
-            variances.append(case_variance(float(diffs[i]), wc))
-        est = fixed_suite_estimate(list(diffs), variances)
+        est = planned.estimate(k)
         if est is None:
             continue
         if boundary == "spending":  # compare.family.apply_rounds's multipliers
@@ -177,7 +197,7 @@ def rounds(p: np.ndarray, q: np.ndarray, rng: np.random.Generator, *, budget: fl
             verdict, k_stop = v, k
             break
     calls = int(looks[k_stop - 1].sum())
-    return Outcome(verdict, calls, k_stop, truth)
+    return Outcome(verdict, calls, k_stop, planned.truth)
 
 
 def share(outcomes: list[Outcome], verdict: str) -> float:
@@ -201,46 +221,27 @@ def family_rounds(ps: list[np.ndarray], qs: list[np.ndarray], rng: np.random.Gen
     from evalh.core.compare.family import first_shares
 
     alpha_f = (1 - confidence) / 2
-    suites = []
-    for p, q in zip(ps, qs, strict=True):
-        passed_b = _base(p, rng)
-        plan_var = [planning_variance(int(k), BASE_ATTEMPTS) for k in passed_b]
-        plan = plan_looks(plan_var, int(round(budget * len(p))), most=most)
-        fractions = information_fractions(plan_var, plan, [v / BASE_ATTEMPTS for v in plan_var])
-        looks = [np.asarray(m) for m in plan]
-        draws = rng.random((len(p), int(looks[-1].max()))) < q[:, None]
-        within_b = [bernoulli_within(int(k), BASE_ATTEMPTS) or 0.0 for k in passed_b]
-        suites.append((passed_b / BASE_ATTEMPTS, within_b, looks, fractions, draws, float(q.mean() - p.mean())))
-
-    def estimate(i: int, k: int) -> stats.Estimate | None:
-        xb, within_b, looks, _, draws, _ = suites[i]
-        taken = looks[k - 1]
-        passed_c = (draws & (np.arange(draws.shape[1])[None, :] < taken[:, None])).sum(axis=1)
-        diffs = passed_c / taken - xb
-        variances = []
-        for c in range(len(taken)):
-            wc = bernoulli_within(int(passed_c[c]), int(taken[c]))
-            variances.append(case_variance(float(diffs[c]), None if wc is None else wc + within_b[c]))
-        return fixed_suite_estimate(list(diffs), variances)
+    suites = [_plan(p, q, rng, budget, most) for p, q in zip(ps, qs, strict=True)]
 
     decided: list[int | None] = [None] * len(suites)
     verdicts = ["inconclusive"] * len(suites)
-    last = max(len(s[3]) for s in suites)
+    last = max(len(s.looks) for s in suites)
     for k in range(1, last + 1):
-        at = [min(d or k, len(s[3])) for d, s in zip(decided, suites, strict=True)]
-        ests = [estimate(i, at[i]) for i in range(len(suites))]
+        at = [min(d or k, len(s.looks)) for d, s in zip(decided, suites, strict=True)]
+        ests = [s.estimate(look) for s, look in zip(suites, at, strict=True)]
         tested = [i for i, e in enumerate(ests) if e is not None]
         pw = [ests[i].p_below(-ALLOWANCE) for i in tested]  # type: ignore[union-attr]
         shares = first_shares(pw, [1.0] * len(tested), select)
         for i, share in zip(tested, shares, strict=True):
             est = ests[i]
             assert est is not None
-            c_flat, c_reg = look_multipliers(suites[i][3], at[i], alpha_f, 1.0 / share, est.df, rho,
+            c_flat, c_reg = look_multipliers(suites[i].fractions, at[i], alpha_f, 1.0 / share, est.df, rho,
                                              rho_flat)
             verdicts[i] = sequential_verdict(est.value, est.se, ALLOWANCE, c_flat, c_reg)
             if decided[i] is None and verdicts[i] in ("flat", "regressed", "improved"):
                 decided[i] = k
         if all(d is not None for d in decided):
             break
-    return [Outcome(verdicts[i], int(s[2][min(decided[i] or last, len(s[2])) - 1].sum()), decided[i] or last, s[5])
+    return [Outcome(verdicts[i], int(s.looks[min(decided[i] or last, len(s.looks)) - 1].sum()),
+                    decided[i] or last, s.truth)
             for i, s in enumerate(suites)]
