@@ -6,10 +6,26 @@ once per case (a sync Python target, a sync custom scorer): `to_thread` makes a
 two callbacks and copies the outcome across, and wakes the loop for every call that
 returns; here the thread queues its outcome for the loop (`_Returns`), and only the first
 outcome queued while the loop is busy wakes it: the loop then settles every queued one in
-one callback (~20 → ~8 µs a call at 32 calls in flight). The same behaviour: the call runs in a copy of the caller's
-context (`evalh.context.current()` sees its case), its exception is raised to the caller,
-and a caller that stops waiting (a timeout) leaves the call to finish on its thread, its
-outcome dropped — also when it returns after the loop has closed.
+one callback. The same behaviour: the call runs in a copy of the caller's context
+(`evalh.context.current()` sees its case), its exception is raised to the caller, and a
+caller that stops waiting (a timeout) leaves the call to finish on its thread, its outcome
+dropped — also when it returns after the loop has closed.
+
+**Cheap functions share one thread.** A thread per call costs a wake-up of that thread and
+two hand-overs of the interpreter lock per call, with up to `concurrency` threads woken
+each by its own futex — more than an instant function itself (bench/lean_path_results.md).
+So each function's calls are timed on their thread (`_Pace`, per loop): a function starts
+with a thread per call, and once a window of its calls has nearly all returned within
+`CHEAP_S` it is *cheap*: its calls go to the executor's lane (`DaemonExecutor.post_serial`),
+one already-awake thread that runs them in turn, a burst for one wake-up. It stays safe
+for a function that then blocks: a loop timer (`_Returns.watch`, armed only while the lane
+has work) looks every `STUCK_S / 2`, and when the lane's call has run longer than
+`STUCK_S` the calls waiting behind it each get a thread of their own (`spill`) and that
+function goes back to a thread per call, to be proven cheap again over a window four times
+as long (so one that blocks now and then settles on threads). A cheap function whose call
+on the lane returns slower than `STUCK_S`, or whose window has too many calls slower
+than `CHEAP_S`, goes back the same way. Declaring a function cheap (`@evalh.api.inline`)
+still saves the rest: it is then called on the loop, with no thread at all.
 
 Used when the running loop's default executor can `post` a call (the runner's
 `evalh.core.run.workers.DaemonExecutor`); with any other executor it is `asyncio.to_thread`.
@@ -21,26 +37,100 @@ import asyncio
 import contextlib
 import contextvars
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+CHEAP_S = 0.0002
+"""A call that returns within this (wall time on its thread) counts as cheap: about what
+the thread hand-off it would save costs, so running such calls one after another loses
+no throughput to running them side by side."""
+STUCK_S = 0.002
+"""A call on the lane running longer than this is taken to block: the calls behind it are
+given threads of their own."""
+HOLD_S = 0.001
+"""Serial calls wait on the loop for it to be idle at most this long before they go to
+the lane all the same."""
+WINDOW = 64
+"""Calls a new function is timed over before it may be called cheap."""
+MAX_WINDOW = 4096
+"""The longest window: a function that keeps being sent back is tried again this rarely."""
+
+
+class _Pace:
+    """How one function's calls went: cheap (to the lane) or not (a thread per call), and
+    the current window's count of calls and of slow ones. Read and changed on the loop."""
+
+    __slots__ = ("calls", "cheap", "slow", "window")
+
+    def __init__(self) -> None:
+        self.cheap = False
+        self.calls = 0
+        self.slow = 0
+        self.window = WINDOW
+
+    def took(self, seconds: float) -> None:
+        """One call returned after `seconds`."""
+        if seconds > STUCK_S:
+            if self.cheap:
+                self.demote()
+            else:
+                self.calls += 1
+                self.slow = self.window  # this window cannot prove it cheap
+            return
+        self.calls += 1
+        if seconds > CHEAP_S:
+            self.slow += 1
+        if self.calls >= self.window:
+            ok = self.slow <= self.window // 16
+            if self.cheap and not ok:
+                self.demote()
+                return
+            self.cheap = ok
+            self.calls = self.slow = 0
+
+    def demote(self) -> None:
+        """Back to a thread per call, proven cheap again only over a longer window."""
+        self.cheap = False
+        self.calls = self.slow = 0
+        self.window = min(self.window * 4, MAX_WINDOW)
+
 
 class _Returns:
-    """The outcomes of one loop's calls, queued by their threads and settled on the loop."""
+    """The outcomes of one loop's calls, queued by their threads and settled on the loop;
+    its functions' paces, and the watch over the lane."""
 
-    __slots__ = ("_armed", "_lock", "_loop", "_queued")
+    __slots__ = ("__weakref__", "_armed", "_executor", "_held", "_held_since", "_lock", "_loop", "_paces",
+                 "_queued", "_ready", "_watching")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, executor: Any) -> None:
         self._loop = loop
+        self._executor = executor
         self._lock = threading.Lock()
-        self._queued: list[tuple[asyncio.Future[Any], Any, bool]] = []
+        self._queued: list[tuple[asyncio.Future[Any], Any, bool, _Pace, float]] = []
         self._armed = False  # a settle is scheduled on the loop: no need to wake it again
+        self._paces: dict[Any, _Pace] = {}
+        self._watching = False  # the lane's watch timer is set
+        self._held: list[tuple[Any, ...]] = []  # serial calls not yet handed to the lane
+        self._held_since = 0.0
+        self._ready = getattr(loop, "_ready", None)  # asyncio's loop: its callbacks due now
 
-    def put(self, future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
+    def pace(self, fn: Callable[..., Any]) -> _Pace:
+        try:
+            pace = self._paces.get(fn)
+        except TypeError:  # an unhashable callable: timed afresh every call, never cheap
+            return _Pace()
+        if pace is None:
+            if len(self._paces) >= 1024:  # functions made per call: start over rather than grow
+                self._paces.clear()
+            pace = self._paces[fn] = _Pace()
+        return pace
+
+    def put(self, future: asyncio.Future[Any], outcome: Any, failed: bool, pace: _Pace, took: float) -> None:
         """On a worker thread: queue a call's outcome; wake the loop if nothing else has."""
         with self._lock:
-            self._queued.append((future, outcome, failed))
+            self._queued.append((future, outcome, failed, pace, took))
             if self._armed:
                 return
             self._armed = True
@@ -51,8 +141,48 @@ class _Returns:
         with self._lock:
             queued, self._queued = self._queued, []
             self._armed = False
-        for future, outcome, failed in queued:
+        for future, outcome, failed, pace, took in queued:
+            pace.took(took)
             _settle(future, outcome, failed)
+
+    def serial(self, job: tuple[Any, ...]) -> None:
+        """On the loop: `job` (the arguments of `post_serial`) to the lane once the loop has
+        nothing else to do, with every other one posted meanwhile: the lane's thread is then
+        woken once for them all, and takes the lock while the loop waits (it would
+        otherwise be woken, in vain, each time the loop lets the lock go between callbacks)."""
+        self._held.append(job)
+        if len(self._held) == 1:
+            self._held_since = time.perf_counter()
+            self._loop.call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        if self._ready and time.perf_counter() - self._held_since < HOLD_S:
+            self._loop.call_soon(self._hand_over)  # more to do on the loop first
+            return
+        held, self._held = self._held, []
+        post = self._executor.post_serial
+        for job in held:
+            post(*job)
+        self.watch()
+
+    def watch(self) -> None:
+        """On the loop, after a call went to the lane: look at the lane every `STUCK_S / 2`
+        while it has work."""
+        if not self._watching:
+            self._watching = True
+            self._loop.call_later(STUCK_S / 2, self._look)
+
+    def _look(self) -> None:
+        self._watching = False
+        running = self._executor.lane_call()
+        if running is not None and time.perf_counter() - running[0] > STUCK_S:
+            pace: _Pace = running[1]
+            if pace.cheap:
+                pace.demote()
+            self._executor.spill()
+            return  # a new lane starts with the next serial call, which sets the watch again
+        if self._executor.lane_busy():
+            self.watch()
 
 
 _RETURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Returns] = weakref.WeakKeyDictionary()
@@ -61,25 +191,31 @@ _RETURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Returns] = weakr
 async def in_thread(fn: Callable[..., Any], /, *args: Any) -> Any:
     """`fn(*args)` on a worker thread; its result, or its exception raised here."""
     loop = asyncio.get_running_loop()
-    post = getattr(getattr(loop, "_default_executor", None), "post", None)
+    executor = getattr(loop, "_default_executor", None)
+    post = getattr(executor, "post", None)
     if post is None:
         return await asyncio.to_thread(fn, *args)
     returns = _RETURNS.get(loop)
-    if returns is None:
-        returns = _RETURNS[loop] = _Returns(loop)
+    if returns is None or returns._executor is not executor:
+        returns = _RETURNS[loop] = _Returns(loop, executor)
     future = loop.create_future()
-    post(_call, returns, future, contextvars.copy_context(), fn, args)
+    pace = returns.pace(fn)
+    if pace.cheap:
+        returns.serial((pace, _call, returns, future, contextvars.copy_context(), fn, args, pace))
+    else:
+        post(_call, returns, future, contextvars.copy_context(), fn, args, pace)
     return await future
 
 
 def _call(returns: _Returns, future: asyncio.Future[Any], ctx: contextvars.Context,
-          fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    """On the worker thread: the call, then its outcome to the loop."""
+          fn: Callable[..., Any], args: tuple[Any, ...], pace: _Pace) -> None:
+    """On the worker thread: the call, then its outcome (and how long it took) to the loop."""
+    started = time.perf_counter()
     try:
         outcome, failed = ctx.run(fn, *args), False
     except BaseException as exc:  # handed to the awaiting coroutine, as to_thread does
         outcome, failed = exc, True
-    returns.put(future, outcome, failed)
+    returns.put(future, outcome, failed, pace, time.perf_counter() - started)
 
 
 def _settle(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
