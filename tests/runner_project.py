@@ -90,6 +90,34 @@ def together(inp):
     return {"verdict": "even" if inp["n"] % 2 == 0 else "odd"}
 
 
+_calls = None
+
+
+def _call_number():
+    import itertools
+
+    global _calls
+    if _calls is None:
+        _calls = itertools.count()
+    return next(_calls)
+
+
+def cheap_then_together(inp):
+    """The first `CHEAP_FOR` calls answer at once; every later one waits until `BARRIER`
+    of them are running at the same time (as `together`)."""
+    if _call_number() >= int(os.environ["CHEAP_FOR"]):
+        return together(inp)
+    return _answer(inp)
+
+
+def cheap_then_hangs(inp):
+    """Call number `HANG_AT` sleeps `HANG_S` seconds; every other one answers at once."""
+    if _call_number() == int(os.environ["HANG_AT"]):
+        time.sleep(float(os.environ.get("HANG_S", "60")))
+        return {"verdict": "late"}
+    return _answer(inp)
+
+
 def priced(inp):
     _log()
     return TargetOutput(output=_answer(inp), tokens_in=100, tokens_out=50, cost_usd=0.01,
