@@ -3,8 +3,9 @@
 The function receives `(case, output)` — or `(case, output, ctx)` if it takes three
 parameters — sync or async, and returns a `Score`, a bool, a number in 0–1, or a dict with
 `value`, `passed`, `rationale`. A bare number passes at `threshold` or above. A sync
-function runs in a worker thread, unless it is declared cheap with `@evalh.api.inline`:
-then it is called on the event loop.
+function runs in a worker thread (one shared with other cheap calls once its calls are
+found cheap: `evalh.handoff`), unless it is declared cheap with `@evalh.api.inline`: then
+it is called on the event loop.
 """
 
 from __future__ import annotations

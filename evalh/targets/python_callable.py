@@ -3,12 +3,13 @@
 evalh calls it with the case's `input` as the single argument (or with the whole `Case` when
 its first parameter is named `case`). It returns the output — any JSON-serializable value —
 or a `TargetOutput` to report a tool trace, tokens and cost as well. Sync functions run in a
-worker thread (`evalh.handoff.in_thread`) so they never block the event loop, unless the
-target says `inline = true` or the function is declared cheap with `@evalh.api.inline`:
-then they are called on the loop itself, which saves the hand-off to a thread and back
-(~15 µs a case; bench/lean_path_results.md) and holds every other case in flight while it
-runs. An inline call that runs past its case's
-timeout cannot be interrupted: it is recorded `errored` (TimeoutError) when it returns.
+worker thread (`evalh.handoff.in_thread`: a thread per call, or one thread shared by the
+calls of functions found cheap) so they never block the event loop, unless the target says
+`inline = true` or the function is declared cheap with `@evalh.api.inline`: then they are
+called on the loop itself, which saves the rest of the hand-off (~15 µs a case;
+bench/lean_path_results.md) and holds every other case in flight while it runs. An inline
+call that runs past its case's timeout cannot be interrupted: it is recorded `errored`
+(TimeoutError) when it returns.
 """
 
 from __future__ import annotations
@@ -41,10 +42,12 @@ class PythonTargetConfig(TargetConfig):
     target); the pause is neither latency nor part of the timeout."""
     inline: bool = False
     """A sync function is called on the event loop instead of in a worker thread: for a
-    function that answers at once (a lookup, a rule, a fixture), whose thread hand-off
-    costs more than the call. It holds every other case while it runs, and one that runs
-    past the case's timeout is recorded `errored` only once it returns. No effect on an
-    `async def` function. A function can declare itself cheap instead: `@evalh.api.inline`."""
+    function that answers at once (a lookup, a rule, a fixture) and never blocks. Without
+    it such a function is found cheap after its first calls and shares one thread with the
+    other cheap calls; inline saves the rest of the hand-off (~15 µs a call). It holds every
+    other case while it runs, and one that runs past the case's timeout is recorded
+    `errored` only once it returns. No effect on an `async def` function. A function can
+    declare itself cheap instead: `@evalh.api.inline`."""
 
     def model_id(self) -> str | None:
         return self.model
