@@ -97,6 +97,9 @@ class _Pace:
         self.window = min(self.window * 4, MAX_WINDOW)
 
 
+_Held = tuple[asyncio.Future[Any], contextvars.Context, Callable[..., Any], tuple[Any, ...], _Pace]
+
+
 class _Returns:
     """The outcomes of one loop's calls, queued by their threads and settled on the loop;
     its functions' paces, and the watch over the lane."""
@@ -105,14 +108,14 @@ class _Returns:
                  "_queued", "_ready", "_watching")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, executor: Any) -> None:
-        self._loop = loop
+        self._loop = weakref.ref(loop)  # held weakly: `_RETURNS` is keyed by it
         self._executor = executor
         self._lock = threading.Lock()
         self._queued: list[tuple[asyncio.Future[Any], Any, bool, _Pace, float]] = []
         self._armed = False  # a settle is scheduled on the loop: no need to wake it again
         self._paces: dict[Any, _Pace] = {}
         self._watching = False  # the lane's watch timer is set
-        self._held: list[tuple[Any, ...]] = []  # serial calls not yet handed to the lane
+        self._held: list[_Held] = []  # serial calls not yet handed to the lane
         self._held_since = 0.0
         self._ready = getattr(loop, "_ready", None)  # asyncio's loop: its callbacks due now
 
@@ -134,8 +137,11 @@ class _Returns:
             if self._armed:
                 return
             self._armed = True
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits for it any more
-            self._loop.call_soon_threadsafe(self._settle_all)
+        loop = self._loop()
+        if loop is None:  # the loop is gone: nobody waits for it any more
+            return
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the same
+            loop.call_soon_threadsafe(self._settle_all)
 
     def _settle_all(self) -> None:
         with self._lock:
@@ -145,34 +151,39 @@ class _Returns:
             pace.took(took)
             _settle(future, outcome, failed)
 
-    def serial(self, job: tuple[Any, ...]) -> None:
-        """On the loop: `job` (the arguments of `post_serial`) to the lane once the loop has
-        nothing else to do, with every other one posted meanwhile: the lane's thread is then
-        woken once for them all, and takes the lock while the loop waits (it would
-        otherwise be woken, in vain, each time the loop lets the lock go between callbacks)."""
+    def serial(self, loop: asyncio.AbstractEventLoop, job: _Held) -> None:
+        """On the loop: the call `job` to the lane once the loop has nothing else to do (or
+        `HOLD_S` has passed), with every other one made meanwhile: the lane's thread is then
+        woken once for them all, and takes the interpreter lock while the loop waits (woken
+        earlier, it would wait for the lock and be woken in vain each time the loop lets it
+        go between callbacks)."""
         self._held.append(job)
         if len(self._held) == 1:
             self._held_since = time.perf_counter()
-            self._loop.call_soon(self._hand_over)
+            loop.call_soon(self._hand_over, loop)
 
-    def _hand_over(self) -> None:
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._ready and time.perf_counter() - self._held_since < HOLD_S:
-            self._loop.call_soon(self._hand_over)  # more to do on the loop first
+            loop.call_soon(self._hand_over, loop)  # more to do on the loop first
             return
         held, self._held = self._held, []
         post = self._executor.post_serial
-        for job in held:
-            post(*job)
-        self.watch()
+        for future, ctx, fn, args, pace in held:
+            try:
+                post(pace, _call, self, future, ctx, fn, args, pace)
+            except RuntimeError as exc:  # the executor was shut down meanwhile: as `post` says it
+                if not future.done():
+                    future.set_exception(exc)
+        self.watch(loop)
 
-    def watch(self) -> None:
-        """On the loop, after a call went to the lane: look at the lane every `STUCK_S / 2`
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop, after calls went to the lane: look at the lane every `STUCK_S / 2`
         while it has work."""
         if not self._watching:
             self._watching = True
-            self._loop.call_later(STUCK_S / 2, self._look)
+            loop.call_later(STUCK_S / 2, self._look, loop)
 
-    def _look(self) -> None:
+    def _look(self, loop: asyncio.AbstractEventLoop) -> None:
         self._watching = False
         running = self._executor.lane_call()
         if running is not None and time.perf_counter() - running[0] > STUCK_S:
@@ -182,7 +193,7 @@ class _Returns:
             self._executor.spill()
             return  # a new lane starts with the next serial call, which sets the watch again
         if self._executor.lane_busy():
-            self.watch()
+            self.watch(loop)
 
 
 _RETURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Returns] = weakref.WeakKeyDictionary()
@@ -201,7 +212,7 @@ async def in_thread(fn: Callable[..., Any], /, *args: Any) -> Any:
     future = loop.create_future()
     pace = returns.pace(fn)
     if pace.cheap:
-        returns.serial((pace, _call, returns, future, contextvars.copy_context(), fn, args, pace))
+        returns.serial(loop, (future, contextvars.copy_context(), fn, args, pace))
     else:
         post(_call, returns, future, contextvars.copy_context(), fn, args, pace)
     return await future

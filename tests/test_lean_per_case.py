@@ -174,3 +174,24 @@ def test_calls_returning_together_each_get_their_own_outcome() -> None:
         return list(await asyncio.gather(*(one(i) for i in range(300))))
 
     assert _on_loop(main) == [f"case {i}" if i % 7 == 3 else i * i for i in range(300)]
+
+
+def test_a_loop_that_handed_calls_off_is_freed_when_it_is_done() -> None:
+    """What `in_thread` keeps per loop (queued outcomes, the functions' paces) must not keep
+    the loop alive: a process running many runs (`evalh.api`, a test suite) would keep
+    every loop it ever ran, with its executor and the functions it called."""
+    import gc
+    import weakref
+
+    from evalh.handoff import in_thread
+
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def main() -> int:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        return int(await in_thread(lambda: 1))
+
+    for _ in range(3):
+        assert _on_loop(main) == 1
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
