@@ -15,7 +15,8 @@ each side, per case, and after / before.
 
 `--cli`: whole process instead — `python -m evalh.cli.main run --config ... -q --seed 1`,
 spawn to exit (interpreter start, imports, the run, writing the document, the process's
-exit), what a user waits for; CPU is the child's user + system time. `--inline-too` adds a
+exit), what a user waits for; CPU is the child's user + system time (each run's user and
+system time and context switches, voluntary + involuntary, are printed too). `--inline-too` adds a
 third side, the after checkout with `inline = true` on the target (issue 18 item 4);
 `--both-inline` a fourth, the before checkout with it too (when both have it: the change's
 effect on the inline path, which the line's `after-inline` ratio is then taken against).
@@ -79,8 +80,9 @@ def cli(tree: Path, n: int, inline: bool) -> dict[str, float]:
     shutil.rmtree(work / "runs", ignore_errors=True)
     if proc.returncode != 0 or len(docs) != 1:
         raise RuntimeError(f"{tree}: evalh run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu}
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return {"wall_s": wall, "cpu_s": user + system, "user_s": user, "sys_s": system,
+            "switches": (after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw)}
 
 
 def main(argv: list[str]) -> int:
@@ -136,8 +138,13 @@ def main(argv: list[str]) -> int:
         print(" ".join(line))
         for name in sides:
             loads = [r["load"] for r in runs[name][n]]
+            extra = ""
+            if args.cli:  # the child's user and system time and context switches, run by run
+                extra = (f"user {[round(r['user_s'], 2) for r in runs[name][n]]} "
+                         f"sys {[round(r['sys_s'], 2) for r in runs[name][n]]} "
+                         f"switches {[int(r['switches']) for r in runs[name][n]]} ")
             print(f"  {name}: wall {[round(r['wall_s'], 2) for r in runs[name][n]]} "
-                  f"cpu {[round(r['cpu_s'], 2) for r in runs[name][n]]} "
+                  f"cpu {[round(r['cpu_s'], 2) for r in runs[name][n]]} {extra}"
                   f"load {[round(x, 2) for x in loads]} ({min(loads):.2f}-{max(loads):.2f})")
     return 0
 
