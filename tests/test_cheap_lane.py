@@ -160,6 +160,46 @@ def test_a_function_cheap_for_a_thousand_calls_that_starts_blocking_blocks_no_on
     assert not still_cheap  # the function is back on a thread per call
 
 
+def test_with_the_real_thresholds_blocking_calls_after_cheap_ones_still_run_together() -> None:
+    """The same as above with evalh's own thresholds: whether or not this machine finds the
+    first thousand calls cheap, the eight that block all run at once."""
+    n = 8
+    barrier = threading.Barrier(n, timeout=30)
+
+    def answer(i: int) -> int:
+        if i >= 1000:
+            barrier.wait()
+        return i
+
+    async def main() -> list[int]:
+        cheap = await _in_turns([handoff.in_thread(answer, i) for i in range(1000)], n)
+        return cheap + list(await asyncio.gather(*(handoff.in_thread(answer, 1000 + i) for i in range(n))))
+
+    assert _on_loop(main) == list(range(1000 + n))
+
+
+def test_a_function_that_always_blocks_is_never_found_cheap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every call sleeps 10 ms, longer than `STUCK_S` on any machine: no window proves it,
+    and no call goes to the lane."""
+    import time
+
+    serial: list[Any] = []
+    monkeypatch.setattr(DaemonExecutor, "post_serial", lambda self, *args: serial.append(args))
+
+    def naps(i: int) -> int:
+        time.sleep(0.01)
+        return i
+
+    async def main() -> tuple[list[int], bool]:
+        out = await _in_turns([handoff.in_thread(naps, i) for i in range(3 * handoff.WINDOW)], 32)
+        return out, _pace(naps).cheap
+
+    out, cheap = _on_loop(main)
+    assert out == list(range(3 * handoff.WINDOW))
+    assert not cheap
+    assert serial == []
+
+
 def test_a_hung_lane_call_holds_neither_the_calls_behind_it_nor_the_loops_end(generous: None) -> None:
     release = threading.Event()
     hung: list[threading.Thread] = []
