@@ -17,7 +17,9 @@ each by its own futex — more than an instant function itself (bench/lean_path_
 So each function's calls are timed on their thread (`_Pace`, per loop): a function starts
 with a thread per call, and once a window of its calls has nearly all returned within
 `CHEAP_S` it is *cheap*: its calls go to the executor's lane (`DaemonExecutor.post_serial`),
-one already-awake thread that runs them in turn, a burst for one wake-up. It stays safe
+one thread that runs them in turn. The loop holds them until it has nothing else to do (at
+most `HOLD_S`) and hands them over together (`_Returns.serial`): the lane's thread is woken
+once per burst and takes the interpreter lock when the loop waits. It stays safe
 for a function that then blocks: a loop timer (`_Returns.watch`, armed only while the lane
 has work) looks every `STUCK_S / 2`, and when the lane's call has run longer than
 `STUCK_S` the calls waiting behind it each get a thread of their own (`spill`) and that
