@@ -369,8 +369,16 @@ class Runner:
             finally:
                 dog.close()
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(suite.concurrency, len(items)) or 1)]
+        workers: list[asyncio.Task[None]] = []
         try:
+            # Started one loop pass apart: what a worker's first case left for the loop to do
+            # (a model target's request, written by a task of the HTTP client's) runs before
+            # the next worker starts. Started at once, no request would leave before every
+            # worker had prepared its first case, and the replies, all due together, would be
+            # handled one after another in every round of the run.
+            for _ in range(min(suite.concurrency, len(items)) or 1):
+                workers.append(asyncio.create_task(worker()))
+                await asyncio.sleep(0)
             await asyncio.gather(*workers)
         finally:
             for w in workers:
@@ -390,10 +398,6 @@ class Runner:
         metrics, contrasts and sweep a suite configures from its results read back from
         the journal (`retained.StreamedResults`). `RunStore.write(run, self.result_lines())`
         writes the whole document."""
-        from evalh.core.analysis.sweep import (
-            suite_sweep,  # suites.S.sweep: the configured sweep's ranking
-        )
-
         plan = self.plan
         lines = self.result_lines()
         suites: dict[str, SuiteResult] = {}
@@ -412,7 +416,7 @@ class Runner:
                 arms=arms,
                 baseline_arm=suite.arms[0].name if suite.arms else None,
                 details=suite.details, metrics=metrics, contrasts=contrasts,
-                sweep=suite_sweep(suite.name, suite.config, results, suite.arms[0].name if suite.arms else None),
+                sweep=_sweep(suite, results),
             )
         stamp = now_iso()
         run = Run(
@@ -504,6 +508,16 @@ class Runner:
             await _close_targets(self.plan)
             self.observer.on_finish(run)
         return run
+
+
+def _sweep(suite: SuitePlan, results: StreamedResults) -> dict[str, Any] | None:
+    """`suites.S.sweep`: the configured sweep's ranking (None without a `[suites.S.sweep]`
+    table; the ranking's module is imported only for a suite that has one)."""
+    if suite.config is None or suite.config.sweep is None:
+        return None
+    from evalh.core.analysis.sweep import suite_sweep
+
+    return suite_sweep(suite.name, suite.config, results, suite.arms[0].name if suite.arms else None)
 
 
 def _digest(data: bytes) -> bytes:
