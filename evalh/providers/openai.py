@@ -176,9 +176,12 @@ class OpenAIBackend:
             limit=0, ssl=ssl_context() if self._tls else True,
             enable_cleanup_closed=bool(getattr(aiohttp.connector, "NEEDS_CLEANUP_CLOSED", False)),
         )
+        from evalh.providers.eager_body import EagerBodyRequest
+
         self._session = aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=self._headers, proxy=self._proxy,
             cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (~0.1 ms each)
+            request_class=EagerBodyRequest,  # the body sent with the request, not a loop pass later
         )
         return self._session
 

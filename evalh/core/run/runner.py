@@ -40,6 +40,7 @@ from evalh.core.run.items import NullObserver, Observer, WorkItem, WorkItems
 from evalh.core.run.plan import RunPlan, SuitePlan
 from evalh.core.run.requirements import FirstReply
 from evalh.core.run.retained import JournalLines, StreamedResults, SuiteResults
+from evalh.core.run.shuffle import present
 from evalh.core.run.sources import error_info
 from evalh.core.run.workers import DaemonExecutor
 from evalh.datasets import case_ids
@@ -186,8 +187,6 @@ class Runner:
     async def run_item(self, suite: SuitePlan, item: WorkItem) -> CaseResult:
         """One (case, arm, attempt): its output from the arm's source, scored. What the
         output cost is charged to the run's budget unless it was cached or recorded before."""
-        from evalh.core.run.shuffle import present
-
         digest, metadata = self._facts(item.case)
         # a replayed output (rejudge) keeps the order and seed its case was shown with
         source = item.arm.source
