@@ -73,3 +73,83 @@ def test_a_long_run_freezes_its_results_as_it_goes(tmp_path: Path) -> None:
     seen = sorted({r["output"]["frozen"] for r in cases} - {None})
     assert len(seen) == 2  # frozen at the start, and after 2,000 results
     assert seen[0] > 0
+
+
+STARTUP_PROBE = '''
+import atexit, gc, json, sys
+import evalh.core.run.entry as run_entry
+seen = {}
+kept = run_entry.kept_off_the_books
+
+
+def spy(*args, **kwargs):
+    seen.setdefault("at_the_run", gc.isenabled())
+    return kept(*args, **kwargs)
+
+
+run_entry.kept_off_the_books = spy
+atexit.register(lambda: print("SEEN=" + json.dumps({**seen, "at_exit": gc.isenabled()})))
+sys.argv = ["evalh", *sys.argv[1:]]
+from evalh.cli.main import entry
+entry()
+'''
+
+ENABLED_PROBE = '''
+
+def collector(inp):
+    import gc
+    return {"verdict": "even" if inp["n"] % 2 == 0 else "odd", "collector": gc.isenabled()}
+'''
+
+
+def _probe(args: list[str], cwd: Path) -> dict[str, bool]:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", STARTUP_PROBE, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("SEEN=")), None)
+    assert line is not None, done.stdout[-1000:] + done.stderr[-2000:]
+    seen: dict[str, bool] = json.loads(line[5:])
+    return seen
+
+
+def test_the_program_starts_with_the_collector_paused_and_the_run_turns_it_back_on(tmp_path: Path) -> None:
+    """`evalh run`: no collection while the program imports, reads its config and plans the
+    run; the collector is on while the cases run (and what startup made is frozen)."""
+    cfg = write_project(tmp_path, cases=4, target="collector")
+    module = tmp_path / f"{TARGET_MODULE}.py"
+    module.write_text(module.read_text() + ENABLED_PROBE)
+    seen = _probe(["run", "--config", str(cfg), "--runs-dir", str(tmp_path / "runs"), "-q", "--seed", "1"], tmp_path)
+    assert seen == {"at_the_run": False, "at_exit": True}
+    [path] = (tmp_path / "runs").glob("*.json")
+    assert {r["output"]["collector"] for r in load(path)["suites"]["s"]["cases"]} == {True}
+
+
+def test_any_other_command_turns_the_collector_back_on_before_its_work(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    assert _probe(["runs", "--runs-dir", str(tmp_path / "runs")], tmp_path) == {"at_exit": True}
+
+
+def test_the_startup_pause_ends_once_and_leaves_a_host_pause_alone() -> None:
+    from evalh.gcpause import end_startup, gc_paused, pause_for_startup
+
+    assert gc.isenabled()
+    pause_for_startup()
+    pause_for_startup()
+    assert not gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # still the startup's pause
+    end_startup()
+    assert gc.isenabled()
+    end_startup()  # nothing left to end
+    assert gc.isenabled()
+    gc.disable()  # a host that paused the collector itself
+    try:
+        pause_for_startup()
+        end_startup()
+        assert not gc.isenabled()  # not turned on behind the host's back
+    finally:
+        gc.enable()

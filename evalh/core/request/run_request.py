@@ -195,6 +195,9 @@ def prepare_request(
                       allow_self_judge=request.allow_self_judge, destination_named=named, dry_run=request.dry_run)
     if request.iterations is not None or any(s.generate is not None for s in config.suites.values()):
         from evalh.core.generate.generate import for_run  # imported by runs that generate cases
+        from evalh.gcpause import end_startup
+
+        end_startup()  # generating is model calls, not the program's start (evalh.gcpause)
 
         gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
                       iterations=request.iterations, max_cost_usd=request.max_cost_usd,

@@ -397,6 +397,7 @@ class Runner:
         metrics, contrasts and sweep a suite configures from its results read back from
         the journal (`retained.StreamedResults`). `RunStore.write(run, self.result_lines())`
         writes the whole document."""
+        stamp = now_iso()  # when the run ended: its last result, not the summing up below
         plan = self.plan
         lines = self.result_lines()
         suites: dict[str, SuiteResult] = {}
@@ -417,7 +418,6 @@ class Runner:
                 details=suite.details, metrics=metrics, contrasts=contrasts,
                 sweep=_sweep(suite, results),
             )
-        stamp = now_iso()
         run = Run(
             run_id=plan.run_id, label=plan.label, status=status,  # type: ignore[arg-type]
             status_reason=reason, started_at=self.started_at,
