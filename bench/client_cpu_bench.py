@@ -17,6 +17,12 @@ Against the loopback mock provider (`evalh.mock.mock_provider`, own process, rep
   cases (interpreter, imports, config, dataset, one request, the document). A 1,000-case
   whole process reaches at most ideal / (ideal + floor − 50 ms) of ideal.
 
+The client's CPU (the `evalh` process and its children, from its wait status) and the mock
+server's (from /proc, over the same span) are recorded with every run: both share this
+machine's two cores. `--server-code DIR` serves from the mock provider of that tree (default
+this checkout). Every tree measured is compiled first, as an install is (a tree without
+`__pycache__` compiles every module in every process under `PYTHONDONTWRITEBYTECODE`).
+
 Each row is the median of `--repeats` runs. `--code NAME=DIR` measures the evalh whose
 package is in DIR (put first on `PYTHONPATH`; `.` is this checkout), and the variants are
 measured in turn, A B A B, so that before and after see the same load. The load average
@@ -246,7 +252,7 @@ def render(results: dict[str, Any]) -> str:
 
     def cell(key: str, field: str, fmt: str) -> tuple[str, float | None, str]:
         row = results.get(key)
-        if row is None:
+        if row is None or field not in row:
             return "–", None, ""
         value = float(row[field])
         return fmt.format(value), value, ", ".join(f"{x:g}" for x in row["loads"])
@@ -259,9 +265,12 @@ def render(results: dict[str, Any]) -> str:
             what = f"`{kind}`, processes = {procs}"
             specs.append((f"1,000 × 50 ms at 64 in flight, {what}: whole process (s)", f"run/{kind}/p{procs}", "whole_s", "{:.2f}"))
             specs.append((f"… of ideal ({ideal:.3f} s), whole process", f"run/{kind}/p{procs}", "of_ideal_whole", "{:.0%}"))
-            specs.append(("… of ideal, in run (first case to last result)", f"run/{kind}/p{procs}", "of_ideal_in_run", "{:.0%}"))
+            specs.append(("… of ideal, in run (first case to last result)", f"run/{kind}/p{procs}", "of_ideal_in_run", "{:.1%}"))
+            specs.append(("… the run's CPU, whole process (s)", f"run/{kind}/p{procs}", "cpu_s", "{:.2f}"))
+            specs.append(("… the mock server's CPU over the run (s)", f"run/{kind}/p{procs}", "server_cpu_s", "{:.2f}"))
     for kind in ("openai", "anthropic"):
         specs.append((f"one-case run, `{kind}`, whole process (s): start-up, imports, document", f"floor/{kind}", "whole_s", "{:.3f}"))
+        specs.append(("… its CPU (s)", f"floor/{kind}", "cpu_s", "{:.3f}"))
         specs.append(("… so a 1,000-case whole process reaches at most ideal / (ideal + that − 50 ms)",
                       f"floor/{kind}", "best_of_ideal_whole", "{:.0%}"))
     for kind in ("openai", "anthropic"):
@@ -272,6 +281,8 @@ def render(results: dict[str, Any]) -> str:
     for label, key, field, fmt in specs:
         b_text, b_val, b_loads = cell(f"before/{key}", field, fmt)
         a_text, a_val, a_loads = cell(f"after/{key}", field, fmt)
+        if b_val is None and a_val is None:
+            continue  # not measured in this pass
         ratio = f"{a_val / b_val:.2f}" if a_val is not None and b_val else "–"
         lines.append(f"| {label} | {b_text} | {a_text} | {ratio} | {b_loads}; {a_loads} |")
     return "\n".join(lines) + "\n"

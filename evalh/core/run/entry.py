@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from evalh.core.run.items import Observer
 from evalh.core.run.plan import RunPlan
-from evalh.core.run.runner import Runner, ask_git
+from evalh.core.run.runner import Runner
 from evalh.errors import EvalhError, WriteFailed
 from evalh.gcpause import kept_off_the_books
 from evalh.models import Run
@@ -80,10 +80,9 @@ def run_plan(plan: RunPlan, store: RunStore, observer: Observer | None = None, *
 def _run_to_the_end(plan: RunPlan, store: RunStore, observer: Observer | None) -> Run:
     from evalh.core.run.procs import warm_imports
 
-    git = ask_git(plan)  # in the background while the clients are imported, not as the cases start
     for suite in plan.suites:  # the model clients imported before the run's clock starts
         warm_imports(suite)
-    runner = Runner(plan, store, observer, git=git)
+    runner = Runner(plan, store, observer)
     done: list[Run] = []
 
     async def main() -> None:

@@ -69,8 +69,7 @@ if TYPE_CHECKING:
 
 
 class Runner:
-    def __init__(self, plan: RunPlan, store: RunStore, observer: Observer | None = None, *,
-                 git: Future[GitInfo] | None = None) -> None:
+    def __init__(self, plan: RunPlan, store: RunStore, observer: Observer | None = None) -> None:
         self.plan = plan
         self.store = store
         self.observer = observer or NullObserver()
@@ -81,8 +80,7 @@ class Runner:
         self.started_at = plan.started_at or now_iso()
         self.journal = store.journal(plan.run_id)
         self._dataset_sha: dict[str, str] = {}
-        self._git: Future[GitInfo] | None = git
-        """The git state, asked in the background (`ask_git`)."""
+        self._git: Future[GitInfo] | None = None
         self._secrets: list[str] | None = None  # the environment's, read at the first result
         self._first_reply = FirstReply()
         self.gc_window: FreezeWindow = NoWindow()
@@ -444,8 +442,11 @@ class Runner:
 
     async def run(self) -> Run:
         """Every suite of the plan, then the run document (see the module docstring)."""
-        if self._git is None:  # asked by `run_plan` already, else now
-            self._git = ask_git(self.plan)
+        # git state is asked in the background (three subprocesses) while the cases run.
+        if self.plan.git is None:
+            git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
+            self._git = git_pool.submit(git_info, self.plan.root)
+            git_pool.shutdown(wait=False)
         # Sync targets run in the loop's default executor (evalh.handoff.in_thread): one thread per
         # call in flight (bounded by --concurrency), and a call that hangs past its timeout
         # holds neither the next cases nor the process's exit (evalh.core.run.workers).
@@ -516,18 +517,6 @@ def _sweep(suite: SuitePlan, results: StreamedResults) -> dict[str, Any] | None:
     from evalh.core.analysis.sweep import suite_sweep
 
     return suite_sweep(suite.name, suite.config, results, suite.arms[0].name if suite.arms else None)
-
-
-def ask_git(plan: RunPlan) -> Future[GitInfo] | None:
-    """The git state of the run's project, asked in the background (three subprocesses), or
-    None when the plan carries it."""
-    if plan.git is not None:
-        return None
-    git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
-    try:
-        return git_pool.submit(git_info, plan.root)
-    finally:
-        git_pool.shutdown(wait=False)
 
 
 def _digest(data: bytes) -> bytes:
