@@ -16,8 +16,10 @@ importing typer, pydantic, the config's models and the HTTP client makes ~100,00
 long-lived objects and next to no garbage, yet set off a full collection and a dozen young
 ones (~25 ms of a one-case run's ~0.4 s). A command ends the pause when its work starts
 (`end_startup`); `evalh run` at the freeze that starts the run, so its config, dataset,
-plan and clients are not walked either. The little garbage the start leaves (~1,200
-objects of a one-case `openai` run's ~70,000) is frozen with the rest, once.
+plan and clients are not walked either — unless it imports the project's own code (a
+Python target, a custom scorer, a plugin: `evalh.imports`), which is imported with the
+collector on. The little garbage the start leaves (~1,200 objects of a one-case `openai`
+run's ~70,000) is frozen with the rest, once.
 """
 
 from __future__ import annotations
@@ -33,8 +35,11 @@ _startup: list[bool] = []
 def pause_for_startup() -> None:
     """Pause the collector until `end_startup` (the `evalh` program, first thing)."""
     if gc.isenabled() and not _startup:
+        from evalh.imports import before_user_code
+
         gc.disable()
         _startup.append(True)
+        before_user_code(end_startup)  # the project's code is imported with the collector on
 
 
 def end_startup() -> None:
