@@ -124,3 +124,19 @@ def test_tls_needed(base_url: str | None, env: dict[str, str], expected: bool,
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert tls_needed(ProviderConfig(provider="openai", model="m", base_url=base_url)) is expected
+
+
+@pytest.mark.parametrize(("provider", "base_url", "expected"), [
+    ("openai", "http://localhost:8000/v1", False),
+    ("openai", "https://gateway.example/v1", True),
+    ("anthropic", "http://localhost:8080", True),  # the SDK's client is made with the bundle
+    ("anthropic", "mock:mock.json", True),
+])
+def test_which_clients_load_the_certificate_bundle_before_the_run(
+        provider: str, base_url: str, expected: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalh.core.run.procs import needs_bundle
+    from evalh.providers.base import ProviderConfig
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert needs_bundle(ProviderConfig(provider=provider, model="m", base_url=base_url)) is expected

@@ -359,13 +359,22 @@ def warm_imports(suite: SuitePlan) -> None:
         return
     for name in ("evalh.providers.clients", "evalh.providers.cache", "evalh.targets.pacing"):
         importlib.import_module(name)
-    # the certificate bundle loaded once, inherited by every worker; a plain http:// server
-    # (a local model, the mock) needs none
+    # the certificate bundle loaded once, inherited by every worker
     with contextlib.suppress(Exception):
-        from evalh.providers.openai import ssl_context, tls_needed
+        from evalh.providers.openai import ssl_context
 
-        if any(tls_needed(c) for c in configs if getattr(c, "kind", None) or getattr(c, "provider", None)):
+        if any(needs_bundle(c) for c in configs):
             ssl_context()
+
+
+def needs_bundle(config: Any) -> bool:
+    """Whether the client of a model target's or judge's `config` loads the certificate
+    bundle: the anthropic SDK's client is made with it; an openai client needs it only for
+    TLS (a local http:// server, the mock, needs none)."""
+    from evalh.providers.openai import tls_needed
+
+    kind = getattr(config, "kind", None) or getattr(config, "provider", None)
+    return kind == "anthropic" or (kind == "openai" and tls_needed(config))
 
 
 def spreads(suite: SuitePlan) -> bool:

@@ -371,10 +371,10 @@ class Runner:
         workers: list[asyncio.Task[None]] = []
         try:
             # Started one loop pass apart: what a worker's first case left for the loop to do
-            # (a model target's request, written by a task of the HTTP client's) runs before
-            # the next worker starts. Started at once, no request would leave before every
-            # worker had prepared its first case, and the replies, all due together, would be
-            # handled one after another in every round of the run.
+            # (a model target's connection being opened, its request) goes on while the next
+            # workers start. Started at once, no request would leave before every worker had
+            # prepared its first case, and the replies, all due together, would be handled one
+            # after another in every round of the run (58.6 ms a call at 50 ms, 54 staggered).
             for _ in range(min(suite.concurrency, len(items)) or 1):
                 workers.append(asyncio.create_task(worker()))
                 await asyncio.sleep(0)
