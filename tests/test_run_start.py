@@ -140,3 +140,36 @@ def test_which_clients_load_the_certificate_bundle_before_the_run(
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     assert needs_bundle(ProviderConfig(provider=provider, model="m", base_url=base_url)) is expected
+
+
+def test_the_git_state_is_asked_once_every_worker_has_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The git state (three subprocesses, in a thread) is asked after the workers have started
+    their first cases, not while they do; it is still the run's."""
+    from evalh.core.run import runner as runner_module
+    from evalh.models import GitInfo
+
+    (tmp_path / "git_target.py").write_text(
+        "import asyncio\nEVENTS = []\n\nasync def answer(inp):\n    EVENTS.append('case')\n"
+        "    await asyncio.sleep(0.05)\n    return 'ok'\n", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{n}", "input": {"n": n}, "expected": "ok"}) + "\n" for n in range(6)))
+    (tmp_path / "evalh.toml").write_text(
+        '[evalh]\nconcurrency = 3\n\n[suites.s]\ndataset = "cases.jsonl"\n'
+        'target = "git_target:answer"\nscorers = [{ type = "exact" }]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    target = importlib.import_module("git_target")
+
+    def asked(root: Path) -> GitInfo:
+        target.EVENTS.append("git")
+        return GitInfo(sha="abc123", dirty=False, branch="main")
+
+    monkeypatch.setattr(runner_module, "git_info", asked)
+    result = CliRunner().invoke(app, ["run", "--runs-dir", str(tmp_path / "runs"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert target.EVENTS[:4] == ["case", "case", "case", "git"]
+    assert target.EVENTS.count("git") == 1
+    (doc,) = (tmp_path / "runs").glob("*.json")
+    assert json.loads(doc.read_text())["git"] == {"sha": "abc123", "dirty": False, "branch": "main"}

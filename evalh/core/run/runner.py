@@ -347,6 +347,7 @@ class Runner:
         if suite.processes > 1 and len(items) > 1:  # spread over worker processes
             from evalh.core.run.procs import run_in_processes
 
+            self._ask_git()
             if await run_in_processes(self, suite, items):  # False: it runs in this process
                 if not self.stop_reason:
                     await self._finalize_scorers(suite)
@@ -378,6 +379,7 @@ class Runner:
             for _ in range(min(suite.concurrency, len(items)) or 1):
                 workers.append(asyncio.create_task(worker()))
                 await asyncio.sleep(0)
+            self._ask_git()  # once every worker has its first case under way
             await asyncio.gather(*workers)
         finally:
             for w in workers:
@@ -430,6 +432,16 @@ class Runner:
         run.summary = summarize(run)
         return run
 
+    def _ask_git(self) -> None:
+        """Ask for the git state in the background (three subprocesses), once: when the first
+        suite's workers have all started their first cases, not while they do (the
+        subprocesses and their thread take CPU the first cases need), or before the workers
+        are forked; `_git_info` asks at the end if no suite got that far."""
+        if self.plan.git is None and self._git is None:
+            git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
+            self._git = git_pool.submit(git_info, self.plan.root)
+            git_pool.shutdown(wait=False)
+
     def _git_info(self) -> GitInfo:
         if self.plan.git is not None:
             return self.plan.git
@@ -442,11 +454,6 @@ class Runner:
 
     async def run(self) -> Run:
         """Every suite of the plan, then the run document (see the module docstring)."""
-        # git state is asked in the background (three subprocesses) while the cases run.
-        if self.plan.git is None:
-            git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
-            self._git = git_pool.submit(git_info, self.plan.root)
-            git_pool.shutdown(wait=False)
         # Sync targets run in the loop's default executor (evalh.handoff.in_thread): one thread per
         # call in flight (bounded by --concurrency), and a call that hangs past its timeout
         # holds neither the next cases nor the process's exit (evalh.core.run.workers).
