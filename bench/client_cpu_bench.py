@@ -17,6 +17,12 @@ Against the loopback mock provider (`evalh.mock.mock_provider`, own process, rep
   cases (interpreter, imports, config, dataset, one request, the document). A 1,000-case
   whole process reaches at most ideal / (ideal + floor − 50 ms) of ideal.
 
+The client's CPU (the `evalh` process and its children, from its wait status) and the mock
+server's (from /proc, over the same span) are recorded with every run: both share this
+machine's two cores. `--server-code DIR` serves from the mock provider of that tree (default
+this checkout). Every tree measured is compiled first, as an install is (a tree without
+`__pycache__` compiles every module in every process under `PYTHONDONTWRITEBYTECODE`).
+
 Each row is the median of `--repeats` runs. `--code NAME=DIR` measures the evalh whose
 package is in DIR (put first on `PYTHONPATH`; `.` is this checkout), and the variants are
 measured in turn, A B A B, so that before and after see the same load. The load average
@@ -29,17 +35,21 @@ Results go to `client_cpu_results.json` (the committed passes are renamed after 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+SERVER_PID: list[int] = []
+"""The mock server's process id, once started."""
 WORK = HERE / ".work" / "client_cpu"
 N = 1000
 IN_FLIGHT = 64
@@ -143,20 +153,33 @@ def env_for(code: str) -> dict[str, str]:
     return {**os.environ, "BENCH_API_KEY": "k", "PYTHONPATH": path}
 
 
+def cpu_of(pid: int) -> float:
+    """The CPU time (user + system, s) process `pid` has used so far (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_evalh(config: Path, code: str, procs: int, cases: int = N) -> dict[str, Any]:
     runs = WORK / "runs"
     shutil.rmtree(runs, ignore_errors=True)
     load = os.getloadavg()[0]
     evalh = shutil.which("evalh") or "evalh"
+    server_cpu = cpu_of(SERVER_PID[0]) if SERVER_PID else 0.0
     t0 = time.perf_counter()
-    proc = subprocess.run([evalh, "run", "--config", str(config), "--runs-dir", str(runs), "-q", "--no-cache"],
-                          cwd=WORK, env=env_for(code), capture_output=True, text=True, check=False)
-    whole = time.perf_counter() - t0
+    with tempfile.TemporaryFile("w+") as out:  # a file, not a pipe: the run never waits on us
+        proc = subprocess.Popen([evalh, "run", "--config", str(config), "--runs-dir", str(runs), "-q", "--no-cache"],
+                                cwd=WORK, env=env_for(code), stdout=out, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        whole = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        stdout = stderr = out.read()
+    server_cpu = (cpu_of(SERVER_PID[0]) if SERVER_PID else 0.0) - server_cpu
     doc = next(runs.glob("*.json"), None) if runs.exists() else None
     if doc is None:
         doc = next(runs.rglob("run.json"), None) if runs.exists() else None
     if doc is None:
-        raise RuntimeError(f"no run document: {proc.stdout[-500:]} {proc.stderr[-2000:]}")
+        raise RuntimeError(f"no run document: {stdout[-500:]} {stderr[-2000:]}")
     run = json.loads(doc.read_text())
     from datetime import datetime
 
@@ -164,7 +187,10 @@ def run_evalh(config: Path, code: str, procs: int, cases: int = N) -> dict[str, 
     agg = run["suites"]["b"]["aggregate"]
     if agg["n"] != cases or agg["errored"]:
         raise RuntimeError(f"run did not succeed: n={agg['n']} errored={agg['errored']}")
-    return {"whole_s": whole, "span_s": span, "load": load, "passed": agg["passed"]}
+    # the client's CPU (the evalh process and its children, from its wait status) and the
+    # mock server's over the same span: both share this machine's cores
+    return {"whole_s": whole, "span_s": span, "load": load, "passed": agg["passed"],
+            "cpu_s": usage.ru_utime + usage.ru_stime, "server_cpu_s": server_cpu}
 
 
 def run_send(kind: str, base_url: str, code: str) -> dict[str, Any]:
@@ -226,7 +252,7 @@ def render(results: dict[str, Any]) -> str:
 
     def cell(key: str, field: str, fmt: str) -> tuple[str, float | None, str]:
         row = results.get(key)
-        if row is None:
+        if row is None or field not in row:
             return "–", None, ""
         value = float(row[field])
         return fmt.format(value), value, ", ".join(f"{x:g}" for x in row["loads"])
@@ -239,9 +265,12 @@ def render(results: dict[str, Any]) -> str:
             what = f"`{kind}`, processes = {procs}"
             specs.append((f"1,000 × 50 ms at 64 in flight, {what}: whole process (s)", f"run/{kind}/p{procs}", "whole_s", "{:.2f}"))
             specs.append((f"… of ideal ({ideal:.3f} s), whole process", f"run/{kind}/p{procs}", "of_ideal_whole", "{:.0%}"))
-            specs.append(("… of ideal, in run (first case to last result)", f"run/{kind}/p{procs}", "of_ideal_in_run", "{:.0%}"))
+            specs.append(("… of ideal, in run (first case to last result)", f"run/{kind}/p{procs}", "of_ideal_in_run", "{:.1%}"))
+            specs.append(("… the run's CPU, whole process (s)", f"run/{kind}/p{procs}", "cpu_s", "{:.2f}"))
+            specs.append(("… the mock server's CPU over the run (s)", f"run/{kind}/p{procs}", "server_cpu_s", "{:.2f}"))
     for kind in ("openai", "anthropic"):
         specs.append((f"one-case run, `{kind}`, whole process (s): start-up, imports, document", f"floor/{kind}", "whole_s", "{:.3f}"))
+        specs.append(("… its CPU (s)", f"floor/{kind}", "cpu_s", "{:.3f}"))
         specs.append(("… so a 1,000-case whole process reaches at most ideal / (ideal + that − 50 ms)",
                       f"floor/{kind}", "best_of_ideal_whole", "{:.0%}"))
     for kind in ("openai", "anthropic"):
@@ -252,6 +281,8 @@ def render(results: dict[str, Any]) -> str:
     for label, key, field, fmt in specs:
         b_text, b_val, b_loads = cell(f"before/{key}", field, fmt)
         a_text, a_val, a_loads = cell(f"after/{key}", field, fmt)
+        if b_val is None and a_val is None:
+            continue  # not measured in this pass
         ratio = f"{a_val / b_val:.2f}" if a_val is not None and b_val else "–"
         lines.append(f"| {label} | {b_text} | {a_text} | {ratio} | {b_loads}; {a_loads} |")
     return "\n".join(lines) + "\n"
@@ -275,11 +306,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--code", action="append", help="NAME=DIR (default: now=.)")
     parser.add_argument("--only", choices=["send", "run", "start", "instant", "floor"], action="append")
     parser.add_argument("--instant-cases", type=int, default=10_000)
+    parser.add_argument("--server-code", default=".", help="DIR: the evalh whose mock provider serves (default: this checkout)")
     args = parser.parse_args(argv)
     codes = dict(c.split("=", 1) for c in (args.code or ["now=."]))
+    for code in {*codes.values(), args.server_code}:
+        # as installed (pip compiles): a tree without __pycache__ would compile every module in
+        # every process under PYTHONDONTWRITEBYTECODE
+        compileall.compile_dir(Path(code) / "evalh", quiet=1)
     server = subprocess.Popen([sys.executable, "-m", "evalh.mock.mock_provider", "--port", "0",
                                "--latency-ms", str(LATENCY_S * 1000), "--max-recorded", "100"],
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True, env=env_for(args.server_code))
+    SERVER_PID.append(server.pid)
     assert server.stderr is not None
     base_url = server.stderr.readline().strip().rsplit(" ", 1)[-1]
     raw: dict[str, list[dict[str, Any]]] = {}
@@ -326,9 +363,10 @@ def main(argv: list[str]) -> int:
         elif "/floor/" in key:
             whole = statistics.median(r["whole_s"] for r in runs)
             best = ideal / (ideal + whole - LATENCY_S)
-            rows[key] = {"whole_s": whole, "best_of_ideal_whole": best, "loads": loads, "runs": runs}
-            print(f"{key}: one-case run, whole {whole:.3f}s: a whole process reaches at most {best:.0%} of ideal, "
-                  f"loads {loads}", file=sys.stderr)
+            cpu = statistics.median(r["cpu_s"] for r in runs)
+            rows[key] = {"whole_s": whole, "best_of_ideal_whole": best, "cpu_s": cpu, "loads": loads, "runs": runs}
+            print(f"{key}: one-case run, whole {whole:.3f}s, CPU {cpu:.3f}s: a whole process reaches at most "
+                  f"{best:.1%} of ideal, loads {loads}", file=sys.stderr)
         elif "/send/" in key:
             cpu_ms = statistics.median(r["cpu_s"] for r in runs) / N * 1000
             rows[key] = {"cpu_ms_per_request": cpu_ms, "loads": loads, "runs": runs}
@@ -336,10 +374,13 @@ def main(argv: list[str]) -> int:
         else:
             whole = statistics.median(r["whole_s"] for r in runs)
             span = statistics.median(r["span_s"] for r in runs)
+            cpu = statistics.median(r["cpu_s"] for r in runs)
+            server_cpu = statistics.median(r["server_cpu_s"] for r in runs)
             rows[key] = {"whole_s": whole, "span_s": span, "of_ideal_whole": ideal / whole,
-                         "of_ideal_in_run": ideal / span, "loads": loads, "runs": runs}
-            print(f"{key}: whole {whole:.2f}s ({ideal / whole:.0%}), in run {span:.2f}s ({ideal / span:.0%}), "
-                  f"loads {loads}", file=sys.stderr)
+                         "of_ideal_in_run": ideal / span, "cpu_s": cpu, "server_cpu_s": server_cpu,
+                         "loads": loads, "runs": runs}
+            print(f"{key}: whole {whole:.3f}s ({ideal / whole:.1%}), in run {span:.3f}s ({ideal / span:.1%}), "
+                  f"CPU {cpu:.2f}s, server CPU {server_cpu:.2f}s, loads {loads}", file=sys.stderr)
     out_path = HERE / "client_cpu_results.json"
     results = json.loads(out_path.read_text()) if out_path.exists() else {}
     results.update(rows)

@@ -29,6 +29,15 @@ class ImportFailure(ValueError):
     """The named callable cannot be imported; the message says why in one line."""
 
 
+_before_user_code: list[Callable[[], None]] = []
+
+
+def before_user_code(hook: Callable[[], None]) -> None:
+    """Call `hook` once, before the project's code is first imported (the program's start
+    ends there: `evalh.gcpause.pause_for_startup`)."""
+    _before_user_code.append(hook)
+
+
 def ensure_on_path(root: Path) -> None:
     """Make the project root importable, as `python -m` from the root would."""
     r = str(root)
@@ -58,6 +67,8 @@ def import_user_module(module_name: str, *, what: str = "target") -> ModuleType:
     `what` names the kind of module in the message ("target", "scorer", "plugin").
     `KeyboardInterrupt` is let through: the user stopped evalh, the module did not.
     """
+    while _before_user_code and module_name.partition(".")[0] != "evalh":  # once, before the
+        _before_user_code.pop()()  # first import of code that is not evalh's own
     loaded = sys.modules.get(module_name)
     if loaded is not None:
         return loaded

@@ -73,3 +73,113 @@ def test_a_long_run_freezes_its_results_as_it_goes(tmp_path: Path) -> None:
     seen = sorted({r["output"]["frozen"] for r in cases} - {None})
     assert len(seen) == 2  # frozen at the start, and after 2,000 results
     assert seen[0] > 0
+
+
+STARTUP_PROBE = '''
+import atexit, gc, json, sys
+import evalh.core.run.entry as run_entry
+from evalh.core.run.runner import Runner
+seen = {}
+kept = run_entry.kept_off_the_books
+run = Runner.run
+
+
+def spy(*args, **kwargs):
+    seen.setdefault("before_the_run", gc.isenabled())
+    return kept(*args, **kwargs)
+
+
+async def running(self):
+    seen.setdefault("in_the_run", gc.isenabled())
+    return await run(self)
+
+
+run_entry.kept_off_the_books = spy
+Runner.run = running
+atexit.register(lambda: print("SEEN=" + json.dumps({**seen, "at_exit": gc.isenabled()})))
+sys.argv = ["evalh", *sys.argv[1:]]
+from evalh.cli.main import entry
+entry()
+'''
+
+ENABLED_PROBE = '''
+import gc as _gc
+
+IMPORTED_WITH_THE_COLLECTOR_ON = _gc.isenabled()
+
+
+def collector(inp):
+    import gc
+    return {"verdict": "even" if inp["n"] % 2 == 0 else "odd", "collector": gc.isenabled(),
+            "at_import": IMPORTED_WITH_THE_COLLECTOR_ON}
+'''
+
+
+def _probe(args: list[str], cwd: Path) -> dict[str, bool]:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", STARTUP_PROBE, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("SEEN=")), None)
+    assert line is not None, done.stdout[-1000:] + done.stderr[-2000:]
+    seen: dict[str, bool] = json.loads(line[5:])
+    return seen
+
+
+def test_a_model_run_starts_with_the_collector_paused_until_the_run_starts(tmp_path: Path) -> None:
+    """`evalh run` of a model target: no collection while the program imports, reads its
+    config, plans the run and imports the client; the collector is on while the cases run
+    (what the start made is frozen then, evalh.gcpause)."""
+    import json
+
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{n}", "input": {"q": f"q{n}"}, "expected": "ok"}) + "\n" for n in range(2)))
+    (tmp_path / "mock.json").write_text(json.dumps({"rules": [{"text": "ok"}]}), encoding="utf-8")
+    (tmp_path / "evalh.toml").write_text(
+        '[suites.s]\ndataset = "cases.jsonl"\nscorers = [{ type = "exact" }]\n\n[suites.s.target]\n'
+        'kind = "openai"\nmodel = "m"\nbase_url = "mock:mock.json"\nprompt = "{{ input.q }}"\n', encoding="utf-8")
+    seen = _probe(["run", "--runs-dir", str(tmp_path / "runs"), "-q", "--no-cache"], tmp_path)
+    assert seen == {"before_the_run": False, "in_the_run": True, "at_exit": True}
+    [path] = (tmp_path / "runs").glob("*.json")
+    assert load(path)["suites"]["s"]["aggregate"]["passed"] == 2
+
+
+def test_the_projects_own_code_is_imported_with_the_collector_on(tmp_path: Path) -> None:
+    cfg = write_project(tmp_path, cases=4, target="collector")
+    module = tmp_path / f"{TARGET_MODULE}.py"
+    module.write_text(module.read_text() + ENABLED_PROBE)
+    seen = _probe(["run", "--config", str(cfg), "--runs-dir", str(tmp_path / "runs"), "-q", "--seed", "1"], tmp_path)
+    assert seen == {"before_the_run": True, "in_the_run": True, "at_exit": True}
+    [path] = (tmp_path / "runs").glob("*.json")
+    outputs = [r["output"] for r in load(path)["suites"]["s"]["cases"]]
+    assert {(o["collector"], o["at_import"]) for o in outputs} == {(True, True)}
+
+
+def test_any_other_command_turns_the_collector_back_on_before_its_work(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    assert _probe(["runs", "--runs-dir", str(tmp_path / "runs")], tmp_path) == {"at_exit": True}
+
+
+def test_the_startup_pause_ends_once_and_leaves_a_host_pause_alone() -> None:
+    from evalh.gcpause import end_startup, gc_paused, pause_for_startup
+
+    assert gc.isenabled()
+    pause_for_startup()
+    pause_for_startup()
+    assert not gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # still the startup's pause
+    end_startup()
+    assert gc.isenabled()
+    end_startup()  # nothing left to end
+    assert gc.isenabled()
+    gc.disable()  # a host that paused the collector itself
+    try:
+        pause_for_startup()
+        end_startup()
+        assert not gc.isenabled()  # not turned on behind the host's back
+    finally:
+        gc.enable()

@@ -653,3 +653,45 @@ def test_wire_bare_lf_heads_and_expect_continue(mp: MockProvider) -> None:
             assert chunk, "connection closed without the reply"
             reply += chunk
         assert reply.startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.skipif(not hasattr(__import__("selectors"), "EpollSelector"), reason="epoll: Linux only")
+def test_the_server_waits_to_the_microsecond(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A delayed reply's timer is waited for with select(2)'s microseconds, not epoll's
+    whole milliseconds (rounded up: every reply up to 1 ms late, those due within one
+    millisecond released together); epoll then only collects what is ready."""
+    import select as select_module
+
+    from evalh.mock import mock_provider
+
+    waits: list[float | None] = []
+    polls: list[float | None] = []
+    real_select = select_module.select
+
+    def timed_select(r: Any, w: Any, x: Any, timeout: float | None = None) -> Any:
+        waits.append(timeout)
+        return real_select(r, w, x, timeout)
+
+    monkeypatch.setattr(select_module, "select", timed_select)
+    selector = mock_provider._PreciseEpoll()
+    epoll = selector._selector
+
+    class Recorded:
+        def fileno(self) -> int:
+            return int(epoll.fileno())
+
+        def poll(self, timeout: float | None = -1, maxevents: int = -1) -> Any:
+            polls.append(timeout)
+            return epoll.poll(timeout, maxevents)
+
+    selector._selector = Recorded()
+    try:
+        assert selector.select(0.0003) == []
+        assert selector.select(0) == []
+    finally:
+        epoll.close()
+    assert waits == [0.0003]  # the timeout as asked, to the microsecond
+    assert polls == [0, 0]  # epoll never waits itself
+    with MockProvider(latency_ms=1) as mp:  # the server's loop is the precise one
+        server: Any = mp._server
+        assert isinstance(server.loop._selector, mock_provider._PreciseEpoll)

@@ -148,6 +148,10 @@ def main() -> None:
     chosen = _app_for(sys.argv)
     if chosen is app:  # the only one with the top-level help
         _adapt_help()
+    if sys.argv[1:2] != ["run"]:  # `evalh run` ends the program's start when its run starts
+        from evalh.gcpause import end_startup
+
+        end_startup()
     chosen()
 
 
@@ -156,6 +160,9 @@ def entry() -> None:
     loaded (evalh.cli.process_exit). `main` itself raises SystemExit, for callers in Python."""
     import sys
 
+    from evalh.gcpause import pause_for_startup
+
+    pause_for_startup()  # until the command's work starts (evalh.gcpause)
     from evalh.cli.process_exit import run_and_exit
 
     if _needs_guard(sys.argv):

@@ -31,6 +31,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import select
+import selectors
 import socket
 import sys
 import threading
@@ -276,6 +278,35 @@ class _Connection(asyncio.Protocol):
             self._close()
 
 
+_EPOLL: Any = getattr(selectors, "EpollSelector", selectors.DefaultSelector)
+
+
+class _PreciseEpoll(_EPOLL):
+    """epoll, waiting with select(2) on its own descriptor: a timeout to the microsecond.
+    `epoll_wait` takes whole milliseconds (Python rounds up), so a reply delayed by 50 ms
+    left 50-51 ms after its request (0.4 ms late on average), and every reply due within
+    the same millisecond left together."""
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        fd = self._selector.fileno()
+        if timeout is not None and timeout > 0 and fd < _SELECT_LIMIT:
+            select.select([fd], [], [], timeout)  # readable as soon as any event is pending
+            timeout = 0
+        return super().select(timeout)
+
+
+_SELECT_LIMIT = 1024
+"""select(2) takes descriptors below FD_SETSIZE only; the epoll descriptor, made when the
+server starts, is one of the first."""
+
+
+def _server_loop() -> asyncio.AbstractEventLoop:
+    """The server's event loop: with microsecond timers where epoll is what waits (Linux)."""
+    if hasattr(selectors, "EpollSelector"):
+        return asyncio.SelectorEventLoop(_PreciseEpoll())
+    return asyncio.new_event_loop()
+
+
 class _LoopServer:
     """The server: an asyncio event loop in a daemon thread, one `_Connection` per client.
     Replies wait on the loop's timers, not in threads, so thousands of slow replies in
@@ -289,7 +320,7 @@ class _LoopServer:
         self.delayed_peak = 0
         self.sock = socket.create_server((host, port), backlog=1024)  # OSError if taken
         self.port = int(self.sock.getsockname()[1])
-        self.loop = asyncio.new_event_loop()
+        self.loop = _server_loop()
         self._ready = threading.Event()
         self._failed: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"evalh-mock-provider:{self.port}", daemon=True)

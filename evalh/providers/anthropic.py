@@ -141,10 +141,13 @@ class AnthropicBackend:
         if isinstance(existing, aiohttp.ClientSession):
             self._session = existing
         else:
+            from evalh.providers.eager_body import EagerBodyRequest
+
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, ssl=ssl_context()),
                 timeout=aiohttp.ClientTimeout(total=self._timeout_s, sock_connect=self._timeout_s),
                 proxy=env_proxy(self.base_url), cookie_jar=aiohttp.DummyCookieJar(),
+                request_class=EagerBodyRequest,  # the body sent with the request, not a loop pass later
             )
             if transport is not None and hasattr(transport, "client"):
                 transport.client = self._session

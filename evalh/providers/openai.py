@@ -76,6 +76,25 @@ def env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def tls_needed(config: Any) -> bool:
+    """Whether a client of `config` (a model target's or a judge's provider table) connects
+    over TLS: its server (`base_url`, else the provider's variable, else its https:// API) or
+    the environment's proxy for it is https://. A plain http:// server — a local model, the
+    mock — needs no certificate bundle (loading one takes ~20 ms of every such run)."""
+    from evalh.providers.base import BASE_URL_VARIABLES
+
+    url = (getattr(config, "base_url", None)
+           or os.environ.get(BASE_URL_VARIABLES.get(getattr(config, "provider", None) or "", ""), "")
+           or "https://")
+    if url.startswith("mock:"):
+        return False
+    return _tls(url, env_proxy(url))
+
+
+def _tls(url: str, proxy: str | None) -> bool:
+    return url.lower().startswith("https:") or (proxy or "").lower().startswith("https:")
+
+
 def ssl_context() -> ssl.SSLContext:
     """Certificates as httpx verified them: `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, else
     certifi's bundle (the same on every machine, whatever its system store holds). One
@@ -119,6 +138,10 @@ class OpenAIBackend:
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self._timeout_s = config.timeout_s
         self._proxy = env_proxy(self.base_url)
+        self._tls = _tls(self.base_url, self._proxy)
+        """Whether the server or its proxy speaks TLS: only then are certifi's certificates
+        loaded (a plain http:// server left redirecting to https:// is verified against the
+        system's, aiohttp's default)."""
         self._problem = _setup_problem(api_key, self._proxy)
         self._session: Any = None
         parts = urlsplit(self.base_url)
@@ -150,12 +173,15 @@ class OpenAIBackend:
         # Cleaning up closed TLS transports works around a CPython bug that newer versions fix
         # (aiohttp warns when it is asked for where it is not needed).
         connector = aiohttp.TCPConnector(
-            limit=0, ssl=ssl_context(),
+            limit=0, ssl=ssl_context() if self._tls else True,
             enable_cleanup_closed=bool(getattr(aiohttp.connector, "NEEDS_CLEANUP_CLOSED", False)),
         )
+        from evalh.providers.eager_body import EagerBodyRequest
+
         self._session = aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=self._headers, proxy=self._proxy,
             cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (~0.1 ms each)
+            request_class=EagerBodyRequest,  # the body sent with the request, not a loop pass later
         )
         return self._session
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalh.errors import TargetError
 from evalh.models import Case
-from evalh.providers.base import ProviderConfig
+from evalh.providers.base import ChatRequest, ProviderConfig
 from evalh.targets.base import CallContext, Target, TargetConfig, TargetOutput
 from evalh.targets.templates import compile_template, render, template_vars
 
@@ -156,7 +156,6 @@ class ModelTarget(Target):
         return self.config.max_tokens
 
     async def call(self, case: Case, ctx: CallContext) -> TargetOutput:
-        from evalh.providers import ChatRequest, get_provider
         from evalh.targets.pacing import before_call
 
         await before_call(self.config, case, ctx.services)
@@ -168,6 +167,8 @@ class ModelTarget(Target):
         if memo is not None and memo[0] is services and any(c is memo[1] for c in services.providers.values()):
             client = memo[1]
         else:  # get_provider digests the config to find the run's client: once per run
+            from evalh.providers.clients import get_provider
+
             client = get_provider(self._provider_config, services)
             self._client = (services, client)
         cfg = self.config

@@ -153,13 +153,15 @@ class RunOutcome:
 def _panel_warnings(plan: Any) -> list[str]:
     """A judge panel that names one model more than once (refused by `require.distinct_judges`,
     flagged otherwise: here, in the run document and in every report)."""
-    from evalh.scorers.judge_base import repeated_models
-
     out = []
     for suite in plan.suites:
         for scorer in suite.scorers:
             models = getattr(scorer.config, "models", None)
-            repeated = repeated_models(models()) if callable(models) else []
+            if not callable(models):  # not a judge (whose module a run without one does not import)
+                continue
+            from evalh.scorers.judge_base import repeated_models
+
+            repeated = repeated_models(models())
             if repeated:
                 out.append(f"suite {suite.name!r}: judge {scorer.config.display_name!r}: the panel is not distinct: "
                            f"{', '.join(repeated)} votes more than once (one model's bias, not a consensus of models)")
@@ -177,7 +179,6 @@ def prepare_request(
     refuses and for bad input."""
     from dataclasses import replace
 
-    from evalh.core.generate.generate import for_run
     from evalh.store import RunStore, resolve_runs_dir, runs_dir_named
 
     if request.judge_model or request.sleep_ms is not None:  # before anything is planned
@@ -192,15 +193,21 @@ def prepare_request(
         # generating cases spends on a model: a run its requirements refuse must not get there
         check_request(config, request.suites, repeats=request.repeats, label=request.label,
                       allow_self_judge=request.allow_self_judge, destination_named=named, dry_run=request.dry_run)
-    gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
-                  iterations=request.iterations, max_cost_usd=request.max_cost_usd,
-                  max_tokens=request.max_tokens, resume=request.resume, dry_run=request.dry_run,
-                  allow_self=request.allow_self_judge, use_cache=not request.no_cache)
-    config = gen.config
-    request = replace(request, seed=gen.seed, max_cost_usd=gen.max_cost_usd, max_tokens=gen.max_tokens)
-    for note in gen.notes:
-        if say is not None:
-            say(note)
+    if request.iterations is not None or any(s.generate is not None for s in config.suites.values()):
+        from evalh.core.generate.generate import for_run  # imported by runs that generate cases
+        from evalh.gcpause import end_startup
+
+        end_startup()  # generating is model calls, not the program's start (evalh.gcpause)
+
+        gen = for_run(config, suites=request.suites, runs_dir=directory, seed=request.seed,
+                      iterations=request.iterations, max_cost_usd=request.max_cost_usd,
+                      max_tokens=request.max_tokens, resume=request.resume, dry_run=request.dry_run,
+                      allow_self=request.allow_self_judge, use_cache=not request.no_cache)
+        config = gen.config
+        request = replace(request, seed=gen.seed, max_cost_usd=gen.max_cost_usd, max_tokens=gen.max_tokens)
+        for note in gen.notes:
+            if say is not None:
+                say(note)
     if request.resume is not None:
         from evalh.core.run.resume import prepare_resume
 
@@ -273,17 +280,15 @@ def run_request(
         if in_rounds(req) and req.request.compare_baseline and load_reference is not None:
             _plan_to_budget(req, load_reference)
         return RunOutcome(estimate=estimate_plan(plan, req.prepared.skipped))
-    reference = None
+    reference = policy = None
     if req.request.compare_baseline:
         if load_reference is None:
             raise TypeError("run_request: --compare-baseline needs load_reference")
         reference = load_reference()
-    from evalh.core.compare.models import ComparePolicy
+        policy = _policy(req)  # only a run that is compared imports how (core.compare.models)
     from evalh.core.run.entry import run_plan
     from evalh.core.run.verdict import run_verdict
 
-    policy = ComparePolicy(min_coverage=req.request.min_coverage,
-                           allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
     if reference is not None and in_rounds(req):
         from evalh.core.run.rounds import run_until_decided
 
@@ -309,6 +314,14 @@ def run_request(
         _add_baseline_age(outcome.notes, reference, run, req)
         outcome.code = gate_code(outcome.code, outcome.comparison, req.request)
     return outcome
+
+
+def _policy(req: PreparedRequest) -> ComparePolicy:
+    """How the run is compared with its baseline (`--min-coverage`, `--allow-removed-suites`)."""
+    from evalh.core.compare.models import ComparePolicy
+
+    return ComparePolicy(min_coverage=req.request.min_coverage,
+                         allow_removed_suites=tuple(sorted(set(req.request.allow_removed_suites))))
 
 
 def rounds_settings(req: PreparedRequest) -> tuple[int | None, bool]:

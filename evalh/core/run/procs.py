@@ -338,13 +338,15 @@ def warm_imports(suite: SuitePlan) -> None:
     """Import the model clients the suite's targets and judges will load on their first call
     (`import anthropic` alone takes ~1 s), once in the run's process rather than in each worker.
     `run_plan` calls it before the run starts: the import is not part of the cases phase, and
-    the SDK's objects are among those the run keeps off the collector's books (evalh.gcpause)."""
+    the SDK's objects are among those the run keeps off the collector's books (evalh.gcpause).
+    So are the modules a model target's first case imports (the provider layer, the pacing),
+    and the certificate bundle of a client that speaks TLS."""
     import importlib
 
-    kinds = {getattr(getattr(getattr(arm.source, "target", None), "config", None), "kind", None)
-             for arm in suite.arms}
+    configs = [getattr(getattr(arm.source, "target", None), "config", None) for arm in suite.arms]
     for scorer in suite.scorers:
-        kinds.update(getattr(j, "provider", None) for j in getattr(scorer, "judge_configs", []))
+        configs.extend(getattr(scorer, "judge_configs", []))
+    kinds = {getattr(c, "kind", None) or getattr(c, "provider", None) for c in configs}
     modules = {"anthropic": ("aiohttp", "anthropic", "evalh.providers.anthropic"),
                "openai": ("aiohttp", "evalh.providers.openai")}
     for kind in sorted(k for k in kinds if isinstance(k, str)):
@@ -353,11 +355,26 @@ def warm_imports(suite: SuitePlan) -> None:
                 module = importlib.import_module(name)
                 if name == "anthropic":
                     getattr(module, "DefaultAioHttpClient", None)  # its aiohttp transport, imported lazily
-    if kinds & set(modules):  # the certificate bundle loaded once, inherited by every worker
-        with contextlib.suppress(Exception):
-            from evalh.providers.openai import ssl_context
+    if not kinds & set(modules):
+        return
+    for name in ("evalh.providers.clients", "evalh.providers.cache", "evalh.targets.pacing"):
+        importlib.import_module(name)
+    # the certificate bundle loaded once, inherited by every worker
+    with contextlib.suppress(Exception):
+        from evalh.providers.openai import ssl_context
 
+        if any(needs_bundle(c) for c in configs):
             ssl_context()
+
+
+def needs_bundle(config: Any) -> bool:
+    """Whether the client of a model target's or judge's `config` loads the certificate
+    bundle: the anthropic SDK's client is made with it; an openai client needs it only for
+    TLS (a local http:// server, the mock, needs none)."""
+    from evalh.providers.openai import tls_needed
+
+    kind = getattr(config, "kind", None) or getattr(config, "provider", None)
+    return kind == "anthropic" or (kind == "openai" and tls_needed(config))
 
 
 def spreads(suite: SuitePlan) -> bool:
