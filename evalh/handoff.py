@@ -23,8 +23,10 @@ has work) looks every `STUCK_S / 2`, and when the lane's call has run longer tha
 `STUCK_S` the calls waiting behind it each get a thread of their own (`spill`) and that
 function goes back to a thread per call, to be proven cheap again over a window four times
 as long (so one that blocks now and then settles on threads). A cheap function whose call
-on the lane returns slower than `STUCK_S`, or whose window has too many calls slower
-than `CHEAP_S`, goes back the same way. Declaring a function cheap (`@evalh.api.inline`)
+on the lane returns slower than `STUCK_S`, or that makes more than `WINDOW // 16` calls
+slower than `CHEAP_S` in a window (however long), goes back the same way as soon as it
+does, and the calls queued on the lane go to threads: calls a little slower than cheap but
+never stuck would otherwise run in turn, each holding every call behind it. Declaring a function cheap (`@evalh.api.inline`)
 still saves the rest: it is then called on the loop, with no thread at all.
 
 Used when the running loop's default executor can `post` a call (the runner's
@@ -70,25 +72,32 @@ class _Pace:
         self.slow = 0
         self.window = WINDOW
 
-    def took(self, seconds: float) -> None:
-        """One call returned after `seconds`."""
+    def took(self, seconds: float) -> bool:
+        """One call returned after `seconds`; True if that sent a cheap function back."""
         if seconds > STUCK_S:
             if self.cheap:
                 self.demote()
-            else:
-                self.calls += 1
-                self.slow = self.window  # this window cannot prove it cheap
-            return
+                return True
+            self.calls += 1
+            self.slow = self.window  # this window cannot prove it cheap
+            return False
         self.calls += 1
         if seconds > CHEAP_S:
             self.slow += 1
+            if self.cheap and self.slow > WINDOW // 16:
+                # Each slow call on the lane held every call queued behind it, and none was
+                # slow enough to be spilled: back now, not at the window's end (a long
+                # window would let hundreds of them run in turn, `concurrency` calls waiting).
+                self.demote()
+                return True
         if self.calls >= self.window:
             ok = self.slow <= self.window // 16
             if self.cheap and not ok:
                 self.demote()
-                return
+                return True
             self.cheap = ok
             self.calls = self.slow = 0
+        return False
 
     def demote(self) -> None:
         """Back to a thread per call, proven cheap again only over a longer window."""
@@ -147,9 +156,12 @@ class _Returns:
         with self._lock:
             queued, self._queued = self._queued, []
             self._armed = False
+        spill = False
         for future, outcome, failed, pace, took in queued:
-            pace.took(took)
+            spill |= pace.took(took)
             _settle(future, outcome, failed)
+        if spill:  # the function's calls queued on the lane go to threads with the rest
+            self._executor.spill()
 
     def serial(self, loop: asyncio.AbstractEventLoop, job: _Held) -> None:
         """On the loop: the call `job` to the lane once the loop has nothing else to do (or
