@@ -36,7 +36,6 @@ Used when the running loop's default executor can `post` a call (the runner's
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import threading
 import time
@@ -140,17 +139,24 @@ class _Returns:
         return pace
 
     def put(self, future: asyncio.Future[Any], outcome: Any, failed: bool, pace: _Pace, took: float) -> None:
-        """On a worker thread: queue a call's outcome; wake the loop if nothing else has."""
+        """On a worker thread: queue a call's outcome; wake the loop if nothing else has.
+        Once the loop is gone or closed nobody waits for the outcome: it is dropped, and so
+        is the queue, whose futures would otherwise keep the closed loop alive through
+        `_RETURNS` (a value holding its own weak key) for the rest of the process."""
+        loop = self._loop()
         with self._lock:
+            if loop is None or loop.is_closed():
+                self._queued.clear()
+                return
             self._queued.append((future, outcome, failed, pace, took))
             if self._armed:
                 return
             self._armed = True
-        loop = self._loop()
-        if loop is None:  # the loop is gone: nobody waits for it any more
-            return
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the same
+        try:
             loop.call_soon_threadsafe(self._settle_all)
+        except RuntimeError:  # it closed meanwhile: the same
+            with self._lock:
+                self._queued.clear()
 
     def _settle_all(self) -> None:
         with self._lock:

@@ -349,3 +349,44 @@ def test_a_run_whose_target_hangs_once_records_that_case_errored_and_no_other(
     errored = [r for r in doc["suites"]["s"]["cases"] if r["status"] == "errored"]
     assert [r["error"] for r in errored] == [{"type": "TimeoutError", "message": "target did not answer within 2s"}]
     assert doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 600
+
+
+# ---------------------------------------------------------------------------- the loop's end
+
+
+@pytest.mark.parametrize("lane", [False, True], ids=["thread", "lane"])
+def test_a_call_that_returns_after_its_loop_closed_lets_the_loop_be_collected(
+    generous: None, lane: bool,
+) -> None:
+    """Its outcome is dropped, and nothing keeps the closed loop alive: a test suite (or a
+    notebook) that runs many loops in one process must not keep one per late call."""
+    import gc
+    import weakref
+
+    release = threading.Event()
+    late: list[threading.Thread] = []
+
+    def answer(i: int) -> int:
+        if i == -1:
+            late.append(threading.current_thread())
+            release.wait(60)
+        return i
+
+    async def main() -> weakref.ref[asyncio.AbstractEventLoop]:
+        if lane:
+            await _in_turns([handoff.in_thread(answer, i) for i in range(handoff.WINDOW)], 8)
+            assert _pace(answer).cheap
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await handoff.in_thread(answer, -1)
+        return weakref.ref(asyncio.get_running_loop())
+
+    try:
+        loop = _on_loop(main)
+    finally:
+        release.set()
+    [thread] = late
+    thread.join(30)
+    assert not thread.is_alive()
+    gc.collect()
+    assert loop() is None
