@@ -313,6 +313,38 @@ def test_shutdown_never_waits_for_a_lane_call_that_hangs() -> None:
     release.set()
 
 
+def test_a_spill_that_meets_shutdown_leaves_its_calls_on_the_lane_and_raises_nothing() -> None:
+    """The loop's watch may spill while asyncio's end shuts the executor down on another
+    thread: the calls it has not moved yet stay on the retired lane, which runs them and
+    stops (as `shutdown` says of a lane's queue), and the watch's callback raises nothing."""
+    pool = DaemonExecutor("t")
+    started, release = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def first() -> None:
+        started.set()
+        release.wait(30)
+
+    pool.post_serial("tag", first)
+    assert started.wait(30)
+    for i in range(3):
+        pool.post_serial("tag", ran.append, i)
+    lane = pool._lane
+    real_post = pool.post
+
+    def post_after_shutdown(fn: Any, /, *args: Any) -> None:  # shutdown lands mid-spill
+        pool.shutdown(wait=False)
+        real_post(fn, *args)
+
+    pool.post = post_after_shutdown  # type: ignore[method-assign]
+    pool.spill()
+    release.set()
+    assert lane is not None
+    lane.join(30)
+    assert not lane.is_alive()
+    assert ran == [0, 1, 2]
+
+
 # ---------------------------------------------------------------------------- through a real run
 
 

@@ -126,16 +126,23 @@ class DaemonExecutor(ThreadPoolExecutor):
             lane, self._lane = self._lane, None
         if lane is None:
             return 0
-        moved = 0
+        waiting: list[_SerialJob] = []
         while True:  # a call the lane's thread takes meanwhile runs there: each runs once
             try:
                 job = lane.inbox.get_nowait()
             except queue.Empty:
                 break
             assert job is not None  # only `spill` and `shutdown` stop a lane, once it is retired
-            _tag, fn, args = job
-            self.post(fn, *args)
+            waiting.append(job)
+        moved = 0
+        for job in waiting:
+            try:
+                self.post(job[1], *job[2])
+            except RuntimeError:  # shut down meanwhile (asyncio's end, on another thread)
+                break
             moved += 1
+        for job in waiting[moved:]:  # ...so the rest run on the retired lane, as `shutdown` says
+            lane.inbox.put(job)
         lane.inbox.put(None)
         return moved
 
