@@ -345,6 +345,28 @@ def test_a_spill_that_meets_shutdown_leaves_its_calls_on_the_lane_and_raises_not
     assert ran == [0, 1, 2]
 
 
+def test_a_lane_whose_thread_cannot_start_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the process's thread limit (hung calls keep their threads) the lane's thread may
+    fail to start: that call fails as a thread per call would, and the next serial call
+    gets a lane that runs, rather than joining the queue of a thread that never ran."""
+    from evalh.core.run import workers
+
+    pool = DaemonExecutor("t")
+    real_start = workers._Lane.start
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(workers._Lane, "start", refuse)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        pool.post_serial("tag", print)
+    monkeypatch.setattr(workers._Lane, "start", real_start)
+    done = threading.Event()
+    pool.post_serial("tag", done.set)
+    assert done.wait(30)
+    pool.shutdown()
+
+
 # ---------------------------------------------------------------------------- through a real run
 
 

@@ -104,8 +104,9 @@ class DaemonExecutor(ThreadPoolExecutor):
             lane = self._lane
             if lane is None:
                 self._started += 1
-                lane = self._lane = _Lane(f"{self._prefix}_{self._started}")
-                lane.start()
+                lane = _Lane(f"{self._prefix}_{self._started}")
+                lane.start()  # may fail (the thread limit): then no lane is kept, as for `post`
+                self._lane = lane
             lane.inbox.put((tag, fn, args))
 
     def lane_call(self) -> tuple[float, Any] | None:
