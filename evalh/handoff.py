@@ -116,7 +116,7 @@ class _Returns:
                  "_queued", "_ready", "_watching")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, executor: Any) -> None:
-        self._loop = weakref.ref(loop)  # held weakly: `_RETURNS` is keyed by it
+        self._loop = weakref.ref(loop)  # held weakly: the loop's to hold, not ours
         self._executor = executor
         self._lock = threading.Lock()
         self._queued: list[tuple[asyncio.Future[Any], Any, bool, _Pace, float]] = []
@@ -141,8 +141,8 @@ class _Returns:
     def put(self, future: asyncio.Future[Any], outcome: Any, failed: bool, pace: _Pace, took: float) -> None:
         """On a worker thread: queue a call's outcome; wake the loop if nothing else has.
         Once the loop is gone or closed nobody waits for the outcome: it is dropped, and so
-        is the queue, whose futures would otherwise keep the closed loop alive through
-        `_RETURNS` (a value holding its own weak key) for the rest of the process."""
+        is the queue (its futures would keep the closed loop alive as long as this thread
+        holds `self`)."""
         loop = self._loop()
         with self._lock:
             if loop is None or loop.is_closed():
@@ -214,7 +214,15 @@ class _Returns:
             self.watch(loop)
 
 
-_RETURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Returns] = weakref.WeakKeyDictionary()
+def _returns(loop: asyncio.AbstractEventLoop, executor: Any) -> _Returns:
+    """The loop's `_Returns`, kept on its executor (`DaemonExecutor.handoff`): nothing
+    outside the loop's own objects refers to it, so whatever it holds (queued futures, a
+    function that refers to its loop) goes with the loop. A map keyed weakly by the loop
+    could not drop an entry whose value refers back to its key."""
+    returns: _Returns | None = executor.handoff
+    if returns is None or returns._loop() is not loop:
+        returns = executor.handoff = _Returns(loop, executor)
+    return returns
 
 
 async def in_thread(fn: Callable[..., Any], /, *args: Any) -> Any:
@@ -224,9 +232,7 @@ async def in_thread(fn: Callable[..., Any], /, *args: Any) -> Any:
     post = getattr(executor, "post", None)
     if post is None:
         return await asyncio.to_thread(fn, *args)
-    returns = _RETURNS.get(loop)
-    if returns is None or returns._executor is not executor:
-        returns = _RETURNS[loop] = _Returns(loop, executor)
+    returns = _returns(loop, executor)
     future = loop.create_future()
     pace = returns.pace(fn)
     if pace.cheap:

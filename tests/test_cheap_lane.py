@@ -56,7 +56,7 @@ async def _in_turns(calls: list[Any], at_once: int) -> list[Any]:
 
 def _pace(fn: Any) -> handoff._Pace:
     loop = asyncio.get_running_loop()
-    return handoff._RETURNS[loop].pace(fn)
+    return handoff._returns(loop, loop._default_executor).pace(fn)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------- the pace of a function
@@ -442,5 +442,30 @@ def test_a_call_that_returns_after_its_loop_closed_lets_the_loop_be_collected(
     [thread] = late
     thread.join(30)
     assert not thread.is_alive()
+    gc.collect()
+    assert loop() is None
+
+
+def test_a_function_that_holds_its_loop_lets_the_loop_be_collected(generous: None) -> None:
+    """A bound method of an object that keeps its loop (a client made on it): the pace kept
+    for the function must not keep that loop, and all it holds, for the rest of the process
+    (a test suite runs hundreds of loops in one process)."""
+    import gc
+    import weakref
+
+    class Client:
+        def __init__(self) -> None:
+            self.loop = asyncio.get_running_loop()
+
+        def answer(self, i: int) -> int:
+            return i
+
+    async def main() -> weakref.ref[asyncio.AbstractEventLoop]:
+        client = Client()
+        await _in_turns([handoff.in_thread(client.answer, i) for i in range(handoff.WINDOW + 8)], 8)
+        assert _pace(client.answer).cheap
+        return weakref.ref(asyncio.get_running_loop())
+
+    loop = _on_loop(main)
     gc.collect()
     assert loop() is None

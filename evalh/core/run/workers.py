@@ -84,6 +84,9 @@ class DaemonExecutor(ThreadPoolExecutor):
         self._lane: _Lane | None = None
         self._started = 0
         self._shutdown = False
+        self.handoff: Any = None
+        """`evalh.handoff`'s state for the loop this executor serves (its calls' outcomes and
+        functions' paces), kept here so that it goes with the loop."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
