@@ -161,39 +161,6 @@ def test_a_function_cheap_for_a_thousand_calls_that_starts_blocking_blocks_no_on
     assert not still_cheap  # the function is back on a thread per call
 
 
-def test_a_cheap_function_whose_calls_turn_slow_but_never_stuck_gets_threads_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Calls that each take a little longer than cheap but never long enough to be spilled
-    (a cache that starts missing) would otherwise queue every other call behind them on the
-    lane until the window ends (`concurrency` calls waiting each call's time in turn). Once
-    more than a window's tolerance of them are slow, the function goes back to threads and
-    the calls queued behind go with it: the last eight wait until all eight run at once."""
-    monkeypatch.setattr(handoff, "CHEAP_S", 0.25)
-    monkeypatch.setattr(handoff, "STUCK_S", 3600.0)  # the watch never spills here
-    slow = handoff.WINDOW // 16 + 1
-    n = 8
-    barrier = threading.Barrier(n, timeout=20)
-
-    def answer(i: int) -> int:
-        if i >= 1000 + slow:
-            barrier.wait()
-        elif i >= 1000:
-            time.sleep(0.3)  # slower than cheap, far from stuck
-        return i
-
-    async def main() -> tuple[list[int], bool, bool]:
-        quick = await _in_turns([handoff.in_thread(answer, i) for i in range(handoff.WINDOW)], 8)
-        was_cheap = _pace(answer).cheap
-        later = await asyncio.gather(*(handoff.in_thread(answer, 1000 + i) for i in range(slow + n)))
-        return quick + list(later), was_cheap, _pace(answer).cheap
-
-    out, was_cheap, still_cheap = _on_loop(main)
-    assert was_cheap
-    assert out == [*range(handoff.WINDOW), *range(1000, 1000 + slow + n)]
-    assert not still_cheap
-
-
 def test_a_hung_lane_call_holds_neither_the_calls_behind_it_nor_the_loops_end(generous: None) -> None:
     release = threading.Event()
     hung: list[threading.Thread] = []
@@ -262,6 +229,39 @@ def test_a_lane_call_raises_what_the_call_raised(generous: None, exc: BaseExcept
 
     with pytest.raises(raised):
         _on_loop(main)
+
+
+def test_a_cheap_function_whose_calls_turn_slow_but_never_stuck_gets_threads_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Calls that each take a little longer than cheap but never long enough to be spilled
+    (a cache that starts missing) would otherwise queue every other call behind them on the
+    lane until the window ends (`concurrency` calls waiting each call's time in turn). Once
+    more than a window's tolerance of them are slow, the function goes back to threads and
+    the calls queued behind go with it: the last eight wait until all eight run at once."""
+    monkeypatch.setattr(handoff, "CHEAP_S", 0.25)
+    monkeypatch.setattr(handoff, "STUCK_S", 3600.0)  # the watch never spills here
+    slow = handoff.WINDOW // 16 + 1
+    n = 8
+    barrier = threading.Barrier(n, timeout=20)
+
+    def answer(i: int) -> int:
+        if i >= 1000 + slow:
+            barrier.wait()
+        elif i >= 1000:
+            time.sleep(0.3)  # slower than cheap, far from stuck
+        return i
+
+    async def main() -> tuple[list[int], bool, bool]:
+        quick = await _in_turns([handoff.in_thread(answer, i) for i in range(handoff.WINDOW)], 8)
+        was_cheap = _pace(answer).cheap
+        later = await asyncio.gather(*(handoff.in_thread(answer, 1000 + i) for i in range(slow + n)))
+        return quick + list(later), was_cheap, _pace(answer).cheap
+
+    out, was_cheap, still_cheap = _on_loop(main)
+    assert was_cheap
+    assert out == [*range(handoff.WINDOW), *range(1000, 1000 + slow + n)]
+    assert not still_cheap
 
 
 def test_spill_gives_each_waiting_call_its_own_thread_and_retires_the_lane() -> None:
