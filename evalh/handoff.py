@@ -25,8 +25,10 @@ has work) looks every `STUCK_S / 2`, and when the lane's call has run longer tha
 `STUCK_S` the calls waiting behind it each get a thread of their own (`spill`) and that
 function goes back to a thread per call, to be proven cheap again over a window four times
 as long (so one that blocks now and then settles on threads). A cheap function whose call
-on the lane returns slower than `STUCK_S`, or whose window has too many calls slower
-than `CHEAP_S`, goes back the same way. Declaring a function cheap (`@evalh.api.inline`)
+on the lane returns slower than `STUCK_S`, or that makes more than `WINDOW // 16` calls
+slower than `CHEAP_S` in a window (however long), goes back the same way as soon as it
+does, and the calls queued on the lane go to threads: calls a little slower than cheap but
+never stuck would otherwise run in turn, each holding every call behind it. Declaring a function cheap (`@evalh.api.inline`)
 still saves the rest: it is then called on the loop, with no thread at all.
 
 Used when the running loop's default executor can `post` a call (the runner's
@@ -36,7 +38,6 @@ Used when the running loop's default executor can `post` a call (the runner's
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import threading
 import time
@@ -72,25 +73,32 @@ class _Pace:
         self.slow = 0
         self.window = WINDOW
 
-    def took(self, seconds: float) -> None:
-        """One call returned after `seconds`."""
+    def took(self, seconds: float) -> bool:
+        """One call returned after `seconds`; True if that sent a cheap function back."""
         if seconds > STUCK_S:
             if self.cheap:
                 self.demote()
-            else:
-                self.calls += 1
-                self.slow = self.window  # this window cannot prove it cheap
-            return
+                return True
+            self.calls += 1
+            self.slow = self.window  # this window cannot prove it cheap
+            return False
         self.calls += 1
         if seconds > CHEAP_S:
             self.slow += 1
+            if self.cheap and self.slow > WINDOW // 16:
+                # Each slow call on the lane held every call queued behind it, and none was
+                # slow enough to be spilled: back now, not at the window's end (a long
+                # window would let hundreds of them run in turn, `concurrency` calls waiting).
+                self.demote()
+                return True
         if self.calls >= self.window:
             ok = self.slow <= self.window // 16
             if self.cheap and not ok:
                 self.demote()
-                return
+                return True
             self.cheap = ok
             self.calls = self.slow = 0
+        return False
 
     def demote(self) -> None:
         """Back to a thread per call, proven cheap again only over a longer window."""
@@ -110,7 +118,7 @@ class _Returns:
                  "_queued", "_ready", "_watching")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, executor: Any) -> None:
-        self._loop = weakref.ref(loop)  # held weakly: `_RETURNS` is keyed by it
+        self._loop = weakref.ref(loop)  # held weakly: the loop's to hold, not ours
         self._executor = executor
         self._lock = threading.Lock()
         self._queued: list[tuple[asyncio.Future[Any], Any, bool, _Pace, float]] = []
@@ -133,25 +141,35 @@ class _Returns:
         return pace
 
     def put(self, future: asyncio.Future[Any], outcome: Any, failed: bool, pace: _Pace, took: float) -> None:
-        """On a worker thread: queue a call's outcome; wake the loop if nothing else has."""
+        """On a worker thread: queue a call's outcome; wake the loop if nothing else has.
+        Once the loop is gone or closed nobody waits for the outcome: it is dropped, and so
+        is the queue (its futures would keep the closed loop alive as long as this thread
+        holds `self`)."""
+        loop = self._loop()
         with self._lock:
+            if loop is None or loop.is_closed():
+                self._queued.clear()
+                return
             self._queued.append((future, outcome, failed, pace, took))
             if self._armed:
                 return
             self._armed = True
-        loop = self._loop()
-        if loop is None:  # the loop is gone: nobody waits for it any more
-            return
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the same
+        try:
             loop.call_soon_threadsafe(self._settle_all)
+        except RuntimeError:  # it closed meanwhile: the same
+            with self._lock:
+                self._queued.clear()
 
     def _settle_all(self) -> None:
         with self._lock:
             queued, self._queued = self._queued, []
             self._armed = False
+        spill = False
         for future, outcome, failed, pace, took in queued:
-            pace.took(took)
+            spill |= pace.took(took)
             _settle(future, outcome, failed)
+        if spill:  # the function's calls queued on the lane go to threads with the rest
+            self._executor.spill()
 
     def serial(self, loop: asyncio.AbstractEventLoop, job: _Held) -> None:
         """On the loop: the call `job` to the lane once the loop has nothing else to do (or
@@ -198,7 +216,15 @@ class _Returns:
             self.watch(loop)
 
 
-_RETURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Returns] = weakref.WeakKeyDictionary()
+def _returns(loop: asyncio.AbstractEventLoop, executor: Any) -> _Returns:
+    """The loop's `_Returns`, kept on its executor (`DaemonExecutor.handoff`): nothing
+    outside the loop's own objects refers to it, so whatever it holds (queued futures, a
+    function that refers to its loop) goes with the loop. A map keyed weakly by the loop
+    could not drop an entry whose value refers back to its key."""
+    returns: _Returns | None = executor.handoff
+    if returns is None or returns._loop() is not loop:
+        returns = executor.handoff = _Returns(loop, executor)
+    return returns
 
 
 async def in_thread(fn: Callable[..., Any], /, *args: Any) -> Any:
@@ -208,9 +234,7 @@ async def in_thread(fn: Callable[..., Any], /, *args: Any) -> Any:
     post = getattr(executor, "post", None)
     if post is None:
         return await asyncio.to_thread(fn, *args)
-    returns = _RETURNS.get(loop)
-    if returns is None or returns._executor is not executor:
-        returns = _RETURNS[loop] = _Returns(loop, executor)
+    returns = _returns(loop, executor)
     future = loop.create_future()
     pace = returns.pace(fn)
     if pace.cheap:

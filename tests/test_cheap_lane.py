@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ async def _in_turns(calls: list[Any], at_once: int) -> list[Any]:
 
 def _pace(fn: Any) -> handoff._Pace:
     loop = asyncio.get_running_loop()
-    return handoff._RETURNS[loop].pace(fn)
+    return handoff._returns(loop, loop._default_executor).pace(fn)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------- the pace of a function
@@ -270,6 +271,39 @@ def test_a_lane_call_raises_what_the_call_raised(generous: None, exc: BaseExcept
         _on_loop(main)
 
 
+def test_a_cheap_function_whose_calls_turn_slow_but_never_stuck_gets_threads_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Calls that each take a little longer than cheap but never long enough to be spilled
+    (a cache that starts missing) would otherwise queue every other call behind them on the
+    lane until the window ends (`concurrency` calls waiting each call's time in turn). Once
+    more than a window's tolerance of them are slow, the function goes back to threads and
+    the calls queued behind go with it: the last eight wait until all eight run at once."""
+    monkeypatch.setattr(handoff, "CHEAP_S", 0.25)
+    monkeypatch.setattr(handoff, "STUCK_S", 3600.0)  # the watch never spills here
+    slow = handoff.WINDOW // 16 + 1
+    n = 8
+    barrier = threading.Barrier(n, timeout=20)
+
+    def answer(i: int) -> int:
+        if i >= 1000 + slow:
+            barrier.wait()
+        elif i >= 1000:
+            time.sleep(0.3)  # slower than cheap, far from stuck
+        return i
+
+    async def main() -> tuple[list[int], bool, bool]:
+        quick = await _in_turns([handoff.in_thread(answer, i) for i in range(handoff.WINDOW)], 8)
+        was_cheap = _pace(answer).cheap
+        later = await asyncio.gather(*(handoff.in_thread(answer, 1000 + i) for i in range(slow + n)))
+        return quick + list(later), was_cheap, _pace(answer).cheap
+
+    out, was_cheap, still_cheap = _on_loop(main)
+    assert was_cheap
+    assert out == [*range(handoff.WINDOW), *range(1000, 1000 + slow + n)]
+    assert not still_cheap
+
+
 def test_spill_gives_each_waiting_call_its_own_thread_and_retires_the_lane() -> None:
     pool = DaemonExecutor("t")
     started, release = threading.Event(), threading.Event()
@@ -319,6 +353,60 @@ def test_shutdown_never_waits_for_a_lane_call_that_hangs() -> None:
     release.set()
 
 
+def test_a_spill_that_meets_shutdown_leaves_its_calls_on_the_lane_and_raises_nothing() -> None:
+    """The loop's watch may spill while asyncio's end shuts the executor down on another
+    thread: the calls it has not moved yet stay on the retired lane, which runs them and
+    stops (as `shutdown` says of a lane's queue), and the watch's callback raises nothing."""
+    pool = DaemonExecutor("t")
+    started, release = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def first() -> None:
+        started.set()
+        release.wait(30)
+
+    pool.post_serial("tag", first)
+    assert started.wait(30)
+    for i in range(3):
+        pool.post_serial("tag", ran.append, i)
+    lane = pool._lane
+    real_post = pool.post
+
+    def post_after_shutdown(fn: Any, /, *args: Any) -> None:  # shutdown lands mid-spill
+        pool.shutdown(wait=False)
+        real_post(fn, *args)
+
+    pool.post = post_after_shutdown  # type: ignore[method-assign]
+    pool.spill()
+    release.set()
+    assert lane is not None
+    lane.join(30)
+    assert not lane.is_alive()
+    assert ran == [0, 1, 2]
+
+
+def test_a_lane_whose_thread_cannot_start_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the process's thread limit (hung calls keep their threads) the lane's thread may
+    fail to start: that call fails as a thread per call would, and the next serial call
+    gets a lane that runs, rather than joining the queue of a thread that never ran."""
+    from evalh.core.run import workers
+
+    pool = DaemonExecutor("t")
+    real_start = workers._Lane.start
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(workers._Lane, "start", refuse)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        pool.post_serial("tag", print)
+    monkeypatch.setattr(workers._Lane, "start", real_start)
+    done = threading.Event()
+    pool.post_serial("tag", done.set)
+    assert done.wait(30)
+    pool.shutdown()
+
+
 # ---------------------------------------------------------------------------- through a real run
 
 
@@ -355,3 +443,69 @@ def test_a_run_whose_target_hangs_once_records_that_case_errored_and_no_other(
     errored = [r for r in doc["suites"]["s"]["cases"] if r["status"] == "errored"]
     assert [r["error"] for r in errored] == [{"type": "TimeoutError", "message": "target did not answer within 2s"}]
     assert doc["status"] == "complete" and len(doc["suites"]["s"]["cases"]) == 600
+
+
+# ---------------------------------------------------------------------------- the loop's end
+
+
+@pytest.mark.parametrize("lane", [False, True], ids=["thread", "lane"])
+def test_a_call_that_returns_after_its_loop_closed_lets_the_loop_be_collected(
+    generous: None, lane: bool,
+) -> None:
+    """Its outcome is dropped, and nothing keeps the closed loop alive: a test suite (or a
+    notebook) that runs many loops in one process must not keep one per late call."""
+    import gc
+    import weakref
+
+    release = threading.Event()
+    late: list[threading.Thread] = []
+
+    def answer(i: int) -> int:
+        if i == -1:
+            late.append(threading.current_thread())
+            release.wait(60)
+        return i
+
+    async def main() -> weakref.ref[asyncio.AbstractEventLoop]:
+        if lane:
+            await _in_turns([handoff.in_thread(answer, i) for i in range(handoff.WINDOW)], 8)
+            assert _pace(answer).cheap
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await handoff.in_thread(answer, -1)
+        return weakref.ref(asyncio.get_running_loop())
+
+    try:
+        loop = _on_loop(main)
+    finally:
+        release.set()
+    [thread] = late
+    thread.join(30)
+    assert not thread.is_alive()
+    gc.collect()
+    assert loop() is None
+
+
+def test_a_function_that_holds_its_loop_lets_the_loop_be_collected(generous: None) -> None:
+    """A bound method of an object that keeps its loop (a client made on it): the pace kept
+    for the function must not keep that loop, and all it holds, for the rest of the process
+    (a test suite runs hundreds of loops in one process)."""
+    import gc
+    import weakref
+
+    class Client:
+        def __init__(self) -> None:
+            self.loop = asyncio.get_running_loop()
+
+        def answer(self, i: int) -> int:
+            return i
+
+    async def main() -> weakref.ref[asyncio.AbstractEventLoop]:
+        client = Client()
+        await _in_turns([handoff.in_thread(client.answer, i) for i in range(handoff.WINDOW + 8)], 8)
+        assert _pace(client.answer).cheap
+        return weakref.ref(asyncio.get_running_loop())
+
+    loop = _on_loop(main)
+    gc.collect()
+    assert loop() is None

@@ -84,6 +84,9 @@ class DaemonExecutor(ThreadPoolExecutor):
         self._lane: _Lane | None = None
         self._started = 0
         self._shutdown = False
+        self.handoff: Any = None
+        """`evalh.handoff`'s state for the loop this executor serves (its calls' outcomes and
+        functions' paces), kept here so that it goes with the loop."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -104,8 +107,9 @@ class DaemonExecutor(ThreadPoolExecutor):
             lane = self._lane
             if lane is None:
                 self._started += 1
-                lane = self._lane = _Lane(f"{self._prefix}_{self._started}")
-                lane.start()
+                lane = _Lane(f"{self._prefix}_{self._started}")
+                lane.start()  # may fail (the thread limit): then no lane is kept, as for `post`
+                self._lane = lane
             lane.inbox.put((tag, fn, args))
 
     def lane_call(self) -> tuple[float, Any] | None:
@@ -126,16 +130,23 @@ class DaemonExecutor(ThreadPoolExecutor):
             lane, self._lane = self._lane, None
         if lane is None:
             return 0
-        moved = 0
+        waiting: list[_SerialJob] = []
         while True:  # a call the lane's thread takes meanwhile runs there: each runs once
             try:
                 job = lane.inbox.get_nowait()
             except queue.Empty:
                 break
             assert job is not None  # only `spill` and `shutdown` stop a lane, once it is retired
-            _tag, fn, args = job
-            self.post(fn, *args)
+            waiting.append(job)
+        moved = 0
+        for job in waiting:
+            try:
+                self.post(job[1], *job[2])
+            except RuntimeError:  # shut down meanwhile (asyncio's end, on another thread)
+                break
             moved += 1
+        for job in waiting[moved:]:  # ...so the rest run on the retired lane, as `shutdown` says
+            lane.inbox.put(job)
         lane.inbox.put(None)
         return moved
 
