@@ -15,8 +15,8 @@ The `evalh` program also keeps the collector off its own start (`pause_for_start
 importing typer, pydantic, the config's models and the HTTP client makes ~100,000
 long-lived objects and next to no garbage, yet set off a full collection and a dozen young
 ones (~25 ms of a one-case run's ~0.4 s). A command ends the pause when its work starts
-(`end_startup`); `evalh run` at the freeze that starts the run, so its config, dataset,
-plan and clients are not walked either — unless it imports the project's own code (a
+(`end_startup`); `evalh run` at the freeze that starts the run (a dry run at its
+estimate), so its config, dataset, plan and clients are not walked either — unless it imports the project's own code (a
 Python target, a custom scorer, a plugin: `evalh.imports`), which is imported with the
 collector on. The little garbage the start leaves (~1,200 objects of a one-case `openai`
 run's ~70,000) is frozen with the rest, once.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
+from typing import Any
 
 from evalh.gcpause import kept_off_the_books
 from tests.runner_project import TARGET_MODULE, evalh_process, load, write_project
@@ -183,3 +184,48 @@ def test_the_startup_pause_ends_once_and_leaves_a_host_pause_alone() -> None:
         assert not gc.isenabled()  # not turned on behind the host's back
     finally:
         gc.enable()
+
+
+def _model_project(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{n}", "input": {"q": f"q{n}"}, "expected": "ok"}) + "\n" for n in range(2)))
+    (tmp_path / "mock.json").write_text(json.dumps({"rules": [{"text": "ok"}]}), encoding="utf-8")
+    (tmp_path / "evalh.toml").write_text(
+        '[suites.s]\ndataset = "cases.jsonl"\nscorers = [{ type = "exact" }]\n\n[suites.s.target]\n'
+        'kind = "openai"\nmodel = "m"\nbase_url = "mock:mock.json"\nprompt = "{{ input.q }}"\n', encoding="utf-8")
+
+
+def test_a_dry_run_estimates_with_the_collector_on(tmp_path: Path) -> None:
+    """`evalh run --dry-run` never reaches the run's freeze: its work (the baseline's runs
+    read, the estimate) is the command's own and runs with the collector on."""
+    _model_project(tmp_path)
+    seen = _probe(["run", "--runs-dir", str(tmp_path / "runs"), "-q", "--no-cache", "--dry-run"], tmp_path)
+    assert seen == {"at_exit": True}
+
+
+def test_every_command_but_run_ends_the_startup_pause_before_it_starts(monkeypatch: Any) -> None:
+    """Walks the commands of the real app, so a command added later cannot be forgotten:
+    only `evalh run` keeps the pause past `main` (to the run's freeze, a dry run's estimate,
+    generating, or the project's own code)."""
+    import sys
+
+    import typer
+
+    from evalh.cli import main as cli_main
+    from evalh.gcpause import end_startup, pause_for_startup
+
+    names = sorted(typer.main.get_command(cli_main.app).commands)  # type: ignore[attr-defined]
+    assert "run" in names and "compare" in names and len(names) == len(cli_main._COMMANDS)
+    seen: dict[str, bool] = {}
+    for name in names:
+        monkeypatch.setattr(sys, "argv", ["evalh", name])
+        monkeypatch.setattr(cli_main, "_app_for", lambda argv: (lambda: seen.__setitem__(argv[1], gc.isenabled())))
+        pause_for_startup()
+        try:
+            cli_main.main()
+        finally:
+            end_startup()
+    assert seen == {name: name != "run" for name in names}
+    assert gc.isenabled()

@@ -276,6 +276,9 @@ def run_request(
         _check_budgets(req)
     if req.request.dry_run:
         from evalh.core.run.estimate import estimate_plan
+        from evalh.gcpause import end_startup
+
+        end_startup()  # the estimate is the command's work: no run's freeze ends the pause (evalh.gcpause)
 
         if in_rounds(req) and req.request.compare_baseline and load_reference is not None:
             _plan_to_budget(req, load_reference)
