@@ -173,3 +173,33 @@ def test_the_git_state_is_asked_once_every_worker_has_started(tmp_path: Path, mo
     assert target.EVENTS.count("git") == 1
     (doc,) = (tmp_path / "runs").glob("*.json")
     assert json.loads(doc.read_text())["git"] == {"sha": "abc123", "dirty": False, "branch": "main"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("git", ["exit 128", "exec sleep 60"])
+def test_a_run_whose_git_fails_or_hangs_is_written_without_it(git: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The git state is asked once the workers have started: a `git` that fails, or hangs
+    (each of its calls given up after 5 s), leaves the run complete, its results whole and
+    its git state null."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f"#!/bin/sh\n{git}\n", encoding="utf-8")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "git_target.py").write_text("def answer(inp):\n    return 'ok'\n", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{n}", "input": {"n": n}, "expected": "ok"}) + "\n" for n in range(6)))
+    (tmp_path / "evalh.toml").write_text(
+        '[evalh]\nconcurrency = 3\n\n[suites.s]\ndataset = "cases.jsonl"\n'
+        'target = "git_target:answer"\nscorers = [{ type = "exact" }]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = CliRunner().invoke(app, ["run", "--runs-dir", str(tmp_path / "runs"), "-q"])
+    assert result.exit_code == 0, result.output
+    (path,) = (tmp_path / "runs").glob("*.json")
+    doc = json.loads(path.read_text())
+    assert doc["git"] == {"sha": None, "dirty": None, "branch": None}
+    assert doc["status"] == "complete" and doc["finished_at"] and doc["stopped_at"] is None
+    assert doc["started_at"] <= doc["finished_at"]
+    assert doc["suites"]["s"]["aggregate"]["passed"] == 6
