@@ -61,12 +61,22 @@ def gc_paused() -> Iterator[None]:
 
 
 class FreezeWindow:
-    """Counts results; every `every`, a collection of the unfrozen objects and a freeze."""
+    """Counts results; every `every`, a collection of the unfrozen objects and a freeze.
+
+    A freeze also takes the state of the calls in flight, which is garbage soon after; what
+    of it is cyclic (a parsed tree with parent links, an exception's traceback) the collector
+    would never see again. So when the frozen set has doubled since it was last swept, it is
+    swept: unfrozen, collected in full and frozen again. The garbage kept frozen stays below
+    what the run keeps (its start and its results), and the full walks cost about twice the
+    final frozen set over the whole run (a full collection at every doubling)."""
 
     def __init__(self, every: int) -> None:
         self.every = every
         self._left = every
         self.freezes = 0
+        self.sweeps = 0
+        self._swept: int | None = None
+        """How many objects were frozen after the last sweep (or the first freeze)."""
 
     def tick(self) -> None:
         self._left -= 1
@@ -77,6 +87,19 @@ class FreezeWindow:
             gc.collect()  # walks only what is not frozen: this window's objects
         gc.freeze()
         self.freezes += 1
+        if gc.isenabled():
+            self._sweep_if_doubled()
+
+    def _sweep_if_doubled(self) -> None:
+        frozen = gc.get_freeze_count()  # a walk of the frozen list, no collection
+        if self._swept is None:
+            self._swept = frozen
+        elif frozen >= 2 * self._swept:
+            gc.unfreeze()  # everything frozen is the window's own (`kept_off_the_books`)
+            gc.collect()
+            gc.freeze()
+            self._swept = gc.get_freeze_count()
+            self.sweeps += 1
 
 
 class NoWindow(FreezeWindow):
