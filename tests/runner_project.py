@@ -180,6 +180,17 @@ scorers = [{{ type = "exact", field = "verdict" }}]
     return path
 
 
+def write_model_project(path: Path, cases: int = 2) -> None:
+    """A project whose one suite asks an `openai` target served by the offline mock (every
+    reply "ok"), with an `exact` scorer: `cases` cases, each passing."""
+    (path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": f"c{n}", "input": {"q": f"q{n}"}, "expected": "ok"}) + "\n" for n in range(cases)))
+    (path / "mock.json").write_text(json.dumps({"rules": [{"text": "ok"}]}), encoding="utf-8")
+    (path / "evalh.toml").write_text(
+        '[suites.s]\ndataset = "cases.jsonl"\nscorers = [{ type = "exact" }]\n\n[suites.s.target]\n'
+        'kind = "openai"\nmodel = "m"\nbase_url = "mock:mock.json"\nprompt = "{{ input.q }}"\n', encoding="utf-8")
+
+
 def default_sigint() -> None:
     """For a child the tests interrupt: SIGINT back to its default disposition. A shell
     running the suite in the background (`.ci/run &`) starts it with SIGINT ignored, a

@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from evalh.gcpause import kept_off_the_books
-from tests.runner_project import TARGET_MODULE, evalh_process, load, write_project
+from tests.runner_project import (
+    TARGET_MODULE,
+    evalh_process,
+    load,
+    write_model_project,
+    write_project,
+)
 
 PROBE = '''
 
@@ -133,14 +139,7 @@ def test_a_model_run_starts_with_the_collector_paused_until_the_run_starts(tmp_p
     """`evalh run` of a model target: no collection while the program imports, reads its
     config, plans the run and imports the client; the collector is on while the cases run
     (what the start made is frozen then, evalh.gcpause)."""
-    import json
-
-    (tmp_path / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"c{n}", "input": {"q": f"q{n}"}, "expected": "ok"}) + "\n" for n in range(2)))
-    (tmp_path / "mock.json").write_text(json.dumps({"rules": [{"text": "ok"}]}), encoding="utf-8")
-    (tmp_path / "evalh.toml").write_text(
-        '[suites.s]\ndataset = "cases.jsonl"\nscorers = [{ type = "exact" }]\n\n[suites.s.target]\n'
-        'kind = "openai"\nmodel = "m"\nbase_url = "mock:mock.json"\nprompt = "{{ input.q }}"\n', encoding="utf-8")
+    write_model_project(tmp_path)
     seen = _probe(["run", "--runs-dir", str(tmp_path / "runs"), "-q", "--no-cache"], tmp_path)
     assert seen == {"before_the_run": False, "in_the_run": True, "at_exit": True}
     [path] = (tmp_path / "runs").glob("*.json")
@@ -186,21 +185,11 @@ def test_the_startup_pause_ends_once_and_leaves_a_host_pause_alone() -> None:
         gc.enable()
 
 
-def _model_project(tmp_path: Path) -> None:
-    import json
-
-    (tmp_path / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"c{n}", "input": {"q": f"q{n}"}, "expected": "ok"}) + "\n" for n in range(2)))
-    (tmp_path / "mock.json").write_text(json.dumps({"rules": [{"text": "ok"}]}), encoding="utf-8")
-    (tmp_path / "evalh.toml").write_text(
-        '[suites.s]\ndataset = "cases.jsonl"\nscorers = [{ type = "exact" }]\n\n[suites.s.target]\n'
-        'kind = "openai"\nmodel = "m"\nbase_url = "mock:mock.json"\nprompt = "{{ input.q }}"\n', encoding="utf-8")
-
 
 def test_a_dry_run_estimates_with_the_collector_on(tmp_path: Path) -> None:
     """`evalh run --dry-run` never reaches the run's freeze: its work (the baseline's runs
     read, the estimate) is the command's own and runs with the collector on."""
-    _model_project(tmp_path)
+    write_model_project(tmp_path)
     seen = _probe(["run", "--runs-dir", str(tmp_path / "runs"), "-q", "--no-cache", "--dry-run"], tmp_path)
     assert seen == {"at_exit": True}
 

@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalh.cli.main import app
+from tests.runner_project import write_model_project
 
 TARGET = '''\
 import asyncio
@@ -40,15 +41,22 @@ async def answer(inp):
 '''
 
 
-def test_workers_start_one_loop_pass_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "start_target.py").write_text(TARGET, encoding="utf-8")
+def _python_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, cases: int,
+                    seed: bool = False) -> None:
+    """A project in `tmp_path` (the working directory and on the import path): `cases` cases
+    expected "ok", concurrency 3, the target `module:answer` written from `source`."""
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
     (tmp_path / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"c{n}", "input": {"n": n}, "expected": "ok"}) + "\n" for n in range(3)))
+        "".join(json.dumps({"id": f"c{n}", "input": {"n": n}, "expected": "ok"}) + "\n" for n in range(cases)))
     (tmp_path / "evalh.toml").write_text(
-        '[evalh]\nconcurrency = 3\nseed = 1\n\n[suites.s]\ndataset = "cases.jsonl"\n'
-        'target = "start_target:answer"\nscorers = [{ type = "exact" }]\n', encoding="utf-8")
+        '[evalh]\nconcurrency = 3\n' + ('seed = 1\n' if seed else '') + '\n[suites.s]\ndataset = "cases.jsonl"\n'
+        f'target = "{module}:answer"\nscorers = [{{ type = "exact" }}]\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_workers_start_one_loop_pass_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _python_project(tmp_path, monkeypatch, "start_target", TARGET, 3, seed=True)
     result = CliRunner().invoke(app, ["run", "--runs-dir", str(tmp_path / "runs"), "-q"])
     assert result.exit_code == 0, result.output
     log = (tmp_path / "order.txt").read_text().splitlines()[-1].split(" ")
@@ -83,12 +91,7 @@ NOT_ON_A_PLAIN_RUN = (
 
 
 def test_a_plain_model_run_imports_only_what_it_needs(tmp_path: Path) -> None:
-    (tmp_path / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"c{n}", "input": {"q": f"q{n}"}, "expected": "ok"}) + "\n" for n in range(2)))
-    (tmp_path / "mock.json").write_text(json.dumps({"rules": [{"text": "ok"}]}), encoding="utf-8")
-    (tmp_path / "evalh.toml").write_text(
-        '[suites.s]\ndataset = "cases.jsonl"\nscorers = [{ type = "exact" }]\n\n[suites.s.target]\n'
-        'kind = "openai"\nmodel = "m"\nbase_url = "mock:mock.json"\nprompt = "{{ input.q }}"\n', encoding="utf-8")
+    write_model_project(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "HTTP_PROXY", "http_proxy",
                                                             "ALL_PROXY", "all_proxy")}
     done = subprocess.run([sys.executable, "-c", "import json\n" + PROBE, str(tmp_path / "runs")],
@@ -148,16 +151,9 @@ def test_the_git_state_is_asked_once_every_worker_has_started(tmp_path: Path, mo
     from evalh.core.run import runner as runner_module
     from evalh.models import GitInfo
 
-    (tmp_path / "git_target.py").write_text(
-        "import asyncio\nEVENTS = []\n\nasync def answer(inp):\n    EVENTS.append('case')\n"
-        "    await asyncio.sleep(0.05)\n    return 'ok'\n", encoding="utf-8")
-    (tmp_path / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"c{n}", "input": {"n": n}, "expected": "ok"}) + "\n" for n in range(6)))
-    (tmp_path / "evalh.toml").write_text(
-        '[evalh]\nconcurrency = 3\n\n[suites.s]\ndataset = "cases.jsonl"\n'
-        'target = "git_target:answer"\nscorers = [{ type = "exact" }]\n', encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _python_project(tmp_path, monkeypatch, "git_target",
+                    "import asyncio\nEVENTS = []\n\nasync def answer(inp):\n    EVENTS.append('case')\n"
+                    "    await asyncio.sleep(0.05)\n    return 'ok'\n", 6)
     import importlib
 
     target = importlib.import_module("git_target")
@@ -187,14 +183,7 @@ def test_a_run_whose_git_fails_or_hangs_is_written_without_it(git: str, tmp_path
     (bin_dir / "git").write_text(f"#!/bin/sh\n{git}\n", encoding="utf-8")
     (bin_dir / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    (tmp_path / "git_target.py").write_text("def answer(inp):\n    return 'ok'\n", encoding="utf-8")
-    (tmp_path / "cases.jsonl").write_text(
-        "".join(json.dumps({"id": f"c{n}", "input": {"n": n}, "expected": "ok"}) + "\n" for n in range(6)))
-    (tmp_path / "evalh.toml").write_text(
-        '[evalh]\nconcurrency = 3\n\n[suites.s]\ndataset = "cases.jsonl"\n'
-        'target = "git_target:answer"\nscorers = [{ type = "exact" }]\n', encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _python_project(tmp_path, monkeypatch, "git_target", "def answer(inp):\n    return 'ok'\n", 6)
     result = CliRunner().invoke(app, ["run", "--runs-dir", str(tmp_path / "runs"), "-q"])
     assert result.exit_code == 0, result.output
     (path,) = (tmp_path / "runs").glob("*.json")
