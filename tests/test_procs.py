@@ -312,3 +312,40 @@ def test_ctrl_c_stops_the_workers_keeps_a_partial_run_and_resume_over_processes_
     done = load(path)
     assert done["status"] == "complete", err
     assert len(done["suites"]["s"]["cases"]) == 40
+
+
+def test_the_git_state_is_asked_only_once_the_worker_processes_are_forked(
+    mp: MockProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git is asked in a thread, through three subprocesses whose pipes a fork copies: a
+    worker forked while they are open holds their write ends until it exits, so the parent's
+    read of git's answer waits for the worker (and gives up after 5 s, the run's git state
+    lost). So the worker processes are forked first, and git asked after."""
+    import os
+
+    from evalh.core.run import procs
+    from evalh.core.run import runner as runner_module
+    from evalh.models import GitInfo
+
+    parent = os.getpid()
+    events: list[str] = []
+    real_fork = procs._fork
+
+    def fork(*args: Any, **kwargs: Any) -> Any:
+        made = real_fork(*args, **kwargs)
+        if os.getpid() == parent:
+            events.append("fork")
+        return made
+
+    def asked(root: Path) -> GitInfo:
+        events.append("git")
+        return GitInfo(sha="abc123", dirty=False, branch="main")
+
+    monkeypatch.setenv("EVALH_TEST_KEY", "k")
+    monkeypatch.setattr(procs, "_fork", fork)
+    monkeypatch.setattr(runner_module, "git_info", asked)
+    cfg = _model_project(tmp_path, mp, cases=12)
+    result, doc = _run(cfg, tmp_path / "runs", "--seed", "1", "--no-cache", "--procs", "2")
+    assert result.exit_code == 0, result.output
+    assert events == ["fork", "fork", "git"]
+    assert doc is not None and doc["git"] == {"sha": "abc123", "dirty": False, "branch": "main"}

@@ -82,6 +82,7 @@ class Runner(Protocol):
     stop_reason: str | None
 
     async def run_item(self, suite: SuitePlan, item: Any) -> CaseResult: ...
+    def ask_git(self) -> None: ...
     def _record(self, suite: SuitePlan, result: CaseResult) -> None: ...
     def _facts(self, case: Case) -> tuple[str, dict[str, Any]]: ...
 
@@ -406,6 +407,7 @@ async def run_in_processes(runner: Runner, suite: SuitePlan, items: Sequence[Wor
             parent_ends.append(ours)
             reader, writer = await asyncio.open_connection(sock=ours)
             workers.append(_Worker(k, pid, rooms[k], reader, writer))
+        runner.ask_git()  # now that no fork is left to copy the pipes of git's subprocesses
         await _hand_out(runner, suite, items, workers)
     finally:
         for w in workers:

@@ -347,8 +347,7 @@ class Runner:
         if suite.processes > 1 and len(items) > 1:  # spread over worker processes
             from evalh.core.run.procs import run_in_processes
 
-            self._ask_git()
-            if await run_in_processes(self, suite, items):  # False: it runs in this process
+            if await run_in_processes(self, suite, items):  # asks git once its workers are forked  # False: it runs in this process
                 if not self.stop_reason:
                     await self._finalize_scorers(suite)
                 return
@@ -379,7 +378,7 @@ class Runner:
             for _ in range(min(suite.concurrency, len(items)) or 1):
                 workers.append(asyncio.create_task(worker()))
                 await asyncio.sleep(0)
-            self._ask_git()  # once every worker has its first case under way
+            self.ask_git()  # once every worker has its first case under way
             await asyncio.gather(*workers)
         finally:
             for w in workers:
@@ -432,11 +431,13 @@ class Runner:
         run.summary = summarize(run)
         return run
 
-    def _ask_git(self) -> None:
+    def ask_git(self) -> None:
         """Ask for the git state in the background (three subprocesses), once: when the first
         suite's workers have all started their first cases, not while they do (the
-        subprocesses and their thread take CPU the first cases need), or before the workers
-        are forked; `_git_info` asks at the end if no suite got that far."""
+        subprocesses and their thread take CPU the first cases need); for worker processes,
+        once they are forked (`procs.run_in_processes`), never before: a fork while git's
+        pipes are open would leave the worker holding them, and the answer waiting on it.
+        `_git_info` asks at the end if no suite got that far."""
         if self.plan.git is None and self._git is None:
             git_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalh-git")
             self._git = git_pool.submit(git_info, self.plan.root)
