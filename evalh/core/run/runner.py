@@ -347,7 +347,7 @@ class Runner:
         if suite.processes > 1 and len(items) > 1:  # spread over worker processes
             from evalh.core.run.procs import run_in_processes
 
-            if await run_in_processes(self, suite, items):  # asks git once its workers are forked  # False: it runs in this process
+            if await run_in_processes(self, suite, items):  # False: it runs in this process (it asks git after its forks)
                 if not self.stop_reason:
                     await self._finalize_scorers(suite)
                 return
@@ -455,9 +455,10 @@ class Runner:
 
     async def run(self) -> Run:
         """Every suite of the plan, then the run document (see the module docstring)."""
-        # Sync targets run in the loop's default executor (evalh.handoff.in_thread): one thread per
-        # call in flight (bounded by --concurrency), and a call that hangs past its timeout
-        # holds neither the next cases nor the process's exit (evalh.core.run.workers).
+        # Sync targets run in the loop's default executor (evalh.handoff.in_thread): a thread per
+        # call in flight (bounded by --concurrency), or one shared thread for a function found
+        # cheap; a call that hangs past its timeout holds neither the next cases nor the
+        # process's exit (evalh.core.run.workers).
         asyncio.get_running_loop().set_default_executor(DaemonExecutor("evalh-target"))
         header = {
             "run_id": self.plan.run_id, "label": self.plan.label, "seed": self.plan.seed,
