@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scale import ROOT, child_env, evalh, project  # noqa: E402  (bench/ is not a package)
+from scale import checkouts, child_env, evalh, project  # noqa: E402  (bench/ is not a package)
 
 WORK = HERE / ".work" / "finish_disk"
 
@@ -152,12 +152,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--inline", action="store_true",
                     help="the target declared cheap (inline = true: on the event loop, no worker thread)")
     args = ap.parse_args(argv)
-    trees = {}
-    for part in args.trees.split(","):
-        name, _, path = part.partition("=")
-        trees[name] = (ROOT / path).resolve()
-        if not (trees[name] / "evalh" / "__init__.py").is_file():
-            raise SystemExit(f"{path}: not an evalh checkout (make it with git worktree add, see --help)")
+    trees = checkouts(args.trees)
     rows = [one_run(name, tree, int(n), args.inline) for n in args.sizes.split(",") for name, tree in trees.items()]
     text = markdown(rows, argv)
     if args.append and args.out.is_file():  # the rows under the earlier ones, the command with its

@@ -41,6 +41,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / ".work" / "peers"
+sys.path.insert(0, str(HERE))
+
+from run_bench import inline_config  # noqa: E402  (bench/ is not a package)
 
 PROVIDER_JS = """\
 // answers "ok" at once: the runner bench's `instant` target
@@ -68,11 +71,7 @@ def evalh_side(n: int, inline: bool) -> Callable[[], tuple[float, float]]:
                     f"b.write_config('py{n}', {n}, 'python', 32)"], cwd=REPO, check=True)
     config = work / f"py{n}.toml"
     if inline:
-        text = config.read_text(encoding="utf-8").replace(
-            'target = "bench_target:instant"',
-            'target = { kind = "python", callable = "bench_target:instant", inline = true }')
-        config = work / f"py{n}_inline.toml"
-        config.write_text(text, encoding="utf-8")
+        config = inline_config(config)
 
     def run() -> tuple[float, float]:
         runs = work / "runs"

@@ -92,6 +92,17 @@ def write_config(name: str, n: int, target: str, concurrency: int, base_url: str
     return path
 
 
+
+def inline_config(config: Path) -> Path:
+    """A copy of `config` (a `python` one of `write_config`) whose target is declared cheap
+    (`inline = true`: called on the event loop, no worker thread), beside it."""
+    text = config.read_text(encoding="utf-8").replace(
+        'target = "bench_target:instant"',
+        'target = { kind = "python", callable = "bench_target:instant", inline = true }')
+    inline = config.with_name(f"{config.stem}_inline.toml")
+    inline.write_text(text, encoding="utf-8")
+    return inline
+
 # ---------------------------------------------------------------------------- workers
 
 

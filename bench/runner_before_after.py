@@ -38,6 +38,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run_bench import inline_config  # noqa: E402  (bench/ is not a package)
+
 SIZES = (10000, 1000)
 
 
@@ -62,11 +66,7 @@ def cli(tree: Path, n: int, inline: bool) -> dict[str, float]:
     work = tree / "bench" / ".work" / "runner"
     config = work / f"py{n}.toml"
     if inline:
-        text = config.read_text(encoding="utf-8").replace(
-            'target = "bench_target:instant"',
-            'target = { kind = "python", callable = "bench_target:instant", inline = true }')
-        config = work / f"py{n}_inline.toml"
-        config.write_text(text, encoding="utf-8")
+        config = inline_config(config)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(

@@ -289,6 +289,17 @@ def markdown(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
     return "\n".join(out) + "\n"
 
 
+def checkouts(spec: str) -> dict[str, Path]:
+    """`--trees NAME=DIR,...`: each named evalh checkout (DIR relative to the repository)."""
+    trees = {}
+    for part in spec.split(","):
+        name, _, path = part.partition("=")
+        trees[name] = (ROOT / path).resolve()
+        if not (trees[name] / "evalh" / "__init__.py").is_file():
+            raise SystemExit(f"{path}: not an evalh checkout (make it with git worktree add, see --help)")
+    return trees
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
@@ -310,12 +321,7 @@ def main(argv: list[str]) -> int:
     global REUSE
     REUSE = args.reuse
     READS[:] = [part for part in args.reads.split(",") if part]
-    trees = {}
-    for part in args.trees.split(","):
-        name, _, path = part.partition("=")
-        trees[name] = (ROOT / path).resolve()
-        if not (trees[name] / "evalh" / "__init__.py").is_file():
-            raise SystemExit(f"{path}: not an evalh checkout (make it with git worktree add, see --help)")
+    trees = checkouts(args.trees)
     rows: list[dict[str, object]] = []
     for n in sizes:
         if args.run_only:
