@@ -190,6 +190,21 @@ def answer(inp):  # noqa: F811
 '''
 
 
+def _interrupted(ref: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[list[str], Path]:
+    """The reference project's baseline, then a run in rounds (seed 8, `args` added)
+    interrupted by Ctrl-C at the 125th call, mid-round 2: the baseline's run ids and the
+    partial run's document."""
+    with (ref / "refwork_target.py").open("a") as fh:
+        fh.write(STOP)
+    base = _baseline(ref)
+    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
+    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", *args, "--seed", "8")
+    assert r.exit_code == 130, r.output
+    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    return base, partial
+
+
 def test_an_interrupted_run_resumes_at_its_round_and_reaches_the_same_decision(
     ref: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,16 +213,9 @@ def test_an_interrupted_run_resumes_at_its_round_and_reaches_the_same_decision(
     attempts kept, and the looks fall at the same rounds, so the decision, the rounds and
     the results are those of the uninterrupted run of the same seed (the first test: flat
     after round 2, at 150 calls)."""
-    with (ref / "refwork_target.py").open("a") as fh:
-        fh.write(STOP)
-    base = _baseline(ref)
-    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
-    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8")
-    assert r.exit_code == 130, r.output
-    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
+    _, partial = _interrupted(ref, monkeypatch)
     doc = json.loads(partial.read_bytes())
     assert doc["status"] == "partial" and [rd["round"] for rd in doc["rounds"]] == [1]
-    monkeypatch.delenv("EVALH_TEST_STOP_AT")
     r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(partial.read_bytes())
@@ -435,14 +443,7 @@ def test_resume_refuses_a_new_max_attempts_rather_than_spending_the_old_one(
     """The resumed run keeps its own schedule (its looks and boundaries are what its error
     guarantee rests on), so `--resume RUN --max-attempts 120` ran on to the old budget
     and spent more than the 120 calls asked for, saying nothing. It is refused, exit 2."""
-    with (ref / "refwork_target.py").open("a") as fh:
-        fh.write(STOP)
-    base = _baseline(ref)
-    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
-    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--seed", "8")
-    assert r.exit_code == 130, r.output
-    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
-    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    _, partial = _interrupted(ref, monkeypatch)
     before = partial.read_bytes()
     r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "--max-attempts", "120")
     assert r.exit_code == 2 and "--max-attempts" in r.stderr, r.output
@@ -455,21 +456,14 @@ def test_a_dry_run_of_resuming_a_run_in_rounds_plans_the_runs_own_budget(
     """`run --dry-run --resume RUN --compare-baseline` of a run in rounds said "0 to run" and
     "never above 800" (the default budget), while the resume then ran on to the run's own
     budget (--max-attempts 300 when it started): what is left is up to 300 − done."""
-    with (ref / "refwork_target.py").open("a") as fh:
-        fh.write(STOP)
-    base = _baseline(ref)
-    monkeypatch.setenv("EVALH_TEST_STOP_AT", "125")
-    r = cli(ref, "run", "-q", "--compare-baseline", "--until-decided", "--max-attempts", "300",
-            "--seed", "8")
-    assert r.exit_code == 130, r.output
-    (partial,) = [p for p in (ref / "runs").glob("*.json") if p.stem not in base]
-    monkeypatch.delenv("EVALH_TEST_STOP_AT")
+    _, partial = _interrupted(ref, monkeypatch, "--max-attempts", "300")
     dry = cli(ref, "run", "--dry-run", "--resume", partial.stem, "--compare-baseline", "--json")
     assert dry.exit_code == 0, dry.output
     planned = json.loads(dry.stdout)["suites"][0]
     assert planned["budget"] is True and planned["items"] + planned["done"] == 300
     assert planned["until_decided"]["budget"] == 300
-    r = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "-q")
+    resumed = cli(ref, "run", "--resume", partial.stem, "--compare-baseline", "-q")
+    assert resumed.exit_code == 0, resumed.output
     doc = json.loads(partial.read_bytes())
     assert doc["rounds"][-1]["calls_so_far"] <= planned["items"] + planned["done"]
 
